@@ -1,0 +1,325 @@
+/*
+ * vlahybrid backend plugin ABI: what a backend (cuda, cpu_amx, cpu_generic, ...) implements.
+ *
+ * A backend is a shared module that exports one function, VH_BACKEND_ENTRY_SYMBOL, returning a
+ * table of function pointers (vh_backend_iface). The core negotiates the table by version and size:
+ * `abi_major` must equal the core's; `abi_minor` may differ, since minor versions only append
+ * fields and the core reads only what both sides know. A table that is too short for its own
+ * version, or of another major version, is refused with a message naming both versions.
+ *
+ * The table describes a *block executor*. The core owns the model description (which blocks,
+ * which tensors), the scheduling, and the threads between stages; the backend owns its memory,
+ * streams, kernels and thread pools. One executor holds a contiguous range of the model's blocks,
+ * makes their weights resident when it is created (reading them from host views into the
+ * memory-mapped checkpoint, which stay valid for the executor's life), and runs sub-ranges of
+ * those blocks on packed batches.
+ *
+ * Threading: the core calls one executor from one thread at a time; different executors (of the
+ * same or different plugins) may run at the same time on different threads.
+ * Errors: functions that can fail return a vh_status and write a one-line message into the
+ * caller's buffer (err, err_size). A backend never aborts or exits the process.
+ */
+#ifndef VLAHYBRID_BACKEND_H
+#define VLAHYBRID_BACKEND_H
+
+#include <string.h>
+
+#include "vlahybrid.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VH_BACKEND_ABI_MAJOR 1
+#define VH_BACKEND_ABI_MINOR 0
+#define VH_BACKEND_ENTRY_SYMBOL "vh_backend_entry"
+
+#if defined(__GNUC__)
+#define VH_PLUGIN_EXPORT __attribute__((visibility("default")))
+#else
+#define VH_PLUGIN_EXPORT
+#endif
+
+/* ------------------------------------------------------------------------------------------------
+ * Tensors: read-only views of checkpoint data, row-major, in the file's dtype.
+ */
+typedef enum vh_dtype {
+    VH_DTYPE_F32 = 0,
+    VH_DTYPE_F16 = 1,
+    VH_DTYPE_BF16 = 2
+} vh_dtype;
+
+typedef struct vh_tensor_view {
+    const void *data;          /* NULL when an optional tensor is absent */
+    vh_dtype dtype;
+    uint32_t ndim;
+    int64_t shape[4];
+    const char *name;          /* the checkpoint's tensor name, for messages */
+} vh_tensor_view;
+
+static inline float vh_bf16_to_f32(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* Round to nearest even, as PyTorch does; NaN stays NaN. */
+static inline uint16_t vh_f32_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+static inline float vh_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, u;
+    if (exp == 0x1fu) {
+        u = sign | 0x7f800000u | (man << 13);
+    } else if (exp != 0) {
+        u = sign | ((exp + 112u) << 23) | (man << 13);
+    } else if (man == 0) {
+        u = sign;
+    } else { /* subnormal: renormalise */
+        exp = 113;
+        while (!(man & 0x400u)) { man <<= 1; exp--; }
+        u = sign | (exp << 23) | ((man & 0x3ffu) << 13);
+    }
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * The model, as the core describes it to backends.
+ *
+ * Blocks come in this order: for each vision tower t, one VIT_EMBED then its VIT blocks; one
+ * PROJECTOR; one LLM_EMBED; the LLM blocks; one LLM_HEAD. Each kind has a fixed tensor list (the
+ * enums below give the index of each tensor in vh_block_desc.tensors). Shapes and dtypes have
+ * been validated by the core against the vh_model_desc before a backend sees them.
+ */
+typedef enum vh_block_kind {
+    VH_BLOCK_VIT_EMBED = 1,  /* pixels [3,S,S] -> tokens [prefix + patches, D] of tower t */
+    VH_BLOCK_VIT = 2,        /* pre-norm ViT block on tower t's tokens */
+    VH_BLOCK_PROJECTOR = 3,  /* towers' patch tokens, channel-concatenated -> patch embeddings */
+    VH_BLOCK_LLM_EMBED = 4,  /* token ids and patch embeddings -> LLM hidden rows */
+    VH_BLOCK_LLM = 5,        /* Llama decoder block with KV cache */
+    VH_BLOCK_LLM_HEAD = 6    /* final RMSNorm, LM head, greedy argmax over all logits */
+} vh_block_kind;
+
+enum { /* VH_BLOCK_VIT_EMBED tensors */
+    VH_VIT_EMBED_PATCH_W = 0, /* [D, 3, P, P] */
+    VH_VIT_EMBED_PATCH_B,     /* [D] */
+    VH_VIT_EMBED_POS,         /* [1, L, D]: L = patches, or prefix + patches (pos_embed_prefix) */
+    VH_VIT_EMBED_CLS,         /* [1, 1, D] or absent */
+    VH_VIT_EMBED_REG,         /* [1, R, D] or absent */
+    VH_VIT_EMBED_N_TENSORS
+};
+enum { /* VH_BLOCK_VIT tensors: x += ls1 * proj(attn(norm1(x))); x += ls2 * fc2(gelu(fc1(norm2(x)))) */
+    VH_VIT_NORM1_W = 0, VH_VIT_NORM1_B, /* [D] */
+    VH_VIT_QKV_W, VH_VIT_QKV_B,         /* [3D, D], [3D] */
+    VH_VIT_PROJ_W, VH_VIT_PROJ_B,       /* [D, D], [D] */
+    VH_VIT_LS1,                         /* [D] or absent (no LayerScale) */
+    VH_VIT_NORM2_W, VH_VIT_NORM2_B,     /* [D] */
+    VH_VIT_FC1_W, VH_VIT_FC1_B,         /* [H, D], [H] */
+    VH_VIT_FC2_W, VH_VIT_FC2_B,         /* [D, H], [D] */
+    VH_VIT_LS2,                         /* [D] or absent */
+    VH_VIT_N_TENSORS
+};
+enum { /* VH_BLOCK_PROJECTOR tensors: fc1 -> GELU -> fc2 [-> GELU -> fc3] */
+    VH_PROJ_FC1_W = 0, VH_PROJ_FC1_B,   /* [H1, Dv], [H1] */
+    VH_PROJ_FC2_W, VH_PROJ_FC2_B,       /* [Dl, H1], [Dl] */
+    VH_PROJ_FC3_W, VH_PROJ_FC3_B,       /* [Dl, Dl], [Dl], absent for the 2-layer projector */
+    VH_PROJ_N_TENSORS
+};
+enum { /* VH_BLOCK_LLM_EMBED tensors */
+    VH_LLM_EMBED_TOKENS = 0,            /* [V, Dl] */
+    VH_LLM_EMBED_N_TENSORS
+};
+enum { /* VH_BLOCK_LLM tensors (Llama) */
+    VH_LLM_ATTN_NORM = 0,               /* [Dl] input_layernorm */
+    VH_LLM_Q, VH_LLM_K, VH_LLM_V,       /* [Hq*hd, Dl], [Hkv*hd, Dl], [Hkv*hd, Dl] */
+    VH_LLM_O,                           /* [Dl, Hq*hd] */
+    VH_LLM_MLP_NORM,                    /* [Dl] post_attention_layernorm */
+    VH_LLM_GATE, VH_LLM_UP,             /* [F, Dl] */
+    VH_LLM_DOWN,                        /* [Dl, F] */
+    VH_LLM_N_TENSORS
+};
+enum { /* VH_BLOCK_LLM_HEAD tensors */
+    VH_LLM_HEAD_NORM = 0,               /* [Dl] */
+    VH_LLM_HEAD_LM,                     /* [V, Dl] */
+    VH_LLM_HEAD_N_TENSORS
+};
+
+#define VH_BLOCK_MAX_TENSORS 16
+
+typedef struct vh_block_desc {
+    vh_block_kind kind;
+    uint32_t tower;            /* VIT_EMBED / VIT: which vision tower */
+    uint32_t layer;            /* VIT: block index in its tower; LLM: decoder layer index */
+    uint32_t n_tensors;
+    vh_tensor_view tensors[VH_BLOCK_MAX_TENSORS];
+} vh_block_desc;
+
+typedef struct vh_vit_desc {
+    uint32_t image_size;       /* S: input is [3, S, S] */
+    uint32_t patch_size;       /* P */
+    uint32_t grid;             /* S / P */
+    uint32_t n_patches;        /* grid * grid */
+    uint32_t embed_dim;        /* D */
+    uint32_t n_heads;
+    uint32_t head_dim;         /* D / n_heads */
+    uint32_t mlp_hidden;       /* H */
+    uint32_t n_blocks;         /* blocks computed: the checkpoint's depth - 1 (OpenVLA takes the
+                                  second-to-last block's output and never runs the last) */
+    uint32_t has_class_token;
+    uint32_t n_registers;
+    uint32_t n_prefix;         /* class + register tokens; dropped after the last block */
+    uint32_t pos_embed_prefix; /* 1: pos_embed covers prefix tokens (concat, then add) */
+    uint32_t layer_scale;      /* 1: ls1/ls2 present */
+    float norm_eps;            /* LayerNorm epsilon (1e-6 in timm) */
+} vh_vit_desc;
+
+typedef struct vh_llm_desc {
+    uint32_t hidden;           /* Dl */
+    uint32_t intermediate;     /* F */
+    uint32_t n_layers;
+    uint32_t n_heads;          /* Hq */
+    uint32_t n_kv_heads;       /* Hkv; Hq % Hkv == 0 */
+    uint32_t head_dim;         /* hd */
+    uint32_t vocab;            /* V: logits per row (the padded vocabulary) */
+    float rms_eps;
+    float rope_theta;
+} vh_llm_desc;
+
+#define VH_MAX_TOWERS 2
+
+typedef struct vh_model_desc {
+    uint32_t n_towers;
+    vh_vit_desc towers[VH_MAX_TOWERS];
+    uint32_t projector_layers; /* 3: fused-gelu-mlp (fc1, fc2, fc3); 2: gelu-mlp (fc1, fc2) */
+    uint32_t vision_dim;       /* Dv: sum of the towers' embed_dim */
+    uint32_t projector_hidden; /* H1 */
+    uint32_t n_image_tokens;   /* patch embeddings per image (every tower has this many patches) */
+    vh_llm_desc llm;
+    uint32_t n_blocks;
+    const vh_block_desc *blocks;
+} vh_model_desc;
+
+/* ------------------------------------------------------------------------------------------------
+ * Batches: what one executor_run call computes.
+ *
+ * The LLM rows of a batch are grouped in segments. Segment s owns rows
+ * [row_begin(s), row_begin(s) + n_rows) where row_begin is the sum of earlier segments' n_rows;
+ * row i of the segment sits at position `position + i` of its sequence, attends causally to
+ * positions [0, position + i] of that sequence's KV cache, and writes its own K/V at
+ * `position + i`. A prefill is one segment of many rows at position 0; a decode step is a segment
+ * of one row; a packed pass mixes both. A row's token is a vocabulary id, or VH_TOKEN_IMAGE: the
+ * k-th such row of a segment takes the k-th patch embedding of the segment's image.
+ */
+#define VH_TOKEN_IMAGE (-1)
+
+typedef struct vh_segment {
+    uint32_t sequence;         /* KV slot, < max_sequences */
+    uint32_t n_rows;
+    uint32_t position;
+    int32_t image;             /* index of the batch image for VH_TOKEN_IMAGE rows, or -1 */
+} vh_segment;
+
+typedef struct vh_batch {
+    uint32_t n_images;
+    const float *const *pixels;  /* [n_images * n_towers] planes [3, S, S], image-major,
+                                    already resized and normalised for that tower */
+    uint32_t n_segments;
+    const vh_segment *segments;
+    uint32_t n_rows;             /* sum of the segments' n_rows */
+    const int32_t *tokens;       /* [n_rows] */
+    int32_t *out_tokens;         /* [n_segments]: argmax over each segment's last row (LLM_HEAD) */
+    float *out_logits;           /* [n_segments, vocab] fp32, or NULL */
+} vh_batch;
+
+/* ------------------------------------------------------------------------------------------------
+ * Devices and executors.
+ */
+typedef enum vh_device_kind {
+    VH_DEVICE_CPU = 0,
+    VH_DEVICE_GPU = 1
+} vh_device_kind;
+
+typedef struct vh_device_info {
+    vh_device_kind kind;
+    char name[128];
+    uint64_t total_memory;     /* bytes; 0 if unknown */
+    uint64_t free_memory;      /* bytes; 0 if unknown */
+} vh_device_info;
+
+typedef struct vh_executor_params {
+    const vh_model_desc *model;
+    uint32_t device;           /* < device_count() */
+    uint32_t first_block;      /* the executor holds blocks [first_block, first_block + n_blocks) */
+    uint32_t n_blocks;
+    uint32_t max_sequences;    /* KV slots */
+    uint32_t max_context;      /* positions per sequence */
+    uint32_t max_rows;         /* LLM rows in one batch */
+    uint32_t max_images;       /* images in one batch */
+    int32_t n_threads;         /* CPU threads; 0: all online cores */
+    vh_log_fn log_fn;          /* may be NULL */
+    void *log_user;
+    vh_log_level log_level;
+} vh_executor_params;
+
+typedef struct vh_memory_report {
+    uint64_t weight_bytes;     /* resident weights the executor allocated (0 if it reads the map) */
+    uint64_t cache_bytes;      /* KV caches */
+    uint64_t work_bytes;       /* activations, scratch */
+} vh_memory_report;
+
+typedef struct vh_executor vh_executor; /* defined by each plugin */
+
+typedef struct vh_backend_iface {
+    uint32_t abi_major;        /* VH_BACKEND_ABI_MAJOR the plugin was built with */
+    uint32_t abi_minor;        /* VH_BACKEND_ABI_MINOR the plugin was built with */
+    uint32_t struct_size;      /* sizeof(vh_backend_iface) the plugin was built with */
+    const char *name;          /* "cpu_generic": what users pass as the backend name */
+    const char *description;   /* one line for logs */
+
+    /* How well this backend suits this machine: <= 0 cannot run here (no GPU, missing CPU
+     * features); otherwise higher wins when the user names no backend. */
+    int32_t (*score)(void);
+    uint32_t (*device_count)(void);
+    vh_status (*device_info)(uint32_t device, vh_device_info *info);
+
+    /* Create an executor for params->n_blocks blocks and make their weights resident. */
+    vh_status (*executor_create)(const vh_executor_params *params, vh_executor **executor,
+                                 char *err, size_t err_size);
+    void (*executor_destroy)(vh_executor *executor);
+
+    /* Run blocks [first_block, first_block + n_blocks) (absolute indices, inside the executor's
+     * range) on the batch. Vision blocks and the projector work on the batch's images; LLM blocks
+     * on its rows; the head writes out_tokens (and out_logits). Returns when outputs are ready. */
+    vh_status (*executor_run)(vh_executor *executor, const vh_batch *batch, uint32_t first_block,
+                              uint32_t n_blocks, char *err, size_t err_size);
+
+    /* The LLM hidden state crossing to or from another executor: n_rows x hidden fp32, the rows of
+     * the last batch (read) or of the next batch, whose run starts at an LLM block (write). */
+    vh_status (*read_hidden)(vh_executor *executor, float *dst, uint32_t n_rows, char *err,
+                             size_t err_size);
+    vh_status (*write_hidden)(vh_executor *executor, const float *src, uint32_t n_rows, char *err,
+                              size_t err_size);
+
+    vh_status (*memory)(vh_executor *executor, vh_memory_report *report);
+} vh_backend_iface;
+
+/* The one symbol a plugin exports. The core passes its own ABI version; a plugin may return NULL
+ * when it cannot serve that version. */
+typedef const vh_backend_iface *(*vh_backend_entry_fn)(uint32_t core_abi_major,
+                                                       uint32_t core_abi_minor);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* VLAHYBRID_BACKEND_H */

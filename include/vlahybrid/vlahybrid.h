@@ -1,0 +1,226 @@
+/*
+ * vlahybrid: run Vision-Language-Action models on the GPU and the CPU of one computer.
+ *
+ * The session API in five calls:
+ *
+ *     vh_session_params p;  vh_session_params_init(&p);
+ *     p.model_path = "/models/openvla-7b";  p.unnorm_key = "bridge_orig";
+ *     vh_session *s;
+ *     if (vh_session_create(&p, &s) != VH_OK) fprintf(stderr, "%s\n", vh_last_error());
+ *     vh_frame f;  vh_frame_init(&f);  f.rgb = pixels;  f.width = 640;  ...
+ *     uint64_t id;  vh_submit_frame(s, &f, &id);          // camera thread
+ *     vh_action a;  vh_action_init(&a);
+ *     vh_poll_action(s, &a, -1);                           // control thread
+ *     vh_session_destroy(s);
+ *
+ * Conventions
+ * - Every function returns a vh_status (VH_OK == 0) unless it is a getter that cannot fail.
+ * - Structs that cross the API carry their own size in `struct_size`; fill it with the matching
+ *   *_init() (an inline function here, so it records the size your program was compiled with).
+ *   The library reads and writes only the first `struct_size` bytes, so fields can be appended in
+ *   later versions without breaking programs built against this header.
+ * - Handles are opaque. The library keeps no global state except the backend plugin registry.
+ * - The library never writes to stdout or stderr: messages go to the log callback, if one is set.
+ */
+#ifndef VLAHYBRID_H
+#define VLAHYBRID_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(VH_BUILDING_LIBRARY) && defined(__GNUC__)
+#define VH_API __attribute__((visibility("default")))
+#else
+#define VH_API
+#endif
+
+#define VH_VERSION_MAJOR 0
+#define VH_VERSION_MINOR 1
+#define VH_VERSION_PATCH 0
+#define VH_VERSION_NUMBER (VH_VERSION_MAJOR * 10000 + VH_VERSION_MINOR * 100 + VH_VERSION_PATCH)
+
+/* The version of the library loaded at run time, as VH_VERSION_NUMBER and as "0.1.0". */
+VH_API unsigned vh_version_number(void);
+VH_API const char *vh_version(void);
+
+/* ------------------------------------------------------------------------------------------------
+ * Status codes. The numeric values are part of the ABI and never change.
+ */
+typedef enum vh_status {
+    VH_OK = 0,
+    VH_ERR_INVALID_ARGUMENT = 1,     /* a NULL, a zero size, a value out of range */
+    VH_ERR_STRUCT_SIZE = 2,          /* struct_size is not one this library knows (forgot *_init?) */
+    VH_ERR_OUT_OF_MEMORY = 3,        /* a host allocation failed */
+    VH_ERR_DEVICE_OUT_OF_MEMORY = 4, /* a device allocation failed or the memory budget is too small */
+    VH_ERR_IO = 5,                   /* a file could not be opened, read or mapped */
+    VH_ERR_BAD_MODEL = 6,            /* the checkpoint folder is malformed, truncated or inconsistent */
+    VH_ERR_UNSUPPORTED = 7,          /* well-formed, but a model kind or option this version lacks */
+    VH_ERR_BACKEND_NOT_FOUND = 8,    /* no plugin of that name in the search path */
+    VH_ERR_BACKEND_ABI = 9,          /* a plugin built for an incompatible backend ABI */
+    VH_ERR_BACKEND_FAILED = 10,      /* a backend failed to initialise or to run a step */
+    VH_ERR_BUSY = 11,                /* the submit queue is full (policy VH_QUEUE_REJECT) */
+    VH_ERR_TIMEOUT = 12,             /* vh_poll_action: no result within the timeout */
+    VH_ERR_DROPPED = 13,             /* result status: the frame was displaced by a newer one */
+    VH_ERR_CANCELLED = 14,           /* result status: the frame was cancelled (e.g. at destroy) */
+    VH_ERR_EXPIRED = 15,             /* result status: the frame's deadline passed before it started */
+    VH_ERR_UNNORM_KEY = 16,          /* unnorm_key missing (several datasets) or not in norm_stats */
+    VH_ERR_BAD_FRAME = 17,           /* the frame's image or instruction is unusable */
+    VH_ERR_INTERNAL = 18             /* a bug: please report it with the message */
+} vh_status;
+
+/* A static English description of a status ("invalid argument"); never NULL. */
+VH_API const char *vh_status_string(vh_status status);
+
+/* The detailed message of the last failed vlahybrid call made by the calling thread
+ * (any session, and vh_session_create). Never NULL; "" when there was none. The text stays
+ * valid until the calling thread's next failing call. */
+VH_API const char *vh_last_error(void);
+
+/* ------------------------------------------------------------------------------------------------
+ * Logging: silent unless a callback is set. The callback may be called from any library thread
+ * (including plugin threads), must be thread-safe, and must not call back into the session.
+ */
+typedef enum vh_log_level {
+    VH_LOG_ERROR = 0,
+    VH_LOG_WARN = 1,
+    VH_LOG_INFO = 2,
+    VH_LOG_DEBUG = 3
+} vh_log_level;
+
+typedef void (*vh_log_fn)(void *user, vh_log_level level, const char *message);
+
+/* ------------------------------------------------------------------------------------------------
+ * Session parameters.
+ */
+typedef enum vh_queue_policy {
+    /* A new frame displaces the oldest frame that has not started; that frame is answered with
+     * status VH_ERR_DROPPED. vh_submit_frame never blocks. The default. */
+    VH_QUEUE_DROP_OLDEST = 0,
+    /* vh_submit_frame returns VH_ERR_BUSY and accepts nothing while the queue is full. */
+    VH_QUEUE_REJECT = 1,
+    /* vh_submit_frame waits until there is room. */
+    VH_QUEUE_BLOCK = 2
+} vh_queue_policy;
+
+typedef struct vh_session_params {
+    size_t struct_size;          /* set by vh_session_params_init() */
+    const char *model_path;      /* Hugging Face checkpoint folder (config.json, *.safetensors, ...) */
+    const char *backends;        /* "cpu_generic", "cuda,cpu_amx", ... NULL: the best one available */
+    const char *plugin_path;     /* plugin file or folder searched before VH_BACKEND_PATH; may be NULL */
+    const char *unnorm_key;      /* norm_stats dataset; may be NULL only when there is one dataset */
+    uint32_t queue_capacity;     /* frames waiting to start; default 2, at least 1 */
+    vh_queue_policy queue_policy;/* what submit does when the queue is full; default DROP_OLDEST */
+    int32_t n_threads;           /* CPU threads for each CPU backend; 0: all online cores */
+    vh_log_fn log_fn;            /* NULL: silent */
+    void *log_user;              /* passed to log_fn */
+    vh_log_level log_level;      /* most verbose level delivered; default VH_LOG_INFO */
+} vh_session_params;
+
+VH_API void vh_session_params_init_sized(vh_session_params *params, size_t struct_size);
+/* Fill defaults and struct_size. Always call this before setting fields. */
+static inline void vh_session_params_init(vh_session_params *params)
+{
+    vh_session_params_init_sized(params, sizeof *params);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Frames in, actions out.
+ */
+typedef struct vh_frame {
+    size_t struct_size;        /* set by vh_frame_init() */
+    const uint8_t *rgb;        /* RGB8 pixels, row-major, 3 bytes a pixel; copied on submit */
+    uint32_t width, height;    /* pixels; each at least 1 and at most 16384 */
+    size_t stride;             /* bytes from one row to the next; 0 means width * 3 */
+    const char *instruction;   /* UTF-8 task text, e.g. "pick up the red block"; copied on submit */
+    uint64_t tag;              /* the caller's own value, returned in the action */
+    int64_t timestamp_ns;      /* the caller's capture time, returned in the action */
+} vh_frame;
+
+VH_API void vh_frame_init_sized(vh_frame *frame, size_t struct_size);
+static inline void vh_frame_init(vh_frame *frame) { vh_frame_init_sized(frame, sizeof *frame); }
+
+#define VH_MAX_ACTION_DIM 32
+
+typedef struct vh_action {
+    size_t struct_size;        /* set by vh_action_init() */
+    uint64_t frame_id;         /* the id vh_submit_frame gave the frame */
+    uint64_t tag;              /* the frame's tag */
+    int64_t timestamp_ns;      /* the frame's timestamp */
+    vh_status status;          /* VH_OK, or why there is no action (DROPPED, CANCELLED, ...) */
+    uint32_t action_dim;       /* values used in `values` and `token_ids` (7 for OpenVLA) */
+    double values[VH_MAX_ACTION_DIM];     /* un-normalised action */
+    int32_t token_ids[VH_MAX_ACTION_DIM]; /* the generated action token ids */
+    /* Timings, CLOCK_MONOTONIC nanoseconds. */
+    int64_t submitted_ns, started_ns, finished_ns;
+    int64_t vision_ns;         /* image preprocessing, vision towers and projector */
+    int64_t prefill_ns;        /* the LLM over the prompt, up to the first action token */
+    int64_t decode_ns;         /* the remaining action tokens */
+} vh_action;
+
+VH_API void vh_action_init_sized(vh_action *action, size_t struct_size);
+static inline void vh_action_init(vh_action *action) { vh_action_init_sized(action, sizeof *action); }
+
+/* ------------------------------------------------------------------------------------------------
+ * Sessions.
+ */
+typedef struct vh_session vh_session;
+
+/* Load the model, load and initialise the backends, warm up, and start the worker thread.
+ * On failure returns the status, sets *session to NULL, and leaves the message in vh_last_error()
+ * (and in the log callback). Thread-safe: sessions are independent. */
+VH_API vh_status vh_session_create(const vh_session_params *params, vh_session **session);
+
+/* Stop the session: frames not yet started are answered VH_ERR_CANCELLED and dropped with the
+ * session, the frame in progress finishes, threads are joined, everything is freed. No other call
+ * on this session may run at the same time or after. NULL is accepted and ignored. */
+VH_API void vh_session_destroy(vh_session *session);
+
+/* Queue a frame. The image and the instruction are copied; the caller keeps its buffers.
+ * On VH_OK, *frame_id (if not NULL) receives the frame's id (1, 2, 3, ... per session), and the
+ * frame will yield exactly one vh_action, in submission order. On VH_ERR_BUSY (policy REJECT)
+ * or any other error nothing was queued. Thread-safe; may block only with VH_QUEUE_BLOCK. */
+VH_API vh_status vh_submit_frame(vh_session *session, const vh_frame *frame, uint64_t *frame_id);
+
+/* Take the next result, in submission order. timeout_ms: 0 returns at once, < 0 waits without
+ * limit. Returns VH_OK with *action filled (check action->status: VH_OK means values are set),
+ * or VH_ERR_TIMEOUT when no result was ready in time. Thread-safe. */
+VH_API vh_status vh_poll_action(vh_session *session, vh_action *action, int32_t timeout_ms);
+
+/* The detailed message of the last failed call on this session, as seen by the calling thread
+ * (copied under the session's lock). Never NULL; valid until the calling thread's next call. */
+VH_API const char *vh_session_last_error(vh_session *session);
+
+/* The prompt token ids the session would feed the model for `instruction` (BOS, the OpenVLA
+ * prompt, and the trailing 29871), into ids[0 .. capacity). *count receives the full length even
+ * when it exceeds capacity (then VH_ERR_INVALID_ARGUMENT is returned). Thread-safe. */
+VH_API vh_status vh_session_prompt_ids(vh_session *session, const char *instruction, int32_t *ids,
+                                       size_t capacity, size_t *count);
+
+/* Facts about the loaded session. */
+typedef struct vh_session_info {
+    size_t struct_size;        /* set by vh_session_info_init() */
+    uint32_t action_dim;       /* values per action */
+    uint32_t n_llm_layers;     /* decoder blocks */
+    uint32_t n_prompt_image_tokens; /* patch embeddings spliced into the prompt */
+    char backends[128];        /* the backends in use, comma-separated, e.g. "cpu_generic" */
+    char unnorm_key[128];      /* the norm_stats dataset in use */
+    uint64_t host_weight_bytes;   /* checkpoint bytes mapped */
+    uint64_t backend_weight_bytes;/* bytes the backends made resident (copies, conversions) */
+    uint64_t backend_work_bytes;  /* KV caches and activation buffers */
+} vh_session_info;
+
+VH_API void vh_session_info_init_sized(vh_session_info *info, size_t struct_size);
+static inline void vh_session_info_init(vh_session_info *info)
+{
+    vh_session_info_init_sized(info, sizeof *info);
+}
+VH_API vh_status vh_session_get_info(vh_session *session, vh_session_info *info);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* VLAHYBRID_H */

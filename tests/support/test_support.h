@@ -1,0 +1,31 @@
+/* Shared helpers for the check-based tests. */
+#ifndef VH_TEST_SUPPORT_H
+#define VH_TEST_SUPPORT_H
+
+#include <check.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Path of a file under tests/fixtures (VH_TEST_DATA); malloc'd, never NULL. */
+char *vh_test_fixture_path(const char *relative);
+
+/* Path of a file under the source root (VH_SOURCE_ROOT); malloc'd, never NULL. */
+char *vh_test_source_path(const char *relative);
+
+/* Whole file into memory (malloc'd, NUL-terminated beyond *size); NULL if unreadable. */
+uint8_t *vh_test_read_file(const char *path, size_t *size);
+
+/* Write bytes to a fresh temporary file; returns its malloc'd path (unlink it when done). */
+char *vh_test_write_temp(const void *data, size_t size, const char *suffix);
+
+/* A fresh temporary directory; malloc'd path. vh_test_remove_tree deletes it. */
+char *vh_test_make_temp_dir(void);
+void vh_test_remove_tree(const char *path);
+
+/* Largest |a-b| / max(|b|, floor) over n values. */
+double vh_test_max_rel_error(const float *a, const double *b, size_t n, double floor);
+
+/* Run a suite with check's default runner; returns the process exit status for main(). */
+int vh_test_run_suite(Suite *suite);
+
+#endif
