@@ -1,0 +1,287 @@
+#include "executor.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static vh_status fail(char *err, size_t err_size, vh_status status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static vh_status fail(char *err, size_t err_size, vh_status status, const char *fmt, ...)
+{
+    if (err && err_size) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, err_size, fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}
+
+/* calloc of a * b * c floats, counting the bytes into *total; NULL (and no count) on overflow. */
+static float *alloc_floats(uint64_t a, uint64_t b, uint64_t c, uint64_t *total)
+{
+    uint64_t n;
+    if (__builtin_mul_overflow(a, b, &n) || __builtin_mul_overflow(n, c, &n) || n > (SIZE_MAX / sizeof(float)))
+        return NULL;
+    if (n == 0) n = 1;
+    float *p = calloc((size_t)n, sizeof(float));
+    if (p) *total += n * sizeof(float);
+    return p;
+}
+
+static int is_vector_tensor(const vh_block_desc *d, uint32_t i)
+{
+    return d->tensors[i].data && d->tensors[i].ndim == 1;
+}
+
+static vh_status prepare_block(vh_executor *e, cpu_block *cb, const vh_block_desc *d, char *err, size_t err_size)
+{
+    cb->desc = d;
+    for (uint32_t i = 0; i < d->n_tensors && i < VH_BLOCK_MAX_TENSORS; i++) {
+        if (!is_vector_tensor(d, i)) continue;
+        cb->vec[i] = alloc_floats((uint64_t)d->tensors[i].shape[0], 1, 1, &e->weight_bytes);
+        if (!cb->vec[i]) return fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "out of memory converting %s",
+                                     d->tensors[i].name);
+        vhk_convert_to_f32(d->tensors[i].data, d->tensors[i].dtype, cb->vec[i], d->tensors[i].shape[0]);
+    }
+    return VH_OK;
+}
+
+static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+/* Buffers for the block kinds this executor holds. */
+static vh_status allocate_buffers(vh_executor *e, char *err, size_t err_size)
+{
+    const vh_executor_params *p = &e->params;
+    const vh_model_desc *m = e->model;
+    int has_vit = 0, has_projector = 0, has_llm = 0;
+    for (uint32_t i = 0; i < p->n_blocks; i++) {
+        vh_block_kind k = e->blocks[i].desc->kind;
+        has_vit |= k == VH_BLOCK_VIT_EMBED || k == VH_BLOCK_VIT;
+        has_projector |= k == VH_BLOCK_PROJECTOR;
+        has_llm |= k == VH_BLOCK_LLM_EMBED || k == VH_BLOCK_LLM || k == VH_BLOCK_LLM_HEAD;
+        if (k == VH_BLOCK_LLM) {
+            if (e->n_layers_held == 0) e->first_llm_layer = e->blocks[i].desc->layer;
+            e->n_layers_held++;
+        }
+    }
+    uint64_t *w = &e->work_bytes;
+    const uint64_t images = p->max_images ? p->max_images : 1;
+    if (has_vit) {
+        uint64_t T = 0, D = 0, H = 0, PP3 = 0, NP = 0;
+        for (uint32_t t = 0; t < m->n_towers; t++) {
+            const vh_vit_desc *v = &m->towers[t];
+            uint64_t tokens = (uint64_t)v->n_prefix + v->n_patches;
+            e->vit_tokens[t] = alloc_floats(images, tokens, v->embed_dim, w);
+            if (!e->vit_tokens[t]) goto oom;
+            T = max_u64(T, tokens);
+            D = max_u64(D, v->embed_dim);
+            H = max_u64(H, v->mlp_hidden);
+            PP3 = max_u64(PP3, 3ull * v->patch_size * v->patch_size);
+            NP = max_u64(NP, v->n_patches);
+        }
+        if (!(e->vit.patches = alloc_floats(NP, PP3, 1, w)) || !(e->vit.norm = alloc_floats(T, D, 1, w)) ||
+            !(e->vit.qkv = alloc_floats(T, 3 * D, 1, w)) || !(e->vit.attn = alloc_floats(T, D, 1, w)) ||
+            !(e->vit.proj = alloc_floats(T, D, 1, w)) || !(e->vit.mlp = alloc_floats(T, H, 1, w)))
+            goto oom;
+    }
+    if (has_projector || has_llm) {
+        e->patch_embeds = alloc_floats(images, m->n_image_tokens, m->llm.hidden, w);
+        if (!e->patch_embeds) goto oom;
+    }
+    if (has_projector) {
+        if (!(e->proj_in = alloc_floats(m->n_image_tokens, m->vision_dim, 1, w)) ||
+            !(e->proj_hidden = alloc_floats(m->n_image_tokens, m->projector_hidden, 1, w)) ||
+            !(e->proj_out = alloc_floats(m->n_image_tokens, m->llm.hidden, 1, w)))
+            goto oom;
+    }
+    if (has_llm) {
+        const vh_llm_desc *l = &m->llm;
+        const uint64_t R = p->max_rows, q_dim = (uint64_t)l->n_heads * l->head_dim;
+        const uint64_t kv_dim = (uint64_t)l->n_kv_heads * l->head_dim;
+        e->max_segments = p->max_sequences > p->max_rows ? p->max_rows : p->max_sequences;
+        if (e->max_segments == 0) e->max_segments = 1;
+        llm_scratch *s = &e->llm;
+        if (!(s->x = alloc_floats(R, l->hidden, 1, w)) || !(s->norm = alloc_floats(R, l->hidden, 1, w)) ||
+            !(s->q = alloc_floats(R, q_dim, 1, w)) || !(s->k = alloc_floats(R, kv_dim, 1, w)) ||
+            !(s->v = alloc_floats(R, kv_dim, 1, w)) || !(s->attn = alloc_floats(R, q_dim, 1, w)) ||
+            !(s->gate = alloc_floats(R, l->intermediate, 1, w)) || !(s->up = alloc_floats(R, l->intermediate, 1, w)) ||
+            !(s->head_in = alloc_floats(e->max_segments, l->hidden, 1, w)) ||
+            !(s->logits = alloc_floats(e->max_segments, l->vocab, 1, w)))
+            goto oom;
+        s->positions = calloc(R ? R : 1, sizeof *s->positions);
+        if (!s->positions) goto oom;
+        if (e->n_layers_held) {
+            uint64_t per_layer = (uint64_t)p->max_sequences * p->max_context;
+            e->k_cache = alloc_floats(e->n_layers_held, per_layer, kv_dim, &e->cache_bytes);
+            e->v_cache = alloc_floats(e->n_layers_held, per_layer, kv_dim, &e->cache_bytes);
+            if (!e->k_cache || !e->v_cache) goto oom;
+        }
+    }
+    return VH_OK;
+oom:
+    return fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "cpu_generic: out of memory for activations and KV cache "
+                "(%llu bytes allocated so far)", (unsigned long long)(e->work_bytes + e->cache_bytes));
+}
+
+vh_status cpu_executor_create(const vh_executor_params *params, vh_executor **out, char *err, size_t err_size)
+{
+    *out = NULL;
+    const vh_model_desc *m = params->model;
+    if (!m || params->n_blocks == 0 || params->first_block >= m->n_blocks ||
+        params->n_blocks > m->n_blocks - params->first_block || params->max_rows == 0 ||
+        params->max_sequences == 0 || params->max_context == 0 || params->device != 0)
+        return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: invalid executor parameters");
+
+    vh_executor *e = calloc(1, sizeof *e);
+    if (!e) return fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "cpu_generic: out of memory");
+    e->params = *params;
+    e->model = m;
+    vh_status st = VH_ERR_OUT_OF_MEMORY;
+    e->pool = vh_thread_pool_create(params->n_threads);
+    if (!e->pool) {
+        fail(err, err_size, st, "cpu_generic: cannot start %d threads", params->n_threads);
+        goto fail;
+    }
+    int64_t max_in = 1;
+    for (uint32_t i = 0; i < params->n_blocks; i++) {
+        const vh_block_desc *d = &m->blocks[params->first_block + i];
+        for (uint32_t t = 0; t < d->n_tensors; t++)
+            if (d->tensors[t].data && d->tensors[t].ndim >= 2 && d->tensors[t].shape[1] > max_in)
+                max_in = d->tensors[t].shape[1] * (d->tensors[t].ndim == 4 ? d->tensors[t].shape[2] * d->tensors[t].shape[3] : 1);
+    }
+    e->matmul = vhk_matmul_create(e->pool, max_in);
+    e->blocks = calloc(params->n_blocks, sizeof *e->blocks);
+    if (!e->matmul || !e->blocks) {
+        fail(err, err_size, st, "cpu_generic: out of memory");
+        goto fail;
+    }
+    for (uint32_t i = 0; i < params->n_blocks; i++)
+        if ((st = prepare_block(e, &e->blocks[i], &m->blocks[params->first_block + i], err, err_size))) goto fail;
+    if ((st = allocate_buffers(e, err, err_size))) goto fail;
+    *out = e;
+    return VH_OK;
+fail:
+    cpu_executor_destroy(e);
+    return st;
+}
+
+void cpu_executor_destroy(vh_executor *e)
+{
+    if (!e) return;
+    if (e->blocks) {
+        for (uint32_t i = 0; i < e->params.n_blocks; i++)
+            for (uint32_t t = 0; t < VH_BLOCK_MAX_TENSORS; t++) free(e->blocks[i].vec[t]);
+        free(e->blocks);
+    }
+    for (uint32_t t = 0; t < VH_MAX_TOWERS; t++) free(e->vit_tokens[t]);
+    free(e->patch_embeds);
+    free(e->vit.patches);
+    free(e->vit.norm);
+    free(e->vit.qkv);
+    free(e->vit.attn);
+    free(e->vit.proj);
+    free(e->vit.mlp);
+    free(e->proj_in);
+    free(e->proj_hidden);
+    free(e->proj_out);
+    free(e->llm.x);
+    free(e->llm.norm);
+    free(e->llm.q);
+    free(e->llm.k);
+    free(e->llm.v);
+    free(e->llm.attn);
+    free(e->llm.gate);
+    free(e->llm.up);
+    free(e->llm.positions);
+    free(e->llm.head_in);
+    free(e->llm.logits);
+    free(e->k_cache);
+    free(e->v_cache);
+    vhk_matmul_destroy(e->matmul);
+    vh_thread_pool_destroy(e->pool);
+    free(e);
+}
+
+/* Every index and count a batch carries is checked here, so the block code can trust them. */
+static vh_status validate_batch(const vh_executor *e, const vh_batch *b, int needs_images, int needs_rows,
+                                char *err, size_t err_size)
+{
+    const vh_executor_params *p = &e->params;
+    if (needs_images) {
+        if (b->n_images == 0 || b->n_images > (p->max_images ? p->max_images : 1) || !b->pixels)
+            return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: batch has %u images (max %u)",
+                        b->n_images, p->max_images);
+        for (uint32_t i = 0; i < b->n_images * e->model->n_towers; i++)
+            if (!b->pixels[i]) return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: pixels[%u] is NULL", i);
+    }
+    if (!needs_rows) return VH_OK;
+    if (b->n_rows == 0 || b->n_rows > p->max_rows || !b->tokens || b->n_segments == 0 || !b->segments ||
+        b->n_segments > e->max_segments)
+        return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: batch of %u rows in %u segments exceeds "
+                    "the executor's limits (%u rows, %u segments)", b->n_rows, b->n_segments, p->max_rows,
+                    e->max_segments);
+    uint64_t rows = 0;
+    for (uint32_t s = 0; s < b->n_segments; s++) {
+        const vh_segment *seg = &b->segments[s];
+        uint32_t image_rows = 0;
+        if (seg->n_rows == 0 || seg->sequence >= p->max_sequences ||
+            (uint64_t)seg->position + seg->n_rows > p->max_context)
+            return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: segment %u (sequence %u, rows %u at "
+                        "position %u) is outside the KV cache (%u sequences x %u positions)", s, seg->sequence,
+                        seg->n_rows, seg->position, p->max_sequences, p->max_context);
+        for (uint32_t r = 0; r < seg->n_rows; r++) {
+            int32_t tok = b->tokens[rows + r];
+            if (tok == VH_TOKEN_IMAGE) image_rows++;
+            else if (tok < 0 || (uint32_t)tok >= e->model->llm.vocab)
+                return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: token %d out of the vocabulary", tok);
+        }
+        if (image_rows && (seg->image < 0 || (uint32_t)seg->image >= (p->max_images ? p->max_images : 1) ||
+                           image_rows > e->model->n_image_tokens))
+            return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: segment %u has %u image rows for image "
+                        "%d", s, image_rows, seg->image);
+        rows += seg->n_rows;
+    }
+    if (rows != b->n_rows)
+        return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: segments cover %llu rows, batch has %u",
+                    (unsigned long long)rows, b->n_rows);
+    return VH_OK;
+}
+
+vh_status cpu_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first_block, uint32_t n_blocks,
+                           char *err, size_t err_size)
+{
+    const vh_executor_params *p = &e->params;
+    if (!batch || n_blocks == 0 || first_block < p->first_block ||
+        first_block - p->first_block > p->n_blocks || n_blocks > p->n_blocks - (first_block - p->first_block))
+        return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: blocks [%u, %u) are not all in this "
+                    "executor's [%u, %u)", first_block, first_block + n_blocks, p->first_block,
+                    p->first_block + p->n_blocks);
+    const cpu_block *blocks = &e->blocks[first_block - p->first_block];
+    int needs_images = 0, needs_rows = 0;
+    for (uint32_t i = 0; i < n_blocks; i++) {
+        vh_block_kind k = blocks[i].desc->kind;
+        needs_images |= k == VH_BLOCK_VIT_EMBED || k == VH_BLOCK_VIT || k == VH_BLOCK_PROJECTOR;
+        needs_rows |= k == VH_BLOCK_LLM_EMBED || k == VH_BLOCK_LLM || k == VH_BLOCK_LLM_HEAD;
+        if (k == VH_BLOCK_LLM_HEAD && !batch->out_tokens)
+            return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: the head needs out_tokens");
+    }
+    vh_status st = validate_batch(e, batch, needs_images, needs_rows, err, err_size);
+    if (st) return st;
+
+    for (uint32_t i = 0; i < n_blocks; i++) {
+        const cpu_block *b = &blocks[i];
+        switch (b->desc->kind) {
+        case VH_BLOCK_VIT_EMBED: cpu_vit_embed(e, b, batch); break;
+        case VH_BLOCK_VIT: cpu_vit_block(e, b, batch); break;
+        case VH_BLOCK_PROJECTOR: cpu_projector(e, b, batch); break;
+        case VH_BLOCK_LLM_EMBED: cpu_llm_embed(e, b, batch); break;
+        case VH_BLOCK_LLM: cpu_llm_block(e, b, batch); break;
+        case VH_BLOCK_LLM_HEAD: cpu_llm_head(e, b, batch); break;
+        default: return fail(err, err_size, VH_ERR_UNSUPPORTED, "cpu_generic: unknown block kind %d", b->desc->kind);
+        }
+    }
+    if (needs_rows) e->last_rows = batch->n_rows;
+    return VH_OK;
+}

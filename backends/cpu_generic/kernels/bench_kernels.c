@@ -1,0 +1,333 @@
+/*
+ * bench_kernels: throughput of the cpu_generic kernels on Llama-2-7B shapes.
+ *
+ *   bench_kernels [--threads N] [--section linear|crossover|panel|block|all]
+ *
+ * linear:    vhk_linear with BF16 weights vs cblas_sgemm with F32 weights (the peer) for
+ *            4096->4096, 4096->11008 and 11008->4096 at 1, 8, 64 and 286 rows; GFLOP/s and the
+ *            weight stream in GB/s.
+ * crossover: small GEMM vs converted panels + sgemm at 1..64 rows (chooses the threshold).
+ * panel:     panel widths at 286 rows.
+ * block:     one Llama-2-7B decoder block (random BF16 weights) composed from the kernels: a
+ *            286-row prefill at position 0, and a 1-row decode step at position 286 over the
+ *            286-token KV cache.
+ * Times are medians of repeated runs after one warm-up.
+ */
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cpu_kernels.h"
+#include "kernels_internal.h"
+
+#define MIN_REPS 3
+#define MAX_REPS 50
+#define TARGET_SECONDS 0.5
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median seconds of fn(ctx) over repeated runs (one warm-up first). */
+static double time_median(void (*fn)(void *), void *ctx)
+{
+    double t[MAX_REPS], total = 0;
+    int n = 0;
+    fn(ctx);
+    while (n < MAX_REPS && (n < MIN_REPS || total < TARGET_SECONDS)) {
+        double t0 = now_s();
+        fn(ctx);
+        t[n] = now_s() - t0;
+        total += t[n++];
+    }
+    qsort(t, (size_t)n, sizeof t[0], cmp_double);
+    return t[n / 2];
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rng_next(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+/* Uniform in [-scale, scale). */
+static float rng_uniform(float scale)
+{
+    return scale * ((float)(rng_next() >> 40) * (2.0f / 16777216.0f) - 1.0f);
+}
+
+static void *xmalloc(size_t n)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 64, n ? n : 64) != 0) {
+        fprintf(stderr, "bench_kernels: out of memory (%zu bytes)\n", n);
+        exit(1);
+    }
+    return p;
+}
+
+static float *random_f32(int64_t n, float scale)
+{
+    float *p = xmalloc((size_t)n * sizeof(float));
+    for (int64_t i = 0; i < n; i++) p[i] = rng_uniform(scale);
+    return p;
+}
+
+static vh_tensor_view random_bf16_matrix(int64_t out, int64_t in, float scale)
+{
+    uint16_t *p = xmalloc((size_t)(out * in) * sizeof(uint16_t));
+    for (int64_t i = 0; i < out * in; i++) p[i] = vh_f32_to_bf16(rng_uniform(scale));
+    vh_tensor_view v = {p, VH_DTYPE_BF16, 2, {out, in, 0, 0}, "bench"};
+    return v;
+}
+
+/* --- linear ------------------------------------------------------------------------------------ */
+
+typedef struct linear_case {
+    vhk_matmul *mm;
+    const float *x;
+    int64_t rows, in, out;
+    const vh_tensor_view *w;
+    const float *w_f32;
+    float *y;
+} linear_case;
+
+static void run_vhk_linear(void *ctx)
+{
+    linear_case *c = ctx;
+    vhk_linear(c->mm, c->x, c->in, c->rows, c->in, c->w, NULL, c->y, c->out);
+}
+
+static void run_sgemm(void *ctx)
+{
+    linear_case *c = ctx;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)c->rows, (blasint)c->out,
+                (blasint)c->in, 1.0f, c->x, (blasint)c->in, c->w_f32, (blasint)c->in, 0.0f, c->y,
+                (blasint)c->out);
+}
+
+static const int64_t shapes[3][2] = {{4096, 4096}, {4096, 11008}, {11008, 4096}};
+
+static void bench_linear(vh_thread_pool *pool)
+{
+    static const int64_t rows_list[] = {1, 8, 64, 286};
+    vhk_matmul *mm = vhk_matmul_create(pool, 11008);
+    printf("\n== linear: vhk_linear (BF16 weights) vs cblas_sgemm (F32 weights) ==\n");
+    printf("%-13s %5s | %9s %8s %7s | %9s %8s %7s | %6s\n", "in->out", "rows", "vhk ms", "GFLOP/s",
+           "GB/s", "sgemm ms", "GFLOP/s", "GB/s", "ratio");
+    for (int s = 0; s < 3; s++) {
+        int64_t in = shapes[s][0], out = shapes[s][1];
+        vh_tensor_view w = random_bf16_matrix(out, in, 0.02f);
+        float *w_f32 = xmalloc((size_t)(out * in) * sizeof(float));
+        vhk_convert_to_f32(w.data, w.dtype, w_f32, out * in);
+        float *x = random_f32(286 * in, 1.0f), *y = xmalloc((size_t)(286 * out) * sizeof(float));
+        for (size_t r = 0; r < sizeof rows_list / sizeof rows_list[0]; r++) {
+            linear_case c = {mm, x, rows_list[r], in, out, &w, w_f32, y};
+            double t_vhk = time_median(run_vhk_linear, &c);
+            double t_blas = time_median(run_sgemm, &c);
+            double flop = 2.0 * (double)c.rows * (double)in * (double)out;
+            double wbytes = (double)in * (double)out;
+            char name[32];
+            snprintf(name, sizeof name, "%lld->%lld", (long long)in, (long long)out);
+            printf("%-13s %5lld | %9.3f %8.1f %7.1f | %9.3f %8.1f %7.1f | %6.2f\n", name,
+                   (long long)c.rows, t_vhk * 1e3, flop / t_vhk * 1e-9, 2 * wbytes / t_vhk * 1e-9,
+                   t_blas * 1e3, flop / t_blas * 1e-9, 4 * wbytes / t_blas * 1e-9, t_blas / t_vhk);
+        }
+        free((void *)w.data);
+        free(w_f32);
+        free(x);
+        free(y);
+    }
+    vhk_matmul_destroy(mm);
+}
+
+/* Small GEMM vs panels + sgemm on 4096->4096 and 4096->11008 BF16, rows 1..64. */
+static void bench_crossover(vh_thread_pool *pool)
+{
+    static const int64_t rows_list[] = {1, 2, 4, 8, 12, 16, 24, 32, 48, 64};
+    vhk_matmul *mm = vhk_matmul_create(pool, 11008);
+    vhk_isa isa = vhk_isa_detect();
+    printf("\n== crossover: small GEMM (%s) vs BF16 panels + sgemm, ms ==\n", vhk_isa_name(isa));
+    printf("%-13s %5s | %9s %9s\n", "in->out", "rows", "small", "panels");
+    for (int s = 0; s < 2; s++) {
+        int64_t in = shapes[s][0], out = shapes[s][1];
+        vh_tensor_view w = random_bf16_matrix(out, in, 0.02f);
+        float *x = random_f32(64 * in, 1.0f), *y = xmalloc((size_t)(64 * out) * sizeof(float));
+        for (size_t r = 0; r < sizeof rows_list / sizeof rows_list[0]; r++) {
+            linear_case c = {mm, x, rows_list[r], in, out, &w, NULL, y};
+            vhk_matmul_configure(mm, isa, 1000000, 0);
+            double t_small = time_median(run_vhk_linear, &c);
+            vhk_matmul_configure(mm, isa, 1, 0);
+            double t_panel = time_median(run_vhk_linear, &c);
+            char name[32];
+            snprintf(name, sizeof name, "%lld->%lld", (long long)in, (long long)out);
+            printf("%-13s %5lld | %9.3f %9.3f\n", name, (long long)c.rows, t_small * 1e3,
+                   t_panel * 1e3);
+        }
+        free((void *)w.data);
+        free(x);
+        free(y);
+    }
+    vhk_matmul_destroy(mm);
+}
+
+static void bench_panel(vh_thread_pool *pool)
+{
+    static const int64_t panels[] = {32, 64, 128, 256, 512};
+    printf("\n== panel width at 286 rows (BF16), ms ==\n");
+    printf("%-13s | %8s %8s %8s %8s %8s\n", "in->out", "32", "64", "128", "256", "512");
+    vhk_matmul *mm = vhk_matmul_create(pool, 11008 * 4); /* room for 512-row panels */
+    for (int s = 0; s < 3; s++) {
+        int64_t in = shapes[s][0], out = shapes[s][1];
+        vh_tensor_view w = random_bf16_matrix(out, in, 0.02f);
+        float *x = random_f32(286 * in, 1.0f), *y = xmalloc((size_t)(286 * out) * sizeof(float));
+        printf("%lld->%-7lld |", (long long)in, (long long)out);
+        for (int p = 0; p < 5; p++) {
+            vhk_matmul_configure(mm, vhk_isa_detect(), 1, panels[p]);
+            linear_case c = {mm, x, 286, in, out, &w, NULL, y};
+            printf(" %8.2f", time_median(run_vhk_linear, &c) * 1e3);
+        }
+        printf("\n");
+        free((void *)w.data);
+        free(x);
+        free(y);
+    }
+    vhk_matmul_destroy(mm);
+}
+
+/* --- one Llama-2-7B block ---------------------------------------------------------------------- */
+
+enum { DIM = 4096, FFN = 11008, HEADS = 32, HEAD_DIM = 128, CONTEXT = 512, PREFILL = 286 };
+
+typedef struct llama_block {
+    vh_thread_pool *pool;
+    vhk_matmul *mm;
+    float *attn_norm, *mlp_norm;           /* [DIM] */
+    vh_tensor_view wq, wk, wv, wo;         /* [DIM, DIM] */
+    vh_tensor_view gate, up, down;         /* [FFN, DIM], [FFN, DIM], [DIM, FFN] */
+    float *k_cache, *v_cache;              /* [CONTEXT, DIM] */
+    float *x;                              /* [rows, DIM] hidden state (residual stream) */
+    float *h, *q, *att;                    /* [rows, DIM] */
+    float *g, *u;                          /* [rows, FFN] */
+    int32_t *positions;
+    int64_t rows, position;
+} llama_block;
+
+/* x += o(attn(rope(q(n)), rope(k(n)), v(n))); x += down(silu(gate(n')) * up(n')). */
+static void llama_block_forward(void *ctx)
+{
+    llama_block *b = ctx;
+    int64_t rows = b->rows, pos = b->position;
+    vhk_rmsnorm(b->pool, b->x, b->h, rows, DIM, b->attn_norm, 1e-5f);
+    vhk_linear(b->mm, b->h, DIM, rows, DIM, &b->wq, NULL, b->q, DIM);
+    vhk_linear(b->mm, b->h, DIM, rows, DIM, &b->wk, NULL, b->k_cache + pos * DIM, DIM);
+    vhk_linear(b->mm, b->h, DIM, rows, DIM, &b->wv, NULL, b->v_cache + pos * DIM, DIM);
+    for (int64_t r = 0; r < rows; r++) b->positions[r] = (int32_t)(pos + r);
+    vhk_rope(b->pool, b->q, DIM, rows, HEADS, HEAD_DIM, b->positions, 10000.0f);
+    vhk_rope(b->pool, b->k_cache + pos * DIM, DIM, rows, HEADS, HEAD_DIM, b->positions, 10000.0f);
+    vhk_attention_args a = {b->q, DIM, b->k_cache, b->v_cache, DIM, b->att, DIM, rows, pos + rows,
+                            HEADS, HEADS, HEAD_DIM, pos, 1, 1.0f / sqrtf((float)HEAD_DIM)};
+    vhk_attention(b->pool, &a);
+    vhk_linear(b->mm, b->att, DIM, rows, DIM, &b->wo, NULL, b->h, DIM);
+    vhk_add(b->pool, b->x, b->h, rows * DIM);
+    vhk_rmsnorm(b->pool, b->x, b->h, rows, DIM, b->mlp_norm, 1e-5f);
+    vhk_linear(b->mm, b->h, DIM, rows, DIM, &b->gate, NULL, b->g, FFN);
+    vhk_linear(b->mm, b->h, DIM, rows, DIM, &b->up, NULL, b->u, FFN);
+    vhk_silu_mul(b->pool, b->g, b->u, b->g, rows * FFN);
+    vhk_linear(b->mm, b->g, FFN, rows, FFN, &b->down, NULL, b->h, DIM);
+    vhk_add(b->pool, b->x, b->h, rows * DIM);
+}
+
+static void bench_block(vh_thread_pool *pool)
+{
+    llama_block b = {0};
+    b.pool = pool;
+    b.mm = vhk_matmul_create(pool, FFN);
+    b.attn_norm = random_f32(DIM, 1.0f);
+    b.mlp_norm = random_f32(DIM, 1.0f);
+    b.wq = random_bf16_matrix(DIM, DIM, 0.02f);
+    b.wk = random_bf16_matrix(DIM, DIM, 0.02f);
+    b.wv = random_bf16_matrix(DIM, DIM, 0.02f);
+    b.wo = random_bf16_matrix(DIM, DIM, 0.02f);
+    b.gate = random_bf16_matrix(FFN, DIM, 0.02f);
+    b.up = random_bf16_matrix(FFN, DIM, 0.02f);
+    b.down = random_bf16_matrix(DIM, FFN, 0.02f);
+    b.k_cache = random_f32(CONTEXT * DIM, 1.0f);
+    b.v_cache = random_f32(CONTEXT * DIM, 1.0f);
+    b.x = random_f32(PREFILL * DIM, 1.0f);
+    b.h = xmalloc(PREFILL * DIM * sizeof(float));
+    b.q = xmalloc(PREFILL * DIM * sizeof(float));
+    b.att = xmalloc(PREFILL * DIM * sizeof(float));
+    b.g = xmalloc((size_t)PREFILL * FFN * sizeof(float));
+    b.u = xmalloc((size_t)PREFILL * FFN * sizeof(float));
+    b.positions = xmalloc(PREFILL * sizeof(int32_t));
+    double weight_bytes = 2.0 * (4.0 * DIM * DIM + 3.0 * DIM * FFN);
+    double flop_per_row = 2.0 * (4.0 * DIM * DIM + 3.0 * DIM * FFN);
+
+    printf("\n== one Llama-2-7B block (BF16 weights, %.0f MB) ==\n", weight_bytes / 1e6);
+    b.rows = PREFILL;
+    b.position = 0;
+    double t = time_median(llama_block_forward, &b);
+    printf("prefill %d rows @0:       %8.1f ms  (%.1f GFLOP/s in linears; x32 layers: %.2f s)\n",
+           PREFILL, t * 1e3, flop_per_row * PREFILL / t * 1e-9, 32 * t);
+    b.rows = 1;
+    b.position = PREFILL;
+    t = time_median(llama_block_forward, &b);
+    printf("decode 1 row @%d (KV %d): %8.2f ms  (%.1f GB/s of weights; x32 layers: %.3f s)\n",
+           PREFILL, PREFILL + 1, t * 1e3, weight_bytes / t * 1e-9, 32 * t);
+
+    free(b.attn_norm); free(b.mlp_norm);
+    free((void *)b.wq.data); free((void *)b.wk.data); free((void *)b.wv.data);
+    free((void *)b.wo.data); free((void *)b.gate.data); free((void *)b.up.data);
+    free((void *)b.down.data);
+    free(b.k_cache); free(b.v_cache); free(b.x); free(b.h); free(b.q); free(b.att);
+    free(b.g); free(b.u); free(b.positions);
+    vhk_matmul_destroy(b.mm);
+}
+
+int main(int argc, char **argv)
+{
+    int threads = 0;
+    const char *section = "all";
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+            threads = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--section") && i + 1 < argc) {
+            section = argv[++i];
+        } else {
+            fprintf(stderr, "usage: %s [--threads N] [--section linear|crossover|panel|block|all]\n",
+                    argv[0]);
+            return 2;
+        }
+    }
+    vh_thread_pool *pool = vh_thread_pool_create(threads);
+    if (!pool) {
+        fprintf(stderr, "bench_kernels: cannot create the thread pool\n");
+        return 1;
+    }
+    printf("bench_kernels: %d threads, small GEMM variant %s, OpenBLAS: %s\n",
+           vh_thread_pool_size(pool), vhk_isa_name(vhk_isa_detect()), openblas_get_config());
+    int all = !strcmp(section, "all");
+    if (all || !strcmp(section, "linear")) bench_linear(pool);
+    if (all || !strcmp(section, "crossover")) bench_crossover(pool);
+    if (all || !strcmp(section, "panel")) bench_panel(pool);
+    if (all || !strcmp(section, "block")) bench_block(pool);
+    vh_thread_pool_destroy(pool);
+    return 0;
+}

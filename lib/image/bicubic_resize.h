@@ -1,0 +1,35 @@
+/* Bicubic resizing of RGB8 images, bit-exact with Pillow's Image.resize(size, Image.BICUBIC).
+ *
+ * OpenVLA's processor resizes each camera frame to 224x224 with torchvision's
+ * TVF.resize(..., BICUBIC, antialias=True) on a PIL image, which is Pillow's resampler. The vision
+ * towers were trained on exactly those pixels, so this reproduces it to the last bit: Pillow's
+ * antialiased (support scaled by the downscale factor) bicubic kernel with a = -0.5, its rounding
+ * of the kernel bounds, its 22-bit fixed-point weights, a horizontal pass over only the source rows
+ * the vertical pass reads, then the vertical pass, each clipped to 8 bits.
+ * (Pillow 9.4, src/libImaging/Resample.c, ImagingResample with IMAGING_TRANSFORM_BICUBIC.)
+ */
+#ifndef VH_IMAGE_BICUBIC_RESIZE_H
+#define VH_IMAGE_BICUBIC_RESIZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/error.h"
+
+/* Largest width or height, of the source or the destination, that the resizer accepts. */
+#define VH_RESIZE_MAX_SIDE 16384u
+
+/* Resize the RGB8 image `src` (src_w x src_h pixels, rows src_stride bytes apart; 0 means
+ * src_w * 3) into `dst` (dst_w x dst_h pixels, rows packed: dst_w * 3 bytes apart), giving the
+ * same bytes as Pillow's Image.resize((dst_w, dst_h), Image.BICUBIC) of that image.
+ * Every side must be in 1..VH_RESIZE_MAX_SIDE; src and dst must not overlap. Equal sizes copy.
+ * Allocates its coefficient tables and an intermediate image internally and frees them before
+ * returning.
+ * Returns VH_OK, VH_ERR_INVALID_ARGUMENT (NULL pointer, size out of range, stride too small) or
+ * VH_ERR_OUT_OF_MEMORY; on error dst is left unspecified and err says why.
+ * Thread-safe: no shared state. */
+vh_status vh_resize_bicubic_rgb8(const uint8_t *src, uint32_t src_w, uint32_t src_h,
+                                 size_t src_stride, uint8_t *dst, uint32_t dst_w, uint32_t dst_h,
+                                 vh_error *err);
+
+#endif

@@ -1,0 +1,153 @@
+/* vh_resize_bicubic_rgb8 against Pillow 9.4: every job in images/resize/manifest.txt (source,
+ * target size, PIL's Image.resize(size, Image.BICUBIC) saved losslessly by
+ * make_image_reference.py) must match every byte, with packed rows and with a row stride. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "image/bicubic_resize.h"
+#include "image_file.h"
+#include "image_fixtures.h"
+#include "test_support.h"
+
+static size_t n_resize_jobs;
+
+static uint8_t *load_image(const char *relative, uint32_t *w, uint32_t *h)
+{
+    char name[300];
+    snprintf(name, sizeof name, "images/%s", relative);
+    char *path = vh_test_fixture_path(name);
+    uint8_t *rgb = NULL;
+    char err[256] = "";
+    vh_status st = vh_image_load(path, &rgb, w, h, err, sizeof err);
+    ck_assert_msg(st == VH_OK, "%s: %s", relative, err);
+    free(path);
+    return rgb;
+}
+
+/* Fail with the first differing byte and the number of differing bytes. */
+static void assert_same_pixels(const uint8_t *got, const uint8_t *want, uint32_t w, uint32_t h,
+                               const char *what)
+{
+    size_t n = (size_t)w * h * 3, differ = 0, first = n;
+    for (size_t i = 0; i < n; i++) {
+        if (got[i] != want[i]) {
+            differ++;
+            if (first == n)
+                first = i;
+        }
+    }
+    ck_assert_msg(differ == 0,
+                  "%s: %zu of %zu bytes differ from Pillow; first at x=%zu y=%zu channel %zu: "
+                  "%u, Pillow %u",
+                  what, differ, n, first / 3 % w, first / 3 / w, first % 3, got[first],
+                  want[first]);
+}
+
+START_TEST(resizes_like_pillow)
+{
+    size_t n;
+    manifest_line *lines = read_manifest("resize/manifest.txt", &n);
+    ck_assert_uint_eq(n, n_resize_jobs);
+    manifest_line *m = &lines[_i];
+    ck_assert_int_eq(m->n_fields, 4);
+    uint32_t dst_w = (uint32_t)strtoul(m->field[1], NULL, 10);
+    uint32_t dst_h = (uint32_t)strtoul(m->field[2], NULL, 10);
+    uint32_t src_w, src_h, ref_w, ref_h;
+    uint8_t *src = load_image(m->field[0], &src_w, &src_h);
+    uint8_t *ref = load_image(m->field[3], &ref_w, &ref_h);
+    ck_assert(ref_w == dst_w && ref_h == dst_h);
+    char what[256];
+    snprintf(what, sizeof what, "%s %ux%u -> %ux%u", m->field[0], src_w, src_h, dst_w, dst_h);
+
+    size_t dst_bytes = (size_t)dst_w * dst_h * 3;
+    uint8_t *dst = malloc(dst_bytes);
+    vh_error err = {0};
+    ck_assert_msg(vh_resize_bicubic_rgb8(src, src_w, src_h, 0, dst, dst_w, dst_h, &err) == VH_OK,
+                  "%s: %s", what, err.message);
+    assert_same_pixels(dst, ref, dst_w, dst_h, what);
+
+    /* Rows further apart than width * 3, the gap full of bytes that must not be read. */
+    size_t stride = (size_t)src_w * 3 + 13;
+    uint8_t *strided = malloc(stride * src_h);
+    memset(strided, 0xa5, stride * src_h);
+    for (uint32_t y = 0; y < src_h; y++)
+        memcpy(strided + y * stride, src + (size_t)y * src_w * 3, (size_t)src_w * 3);
+    memset(dst, 0, dst_bytes);
+    ck_assert_int_eq(vh_resize_bicubic_rgb8(strided, src_w, src_h, stride, dst, dst_w, dst_h, &err),
+                     VH_OK);
+    strcat(what, " (strided)");
+    assert_same_pixels(dst, ref, dst_w, dst_h, what);
+
+    free(strided);
+    free(dst);
+    free(ref);
+    free(src);
+    free(lines);
+}
+END_TEST
+
+START_TEST(refuses_bad_arguments)
+{
+    uint8_t src[4 * 3 * 3] = {0}, dst[16 * 3] = {0};
+    vh_error err = {0};
+    ck_assert_int_eq(vh_resize_bicubic_rgb8(NULL, 4, 3, 0, dst, 4, 4, &err),
+                     VH_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(err.message, "source"));
+    ck_assert_int_eq(vh_resize_bicubic_rgb8(src, 4, 3, 0, NULL, 4, 4, &err),
+                     VH_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(vh_resize_bicubic_rgb8(src, 0, 3, 0, dst, 4, 4, &err),
+                     VH_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(vh_resize_bicubic_rgb8(src, 4, 3, 0, dst, 4, 0, &err),
+                     VH_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(vh_resize_bicubic_rgb8(src, 16385, 1, 0, dst, 4, 4, &err),
+                     VH_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(vh_resize_bicubic_rgb8(src, 4, 3, 0, dst, 1, 16385, &err),
+                     VH_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(err.message, "16384"));
+    ck_assert_int_eq(vh_resize_bicubic_rgb8(src, 4, 3, 11, dst, 4, 4, &err),
+                     VH_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(err.message, "stride"));
+}
+END_TEST
+
+/* The extremes of the size range work (the widest kernel: 16384 -> 1 reads 65537 taps). A flat
+ * image must stay flat when enlarging: the weights of each output sum to one. */
+START_TEST(extreme_sizes)
+{
+    vh_error err = {0};
+    uint32_t wide = VH_RESIZE_MAX_SIDE;
+    uint8_t *row = malloc((size_t)wide * 3 * 2);
+    for (size_t i = 0; i < (size_t)wide * 3 * 2; i++)
+        row[i] = (uint8_t)(i * 7);
+    uint8_t one[3];
+    ck_assert_int_eq(vh_resize_bicubic_rgb8(row, wide, 2, 0, one, 1, 1, &err), VH_OK);
+    uint8_t column[2 * 3 * 5];
+    ck_assert_int_eq(vh_resize_bicubic_rgb8(row, 2, wide, 0, column, 2, 5, &err), VH_OK);
+
+    static const uint8_t flat[3] = {200, 3, 77};
+    ck_assert_int_eq(vh_resize_bicubic_rgb8(flat, 1, 1, 0, row, wide, 2, &err), VH_OK);
+    for (size_t i = 0; i < (size_t)wide * 2; i++)
+        ck_assert_msg(memcmp(row + 3 * i, flat, 3) == 0, "pixel %zu not flat", i);
+    free(row);
+}
+END_TEST
+
+static Suite *resize_suite(void)
+{
+    Suite *s = suite_create("image_resize");
+    TCase *tc = tcase_create("pillow");
+    tcase_set_timeout(tc, 60);
+    /* A missing manifest still runs one iteration, which fails. */
+    tcase_add_loop_test(tc, resizes_like_pillow, 0, n_resize_jobs > 0 ? (int)n_resize_jobs : 1);
+    tcase_add_test(tc, refuses_bad_arguments);
+    tcase_add_test(tc, extreme_sizes);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    n_resize_jobs = count_manifest_lines("resize/manifest.txt");
+    return vh_test_run_suite(resize_suite());
+}

@@ -1,0 +1,215 @@
+/*
+ * vh-bench: time a model folder on a stream of frames.
+ *
+ *   vh-bench [--model DIR] [--image FILE] [--frames N] [--warmup N] [--backend NAME[,NAME...]]
+ *            [--threads N] [--inflight K] [--plugin-path P] [--instruction TEXT] [--unnorm-key KEY] [--json]
+ *
+ * Submits N copies of one image, keeping K frames in flight (default 1), after W warm-up frames, and reports frames/s over the timed frames and, per stage (vision = preprocessing +
+ * towers + projector, prefill, decode) and end to end (submitted -> action ready), the mean,
+ * p50, p95 and max in milliseconds. Defaults: the bundled tiny model and its first frame.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "image_file.h"
+#include "vlahybrid/vlahybrid.h"
+
+static const char *bundled(const char *installed, const char *source)
+{
+    struct stat st;
+    return stat(installed, &st) == 0 ? installed : source;
+}
+
+typedef struct options {
+    const char *model, *image, *backends, *plugin_path, *instruction, *unnorm_key;
+    int frames, warmup, threads, inflight, json;
+} options;
+
+static int parse_int(const char *s, int lo, int hi, int *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*end || v < lo || v > hi) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, options *o)
+{
+    *o = (options){.frames = 10, .warmup = 2, .inflight = 1, .instruction = "pick up the red block"};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--json")) { o->json = 1; continue; }
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) return -1;
+        if (i + 1 >= argc) { fprintf(stderr, "vh-bench: %s needs a value\n", a); return -1; }
+        const char *v = argv[++i];
+        if (!strcmp(a, "--model")) o->model = v;
+        else if (!strcmp(a, "--image")) o->image = v;
+        else if (!strcmp(a, "--backend")) o->backends = v;
+        else if (!strcmp(a, "--plugin-path")) o->plugin_path = v;
+        else if (!strcmp(a, "--instruction")) o->instruction = v;
+        else if (!strcmp(a, "--unnorm-key")) o->unnorm_key = v;
+        else if (!strcmp(a, "--frames")) { if (parse_int(v, 1, 1000000, &o->frames)) return -1; }
+        else if (!strcmp(a, "--warmup")) { if (parse_int(v, 0, 1000000, &o->warmup)) return -1; }
+        else if (!strcmp(a, "--threads")) { if (parse_int(v, 0, 4096, &o->threads)) return -1; }
+        else if (!strcmp(a, "--inflight")) { if (parse_int(v, 1, 64, &o->inflight)) return -1; }
+        else { fprintf(stderr, "vh-bench: unknown option %s\n", a); return -1; }
+    }
+    return 0;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct summary { double mean, p50, p95, max; } summary;
+
+/* Nearest-rank percentiles of n values (sorted in place). */
+static summary summarise(double *v, int n)
+{
+    summary s = {0};
+    if (n == 0) return s;
+    qsort(v, (size_t)n, sizeof *v, compare_doubles);
+    for (int i = 0; i < n; i++) s.mean += v[i] / n;
+    s.p50 = v[(int)((n - 1) * 0.50 + 0.5)];
+    s.p95 = v[(int)((n - 1) * 0.95 + 0.5)];
+    s.max = v[n - 1];
+    return s;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+    options o;
+    if (parse_args(argc, argv, &o)) {
+        fprintf(stderr, "usage: vh-bench [--model DIR] [--image FILE] [--frames N] [--warmup N] [--backend NAMES]\n"
+                        "                [--threads N] [--inflight K] [--plugin-path P] [--instruction TEXT]\n"
+                        "                [--unnorm-key KEY] [--json]\n");
+        return 2;
+    }
+    if (!o.model) o.model = bundled(VH_INSTALLED_MODEL_DIR, VH_SOURCE_MODEL_DIR);
+    char default_image[4096];
+    if (!o.image) {
+        snprintf(default_image, sizeof default_image, "%s/frame_0.png",
+                 bundled(VH_INSTALLED_FRAMES_DIR, VH_SOURCE_FRAMES_DIR));
+        o.image = default_image;
+    }
+    uint8_t *rgb = NULL;
+    uint32_t w = 0, h = 0;
+    char why[512];
+    if (vh_image_load(o.image, &rgb, &w, &h, why, sizeof why) != VH_OK) {
+        fprintf(stderr, "vh-bench: %s\n", why);
+        return 2;
+    }
+
+    vh_session_params p;
+    vh_session_params_init(&p);
+    p.model_path = o.model;
+    p.backends = o.backends;
+    p.plugin_path = o.plugin_path;
+    p.unnorm_key = o.unnorm_key;
+    p.n_threads = o.threads;
+    p.queue_policy = VH_QUEUE_BLOCK;
+    double t_load = now_s();
+    vh_session *s = NULL;
+    if (vh_session_create(&p, &s) != VH_OK) {
+        fprintf(stderr, "vh-bench: %s\n", vh_last_error());
+        free(rgb);
+        return 2;
+    }
+    t_load = now_s() - t_load;
+    vh_session_info info;
+    vh_session_info_init(&info);
+    vh_session_get_info(s, &info);
+
+    vh_frame f;
+    vh_frame_init(&f);
+    f.rgb = rgb;
+    f.width = w;
+    f.height = h;
+    f.instruction = o.instruction;
+
+    const int total = o.warmup + o.frames;
+    double *vision = calloc((size_t)o.frames, sizeof(double)), *prefill = calloc((size_t)o.frames, sizeof(double));
+    double *decode = calloc((size_t)o.frames, sizeof(double)), *e2e = calloc((size_t)o.frames, sizeof(double));
+    int failures = 0, timed = 0, submitted = 0, polled = 0;
+    double t_first = 0, t_last = 0;
+    /* Keep `inflight` frames submitted and not yet polled (1: each frame's latency is its own). */
+    while (polled < total) {
+        while (submitted < total && submitted - polled < o.inflight) {
+            if (vh_submit_frame(s, &f, NULL) != VH_OK) {
+                fprintf(stderr, "vh-bench: %s\n", vh_last_error());
+                failures++;
+                break;
+            }
+            submitted++;
+        }
+        if (submitted == polled) break;
+        vh_action a;
+        vh_action_init(&a);
+        if (vh_poll_action(s, &a, -1) != VH_OK) continue;
+        polled++;
+        if (a.status != VH_OK) {
+            failures++;
+            continue;
+        }
+        if (polled == o.warmup) t_first = a.finished_ns / 1e9; /* throughput: after the warm-up */
+        if (polled > o.warmup && timed < o.frames) {
+            vision[timed] = a.vision_ns / 1e6;
+            prefill[timed] = a.prefill_ns / 1e6;
+            decode[timed] = a.decode_ns / 1e6;
+            e2e[timed] = (a.finished_ns - a.submitted_ns) / 1e6;
+            t_last = a.finished_ns / 1e9;
+            if (o.warmup == 0 && timed == 0) t_first = a.started_ns / 1e9;
+            timed++;
+        }
+    }
+    summary sv = summarise(vision, timed), sp = summarise(prefill, timed), sd = summarise(decode, timed);
+    summary se = summarise(e2e, timed);
+    double fps = timed && t_last > t_first ? timed / (t_last - t_first) : 0;
+
+    if (o.json) {
+        json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:i, s:f, s:f, s:I, s:I}", "model", o.model, "image", o.image,
+                              "backends", info.backends, "frames", timed, "failures", failures, "frames_per_s", fps,
+                              "load_s", t_load, "backend_weight_bytes", (json_int_t)info.backend_weight_bytes,
+                              "backend_work_bytes", (json_int_t)info.backend_work_bytes);
+        const char *names[] = {"vision_ms", "prefill_ms", "decode_ms", "end_to_end_ms"};
+        summary *all[] = {&sv, &sp, &sd, &se};
+        for (int i = 0; i < 4; i++)
+            json_object_set_new(j, names[i], json_pack("{s:f, s:f, s:f, s:f}", "mean", all[i]->mean, "p50",
+                                                       all[i]->p50, "p95", all[i]->p95, "max", all[i]->max));
+        char *text = json_dumps(j, JSON_COMPACT);
+        printf("%s\n", text ? text : "{}");
+        free(text);
+        json_decref(j);
+    } else {
+        printf("model    %s (%u LLM layers, %u image tokens)\n", o.model, info.n_llm_layers, info.n_prompt_image_tokens);
+        printf("backend  %s; load %.2f s; backend memory: weights %.1f MB, caches+work %.1f MB\n", info.backends,
+               t_load, info.backend_weight_bytes / 1e6, info.backend_work_bytes / 1e6);
+        printf("frames   %d timed after %d warm-up, %d failed; %.3f frames/s\n", timed, o.warmup, failures, fps);
+        printf("%-14s %10s %10s %10s %10s\n", "ms", "mean", "p50", "p95", "max");
+        const char *names[] = {"vision", "prefill", "decode", "end-to-end"};
+        summary *all[] = {&sv, &sp, &sd, &se};
+        for (int i = 0; i < 4; i++)
+            printf("%-14s %10.2f %10.2f %10.2f %10.2f\n", names[i], all[i]->mean, all[i]->p50, all[i]->p95, all[i]->max);
+    }
+    vh_session_destroy(s);
+    free(vision);
+    free(prefill);
+    free(decode);
+    free(e2e);
+    free(rgb);
+    return failures ? 1 : 0;
+}
