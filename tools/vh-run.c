@@ -3,6 +3,7 @@
  *
  *   vh-run --model DIR --image FILE [--image FILE ...] --instruction TEXT [--unnorm-key KEY]
  *          [--backend NAME[,NAME...]] [--threads N] [--plugin-path P] [--json] [--verbose]
+ *          [--decode-positions contiguous|openvla-hf440]
  *
  * With no --model and no --image it runs the bundled tiny OpenVLA model on the bundled frames.
  * The images are submitted in order as one stream (policy "block": none is dropped); results are
@@ -43,6 +44,7 @@ typedef struct options {
     const char *backends;
     const char *plugin_path;
     int threads;
+    int hf440_positions;
     int json;
     int verbose;
 } options;
@@ -52,6 +54,7 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: vh-run [--model DIR] [--image FILE ...] [--instruction TEXT] [--unnorm-key KEY]\n"
             "              [--backend NAME[,NAME...]] [--threads N] [--plugin-path PATH] [--json] [--verbose]\n"
+            "              [--decode-positions contiguous|openvla-hf440]\n"
             "Runs a Vision-Language-Action model on the images, in order, and prints one action per image.\n"
             "Without --model/--image: the bundled tiny OpenVLA model (%s) on the bundled frames (%s).\n",
             VH_DEFAULT_MODEL_DIR, VH_DEFAULT_FRAMES_DIR);
@@ -89,6 +92,14 @@ static int parse_args(int argc, char **argv, options *o)
             o->backends = argv[++i];
         } else if (!strcmp(a, "--plugin-path")) {
             o->plugin_path = argv[++i];
+        } else if (!strcmp(a, "--decode-positions")) {
+            const char *v = argv[++i];
+            if (!strcmp(v, "contiguous")) o->hf440_positions = 0;
+            else if (!strcmp(v, "openvla-hf440")) o->hf440_positions = 1;
+            else {
+                fprintf(stderr, "vh-run: --decode-positions is 'contiguous' or 'openvla-hf440'\n");
+                return -1;
+            }
         } else if (!strcmp(a, "--threads")) {
             char *end;
             long n = strtol(argv[++i], &end, 10);
@@ -244,6 +255,7 @@ int main(int argc, char **argv)
     p.unnorm_key = o.unnorm_key;
     p.n_threads = o.threads;
     p.queue_policy = VH_QUEUE_BLOCK;
+    p.decode_positions = o.hf440_positions ? VH_DECODE_POSITIONS_OPENVLA_HF440 : VH_DECODE_POSITIONS_CONTIGUOUS;
     if (o.verbose) {
         p.log_fn = log_to_stderr;
         p.log_level = VH_LOG_DEBUG;

@@ -227,7 +227,7 @@ static vh_status validate_batch(const vh_executor *e, const vh_batch *b, int nee
         const vh_segment *seg = &b->segments[s];
         uint32_t image_rows = 0;
         if (seg->n_rows == 0 || seg->sequence >= p->max_sequences ||
-            (uint64_t)seg->position + seg->n_rows > p->max_context)
+            (uint64_t)seg->position + seg->n_rows > p->max_context || (int64_t)seg->position + seg->rope_delta < 0)
             return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: segment %u (sequence %u, rows %u at "
                         "position %u) is outside the KV cache (%u sequences x %u positions)", s, seg->sequence,
                         seg->n_rows, seg->position, p->max_sequences, p->max_context);

@@ -25,7 +25,7 @@ void cpu_llm_embed(vh_executor *e, const cpu_block *b, const vh_batch *batch)
         for (uint32_t r = 0; r < seg->n_rows; r++, row++) {
             float *x = e->llm.x + (size_t)row * Dl;
             int32_t tok = batch->tokens[row];
-            e->llm.positions[row] = (int32_t)(seg->position + r);
+            e->llm.positions[row] = (int32_t)(seg->position + r) + seg->rope_delta;
             if (tok == VH_TOKEN_IMAGE)
                 memcpy(x, patches + (size_t)next_patch++ * Dl, sizeof(float) * Dl);
             else

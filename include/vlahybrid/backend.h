@@ -217,7 +217,8 @@ typedef struct vh_model_desc {
  * [row_begin(s), row_begin(s) + n_rows) where row_begin is the sum of earlier segments' n_rows;
  * row i of the segment sits at position `position + i` of its sequence, attends causally to
  * positions [0, position + i] of that sequence's KV cache, and writes its own K/V at
- * `position + i`. A prefill is one segment of many rows at position 0; a decode step is a segment
+ * `position + i`; its rotary embedding uses position `position + i + rope_delta` (rope_delta
+ * is 0 except to reproduce a reference that numbers positions differently from the cache). A prefill is one segment of many rows at position 0; a decode step is a segment
  * of one row; a packed pass mixes both. A row's token is a vocabulary id, or VH_TOKEN_IMAGE: the
  * k-th such row of a segment takes the k-th patch embedding of the segment's image.
  */
@@ -226,8 +227,9 @@ typedef struct vh_model_desc {
 typedef struct vh_segment {
     uint32_t sequence;         /* KV slot, < max_sequences */
     uint32_t n_rows;
-    uint32_t position;
+    uint32_t position;         /* KV index of the segment's first row */
     int32_t image;             /* index of the batch image for VH_TOKEN_IMAGE rows, or -1 */
+    int32_t rope_delta;        /* RoPE position of row i = position + i + rope_delta (usually 0) */
 } vh_segment;
 
 typedef struct vh_batch {

@@ -106,6 +106,19 @@ typedef enum vh_queue_policy {
     VH_QUEUE_BLOCK = 2
 } vh_queue_policy;
 
+/* RoPE positions of the action tokens after the first. The prompt (BOS, image patches, text)
+ * always takes positions 0 .. N-1. */
+typedef enum vh_decode_positions {
+    /* Decode step k (k >= 1) at position N + k - 1: contiguous, as the model was trained and as
+     * transformers' generate() numbers them. The default. */
+    VH_DECODE_POSITIONS_CONTIGUOUS = 0,
+    /* Decode step k at position T + k - 1, T = the text prompt's length: what OpenVLA's own
+     * predict_action gives under its pinned transformers 4.40, whose generate() counts only the
+     * text tokens (cache_position) and so skips the image patches. Choose it to reproduce
+     * actions computed with that stack. */
+    VH_DECODE_POSITIONS_OPENVLA_HF440 = 1
+} vh_decode_positions;
+
 typedef struct vh_session_params {
     size_t struct_size;          /* set by vh_session_params_init() */
     const char *model_path;      /* Hugging Face checkpoint folder (config.json, *.safetensors, ...) */
@@ -118,6 +131,7 @@ typedef struct vh_session_params {
     vh_log_fn log_fn;            /* NULL: silent */
     void *log_user;              /* passed to log_fn */
     vh_log_level log_level;      /* most verbose level delivered; default VH_LOG_INFO */
+    vh_decode_positions decode_positions; /* default VH_DECODE_POSITIONS_CONTIGUOUS */
 } vh_session_params;
 
 VH_API void vh_session_params_init_sized(vh_session_params *params, size_t struct_size);

@@ -135,21 +135,26 @@ vh_status vh_frame_runner_run(vh_frame_runner *r, const uint8_t *rgb, uint32_t w
     const uint32_t llm_first = m->llm_embed_block, llm_count = m->desc.n_blocks - m->llm_embed_block;
     vh_segment seg = {.sequence = 0, .n_rows = (uint32_t)n_rows, .position = 0, .image = 0};
     int32_t next = -1;
+    const size_t vocab = m->desc.llm.vocab;
     vh_batch batch = {.n_segments = 1, .segments = &seg, .n_rows = (uint32_t)n_rows, .tokens = r->tokens,
-                      .out_tokens = &next};
+                      .out_tokens = &next, .out_logits = r->step_logits};
     if ((st = run_blocks(r, &batch, llm_first, llm_count, err))) goto done;
     int64_t t2 = vh_now_ns();
     out->prefill_ns = t2 - t1;
 
     /* greedy decoding, one token a step, as transformers' generate: it stops early at EOS and
      * the action is then read from the last `dim` ids of prompt + generated tokens */
+    const int32_t rope_delta =
+        r->decode_positions == VH_DECODE_POSITIONS_OPENVLA_HF440 ? -(int32_t)n_image : 0;
     int32_t generated[VH_MAX_ACTION_DIM];
     uint32_t n_generated = 0;
     generated[n_generated++] = next;
     while (n_generated < dim && next != r->eos_id) {
         int32_t token = next;
-        seg = (vh_segment){.sequence = 0, .n_rows = 1, .position = (uint32_t)n_rows + n_generated - 1, .image = -1};
-        batch = (vh_batch){.n_segments = 1, .segments = &seg, .n_rows = 1, .tokens = &token, .out_tokens = &next};
+        seg = (vh_segment){.sequence = 0, .n_rows = 1, .position = (uint32_t)n_rows + n_generated - 1,
+                           .image = -1, .rope_delta = rope_delta};
+        batch = (vh_batch){.n_segments = 1, .segments = &seg, .n_rows = 1, .tokens = &token, .out_tokens = &next,
+                           .out_logits = r->step_logits ? r->step_logits + n_generated * vocab : NULL};
         if ((st = run_blocks(r, &batch, llm_first, llm_count, err))) goto done;
         generated[n_generated++] = next;
     }

@@ -20,6 +20,8 @@ typedef struct vh_frame_runner {
     const vh_action_decoder *decoder;
     int32_t bos_id, eos_id;
     uint32_t max_context;              /* KV positions: prompt rows + action tokens must fit */
+    vh_decode_positions decode_positions;
+    float *step_logits;                /* NULL, or [VH_MAX_ACTION_DIM, vocab]: each step's logits (tests) */
 
     uint8_t *resized[VH_MAX_TOWERS];   /* [S, S, 3] per tower */
     float *pixels[VH_MAX_TOWERS];      /* [3, S, S] per tower */

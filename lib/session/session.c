@@ -128,6 +128,7 @@ static vh_status load_session(vh_session *s, const vh_session_params *p, vh_erro
     if ((st = vh_plan_create(s->model, &req, &s->plan, err))) return st;
     if ((st = vh_frame_runner_init(&s->runner, s->model, &s->plan, s->tokenizer, &s->decoder, s->max_context, err)))
         return st;
+    s->runner.decode_positions = p->decode_positions;
     if ((st = vh_frame_queue_init(&s->queue, p->queue_capacity, p->queue_policy, err))) return st;
     if (pthread_create(&s->worker, NULL, worker_main, s) != 0)
         return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "cannot start the worker thread");
@@ -156,6 +157,8 @@ vh_status vh_session_create(const vh_session_params *params, vh_session **sessio
         return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is not a vh_queue_policy", "queue_policy");
     if (p.n_threads < 0 || p.n_threads > 4096)
         return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s must be in [0, 4096]", "n_threads");
+    if (p.decode_positions != VH_DECODE_POSITIONS_CONTIGUOUS && p.decode_positions != VH_DECODE_POSITIONS_OPENVLA_HF440)
+        return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is not a vh_decode_positions", "decode_positions");
 
     vh_session *s = calloc(1, sizeof *s);
     if (!s) return fail(NULL, VH_ERR_OUT_OF_MEMORY, "out of memory%s", "");

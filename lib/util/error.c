@@ -26,13 +26,18 @@ vh_status vh_error_set(vh_error *err, vh_status status, const char *fmt, ...)
 vh_status vh_error_prefix(vh_error *err, const char *fmt, ...)
 {
     if (!err) return VH_ERR_INTERNAL;
-    char prefix[VH_ERROR_MESSAGE_SIZE], joined[VH_ERROR_MESSAGE_SIZE];
+    char joined[2 * VH_ERROR_MESSAGE_SIZE];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    int n = vsnprintf(joined, VH_ERROR_MESSAGE_SIZE, fmt, ap);
     va_end(ap);
-    snprintf(joined, sizeof joined, "%s%s", prefix, err->message);
-    memcpy(err->message, joined, sizeof joined);
+    size_t used = n < 0 ? 0 : (size_t)n < VH_ERROR_MESSAGE_SIZE ? (size_t)n : VH_ERROR_MESSAGE_SIZE - 1;
+    size_t rest = strnlen(err->message, sizeof err->message);
+    memcpy(joined + used, err->message, rest);
+    joined[used + rest] = '\0';
+    size_t total = used + rest < sizeof err->message - 1 ? used + rest : sizeof err->message - 1;
+    memcpy(err->message, joined, total);
+    err->message[total] = '\0';
     return err->status;
 }
 

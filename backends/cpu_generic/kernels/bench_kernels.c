@@ -1,13 +1,15 @@
 /*
  * bench_kernels: throughput of the cpu_generic kernels on Llama-2-7B shapes.
  *
- *   bench_kernels [--threads N] [--section linear|crossover|panel|block|all]
+ *   bench_kernels [--threads N] [--section linear|crossover|blocks|panel|block|all]
  *
  * linear:    vhk_linear with BF16 weights vs cblas_sgemm with F32 weights (the peer) for
  *            4096->4096, 4096->11008 and 11008->4096 at 1, 8, 64 and 286 rows; GFLOP/s and the
  *            weight stream in GB/s.
- * crossover: small GEMM vs converted panels + sgemm at 1..64 rows (chooses the threshold).
- * panel:     panel widths at 286 rows.
+ * crossover: direct GEMM (AVX-512 and AVX2 variants) vs converted panels + sgemm at 1..286
+ *            rows (chooses the sgemm threshold per variant).
+ * blocks:    direct-GEMM cache block sizes at 286 and 1024 rows.
+ * panel:     sgemm panel widths at 286 rows.
  * block:     one Llama-2-7B decoder block (random BF16 weights) composed from the kernels: a
  *            286-row prefill at position 0, and a 1-row decode step at position 286 over the
  *            286-token KV cache.
@@ -157,28 +159,86 @@ static void bench_linear(vh_thread_pool *pool)
     vhk_matmul_destroy(mm);
 }
 
-/* Small GEMM vs panels + sgemm on 4096->4096 and 4096->11008 BF16, rows 1..64. */
+static void set_tuning(vhk_matmul *m, vhk_isa isa, int64_t sgemm_min_rows, int64_t panel_rows,
+                       int64_t block_rows, int64_t block_outputs)
+{
+    vhk_matmul_tuning t;
+    vhk_matmul_get_tuning(m, &t);
+    t.isa = isa;
+    t.sgemm_min_rows = sgemm_min_rows;
+    t.panel_rows = panel_rows;
+    t.direct_block_rows = block_rows;
+    t.direct_block_outputs = block_outputs;
+    vhk_matmul_set_tuning(m, &t);
+}
+
+/* Direct GEMM (each supported vector variant) vs BF16 panels + sgemm, rows 1..286. */
 static void bench_crossover(vh_thread_pool *pool)
 {
-    static const int64_t rows_list[] = {1, 2, 4, 8, 12, 16, 24, 32, 48, 64};
+    static const int64_t rows_list[] = {1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 128, 286};
     vhk_matmul *mm = vhk_matmul_create(pool, 11008);
-    vhk_isa isa = vhk_isa_detect();
-    printf("\n== crossover: small GEMM (%s) vs BF16 panels + sgemm, ms ==\n", vhk_isa_name(isa));
-    printf("%-13s %5s | %9s %9s\n", "in->out", "rows", "small", "panels");
-    for (int s = 0; s < 2; s++) {
+    int avx2 = vhk_isa_supported(VHK_ISA_AVX2), avx512 = vhk_isa_supported(VHK_ISA_AVX512);
+    printf("\n== crossover: direct GEMM vs BF16 panels + sgemm (128-row panels), ms ==\n");
+    printf("%-13s %5s | %9s %9s | %9s\n", "in->out", "rows", "avx512", "avx2", "panels");
+    for (int s = 0; s < 3; s++) {
         int64_t in = shapes[s][0], out = shapes[s][1];
         vh_tensor_view w = random_bf16_matrix(out, in, 0.02f);
-        float *x = random_f32(64 * in, 1.0f), *y = xmalloc((size_t)(64 * out) * sizeof(float));
+        float *x = random_f32(286 * in, 1.0f), *y = xmalloc((size_t)(286 * out) * sizeof(float));
         for (size_t r = 0; r < sizeof rows_list / sizeof rows_list[0]; r++) {
             linear_case c = {mm, x, rows_list[r], in, out, &w, NULL, y};
-            vhk_matmul_configure(mm, isa, 1000000, 0);
-            double t_small = time_median(run_vhk_linear, &c);
-            vhk_matmul_configure(mm, isa, 1, 0);
+            double t512 = 0, t2 = 0;
+            if (avx512) {
+                set_tuning(mm, VHK_ISA_AVX512, INT64_MAX, 128, 0, 0);
+                t512 = time_median(run_vhk_linear, &c);
+            }
+            if (avx2) {
+                set_tuning(mm, VHK_ISA_AVX2, INT64_MAX, 128, 0, 0);
+                t2 = time_median(run_vhk_linear, &c);
+            }
+            set_tuning(mm, vhk_isa_detect(), 1, 128, 0, 0);
             double t_panel = time_median(run_vhk_linear, &c);
             char name[32];
             snprintf(name, sizeof name, "%lld->%lld", (long long)in, (long long)out);
-            printf("%-13s %5lld | %9.3f %9.3f\n", name, (long long)c.rows, t_small * 1e3,
-                   t_panel * 1e3);
+            printf("%-13s %5lld | %9.3f %9.3f | %9.3f\n", name, (long long)c.rows, t512 * 1e3,
+                   t2 * 1e3, t_panel * 1e3);
+        }
+        free((void *)w.data);
+        free(x);
+        free(y);
+    }
+    vhk_matmul_destroy(mm);
+}
+
+/* Direct-GEMM cache blocks (x rows x weight rows) at 286 and 1024 rows, BF16. */
+static void bench_direct_blocks(vh_thread_pool *pool)
+{
+    static const int64_t block_rows[] = {8, 16, 32, 64};
+    static const int64_t block_outputs[] = {64, 128, 256, 512};
+    static const int64_t rows_list[] = {286, 1024};
+    vhk_matmul *mm = vhk_matmul_create(pool, 11008);
+    printf("\n== direct GEMM cache blocks (BF16, %s), ms; columns: weight rows per block ==\n",
+           vhk_isa_name(vhk_isa_detect()));
+    for (int s = 0; s < 3; s++) {
+        int64_t in = shapes[s][0], out = shapes[s][1];
+        vh_tensor_view w = random_bf16_matrix(out, in, 0.02f);
+        float *x = random_f32(1024 * in, 1.0f), *y = xmalloc((size_t)(1024 * out) * sizeof(float));
+        for (int r = 0; r < 2; r++) {
+            printf("%lld->%lld, %lld rows (defaults: ", (long long)in, (long long)out,
+                   (long long)rows_list[r]);
+            linear_case c = {mm, x, rows_list[r], in, out, &w, NULL, y};
+            set_tuning(mm, vhk_isa_detect(), INT64_MAX, 128, 0, 0);
+            printf("%.2f)\n  x rows  |", time_median(run_vhk_linear, &c) * 1e3);
+            for (int o = 0; o < 4; o++) printf(" %9lld", (long long)block_outputs[o]);
+            printf("\n");
+            for (int b = 0; b < 4; b++) {
+                printf("  %7lld |", (long long)block_rows[b]);
+                for (int o = 0; o < 4; o++) {
+                    set_tuning(mm, vhk_isa_detect(), INT64_MAX, 128, block_rows[b], block_outputs[o]);
+                    printf(" %9.2f", time_median(run_vhk_linear, &c) * 1e3);
+                    fflush(stdout);
+                }
+                printf("\n");
+            }
         }
         free((void *)w.data);
         free(x);
@@ -190,7 +250,7 @@ static void bench_crossover(vh_thread_pool *pool)
 static void bench_panel(vh_thread_pool *pool)
 {
     static const int64_t panels[] = {32, 64, 128, 256, 512};
-    printf("\n== panel width at 286 rows (BF16), ms ==\n");
+    printf("\n== sgemm panel width at 286 rows (BF16), ms ==\n");
     printf("%-13s | %8s %8s %8s %8s %8s\n", "in->out", "32", "64", "128", "256", "512");
     vhk_matmul *mm = vhk_matmul_create(pool, 11008 * 4); /* room for 512-row panels */
     for (int s = 0; s < 3; s++) {
@@ -199,9 +259,10 @@ static void bench_panel(vh_thread_pool *pool)
         float *x = random_f32(286 * in, 1.0f), *y = xmalloc((size_t)(286 * out) * sizeof(float));
         printf("%lld->%-7lld |", (long long)in, (long long)out);
         for (int p = 0; p < 5; p++) {
-            vhk_matmul_configure(mm, vhk_isa_detect(), 1, panels[p]);
+            set_tuning(mm, vhk_isa_detect(), 1, panels[p], 0, 0);
             linear_case c = {mm, x, 286, in, out, &w, NULL, y};
             printf(" %8.2f", time_median(run_vhk_linear, &c) * 1e3);
+            fflush(stdout);
         }
         printf("\n");
         free((void *)w.data);
@@ -311,7 +372,7 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--section") && i + 1 < argc) {
             section = argv[++i];
         } else {
-            fprintf(stderr, "usage: %s [--threads N] [--section linear|crossover|panel|block|all]\n",
+            fprintf(stderr, "usage: %s [--threads N] [--section linear|crossover|blocks|panel|block|all]\n",
                     argv[0]);
             return 2;
         }
@@ -321,11 +382,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_kernels: cannot create the thread pool\n");
         return 1;
     }
-    printf("bench_kernels: %d threads, small GEMM variant %s, OpenBLAS: %s\n",
+    printf("bench_kernels: %d threads, direct GEMM variant %s, OpenBLAS: %s\n",
            vh_thread_pool_size(pool), vhk_isa_name(vhk_isa_detect()), openblas_get_config());
     int all = !strcmp(section, "all");
     if (all || !strcmp(section, "linear")) bench_linear(pool);
     if (all || !strcmp(section, "crossover")) bench_crossover(pool);
+    if (all || !strcmp(section, "blocks")) bench_direct_blocks(pool);
     if (all || !strcmp(section, "panel")) bench_panel(pool);
     if (all || !strcmp(section, "block")) bench_block(pool);
     vh_thread_pool_destroy(pool);

@@ -1,6 +1,6 @@
 /*
  * Internals of the cpu_generic kernels shared between their source files, the tests and the
- * benchmark: instruction-set variants, the small-GEMM entry point and matmul tuning. The plugin
+ * benchmark: instruction-set variants, the direct-GEMM entry point and matmul tuning. The plugin
  * needs only cpu_kernels.h.
  */
 #ifndef VH_CPU_KERNELS_INTERNAL_H
@@ -35,12 +35,12 @@ static inline int64_t vhk_dtype_size(vh_dtype dtype)
     return dtype == VH_DTYPE_F32 ? 4 : 2;
 }
 
-/* The few-rows GEMM: y[r, o] = dot(x[r, :], W[o, :]) (+ bias[o]) for all rows and the outputs
- * o in [o_begin, o_end). Each dot is the canonical order: lane j (0..15) accumulates, by fused
- * multiply-add in increasing k, the products with k % 16 == j (the last partial block padded
- * with zeros); then lanes are summed as ((j, j+8), then (j, j+4), (j, j+2), (0, 1)); then the
- * bias is added. */
-typedef struct vhk_small_gemm {
+/* The direct GEMM (matmul_direct.c): y[r, o] = dot(x[r, :], W[o, :]) (+ bias[o]) for all rows and
+ * the outputs o in [o_begin, o_end), W read in its own dtype. Each dot is the canonical order:
+ * lane j (0..15) accumulates, by fused multiply-add in increasing k, the products with
+ * k % 16 == j (the last partial block padded with zeros); then lanes are summed as (j, j+8),
+ * then (j, j+4), (j, j+2), (0, 1); then the bias is added. */
+typedef struct vhk_gemm_direct {
     const float *x;
     int64_t x_stride;
     int64_t rows;
@@ -50,13 +50,21 @@ typedef struct vhk_small_gemm {
     const float *bias;        /* [out] or NULL */
     float *y;
     int64_t y_stride;
-} vhk_small_gemm;
+} vhk_gemm_direct;
 
-void vhk_small_gemm_run(vhk_isa isa, const vhk_small_gemm *g, int64_t o_begin, int64_t o_end);
+void vhk_gemm_direct_run(vhk_isa isa, const vhk_gemm_direct *g, int64_t o_begin, int64_t o_end);
 
-/* Override the matmul's choices (tests, benchmarks): the ISA of the small GEMM (must be
- * supported), the row count from which the panel/sgemm path is used (<= 0: keep), and the output
- * rows per converted panel (<= 0: keep; capped by the scratch size). */
-void vhk_matmul_configure(vhk_matmul *m, vhk_isa isa, int64_t sgemm_min_rows, int64_t panel_rows);
+/* How a vhk_matmul splits the work (matmul.c explains the defaults). Tests and benchmarks read,
+ * change and write it back. */
+typedef struct vhk_matmul_tuning {
+    vhk_isa isa;              /* direct-GEMM and conversion variant (must be supported) */
+    int64_t sgemm_min_rows;   /* from this many rows on: sgemm (panels for F16/BF16) */
+    int64_t panel_rows;       /* weight rows per converted panel (capped by the scratch) */
+    int64_t direct_block_rows;    /* direct GEMM cache blocking: rows of x per block, */
+    int64_t direct_block_outputs; /* and weight rows per block (0: from the cache budget) */
+} vhk_matmul_tuning;
+
+void vhk_matmul_get_tuning(const vhk_matmul *m, vhk_matmul_tuning *t);
+void vhk_matmul_set_tuning(vhk_matmul *m, const vhk_matmul_tuning *t);
 
 #endif /* VH_CPU_KERNELS_INTERNAL_H */

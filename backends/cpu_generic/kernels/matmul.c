@@ -2,13 +2,13 @@
  * Linear layers: y = x W^T + b with W kept in the checkpoint's dtype.
  *
  * Two paths, chosen by the number of rows:
- *  - few rows (decode): the small GEMM of matmul_small.c streams W once, converting in registers,
- *    split over output columns on the pool;
- *  - many rows (prefill, ViT): OpenBLAS sgemm, which needs fp32 operands. F32 weights are passed
- *    as they are; F16/BF16 weights are converted PANEL_ROWS output rows at a time into a scratch
- *    panel (in parallel on the pool), and each panel is one sgemm into a column slice of y.
- *    Converting costs one pass over W per call, which the O(rows) reuse of each panel in sgemm
- *    amortises; it keeps fp32 weights out of memory except for one panel.
+ *  - direct (matmul_direct.c): reads W in its dtype and converts in registers; split over output
+ *    columns on the pool, cache-blocked over (weight rows x x rows). Every output is one
+ *    fixed-order sum, so results do not depend on the pool size.
+ *  - sgemm: F32 weights go straight to OpenBLAS; F16/BF16 weights are converted `panel_rows`
+ *    output rows at a time into a scratch panel (in parallel on the pool), and each panel is one
+ *    cblas_sgemm into a column slice of y. fp32 weights never exist beyond one panel.
+ * Which is faster depends on the CPU; the defaults below come from bench_kernels.
  */
 #include <cblas.h>
 #include <limits.h>
@@ -16,25 +16,42 @@
 
 #include "kernels_internal.h"
 
-/* From this many rows on, sgemm beats the small GEMM (measured with bench_kernels on a 2-core
- * AMD EPYC (Zen 4, AVX-512) for Llama-2-7B shapes; see the benchmark's crossover table). */
-#define DEFAULT_SGEMM_MIN_ROWS 16
-/* Output rows per converted panel: 128 x 4096 fp32 is 2 MiB, small enough to stay in cache
- * between conversion and sgemm, wide enough for sgemm to run at full speed. */
+/* Rows from which sgemm takes over, per direct-GEMM variant. Measured with bench_kernels
+ * (crossover section) on Llama-2-7B shapes with BF16 weights, 2 cores of an AMD EPYC (Zen 4):
+ *  - AVX-512: the direct GEMM (4x4 register tiles, ~90 GFLOP/s per core) beat converted panels +
+ *    OpenBLAS (Haswell kernels on this CPU) at every row count tried, 1 to 1024;
+ *  - AVX2 (2x2 tiles): see matmul.c's history in the benchmark notes; panels win from 16 rows;
+ *  - portable C: only worth it for a handful of rows. */
+#define SGEMM_MIN_ROWS_AVX512 INT64_MAX
+#define SGEMM_MIN_ROWS_AVX2 16
+#define SGEMM_MIN_ROWS_GENERIC 4
+/* Weight rows per converted panel: 128 x 4096 fp32 = 2 MiB stays in cache between conversion
+ * and sgemm, and is wide enough for sgemm to run at full speed. */
 #define DEFAULT_PANEL_ROWS 128
-/* Narrower panels than this (huge `in` with a small scratch) go to the small GEMM instead. */
+/* Narrower panels than this (an `in` much larger than max_in) go to the direct GEMM instead. */
 #define MIN_PANEL_ROWS 16
-/* Parallel grain of the small GEMM, in groups of 4 output columns. */
-#define SMALL_GEMM_MIN_MACS (64 * 1024)
+/* Direct-GEMM cache blocks: a block of weight rows (<= 512 KiB) is reused from cache by every
+ * block of x rows (<= 2 MiB), so neither operand is streamed from memory once per tile. */
+#define DIRECT_WEIGHT_BLOCK_BYTES (512 * 1024)
+#define DIRECT_X_BLOCK_BYTES (2 * 1024 * 1024)
+/* Parallel grain of the direct GEMM: at least this many multiply-adds per chunk. */
+#define DIRECT_MIN_MACS (64 * 1024)
 
 struct vhk_matmul {
     vh_thread_pool *pool;
-    vhk_isa isa;              /* small-GEMM and conversion variant */
-    int64_t sgemm_min_rows;
-    int64_t panel_rows;
+    vhk_matmul_tuning tuning;
     float *panel;             /* [panel_capacity] fp32 scratch for converted weight panels */
     int64_t panel_capacity;   /* in floats */
 };
+
+static int64_t default_sgemm_min_rows(vhk_isa isa)
+{
+    switch (isa) {
+    case VHK_ISA_AVX512: return SGEMM_MIN_ROWS_AVX512;
+    case VHK_ISA_AVX2: return SGEMM_MIN_ROWS_AVX2;
+    default: return SGEMM_MIN_ROWS_GENERIC;
+    }
+}
 
 vhk_matmul *vhk_matmul_create(vh_thread_pool *pool, int64_t max_in)
 {
@@ -43,9 +60,9 @@ vhk_matmul *vhk_matmul_create(vh_thread_pool *pool, int64_t max_in)
     vhk_matmul *m = calloc(1, sizeof *m);
     if (!m) return NULL;
     m->pool = pool;
-    m->isa = vhk_isa_detect();
-    m->sgemm_min_rows = DEFAULT_SGEMM_MIN_ROWS;
-    m->panel_rows = DEFAULT_PANEL_ROWS;
+    m->tuning.isa = vhk_isa_detect();
+    m->tuning.sgemm_min_rows = default_sgemm_min_rows(m->tuning.isa);
+    m->tuning.panel_rows = DEFAULT_PANEL_ROWS;
     m->panel_capacity = DEFAULT_PANEL_ROWS * max_in;
     void *panel = NULL;
     if (posix_memalign(&panel, 64, (size_t)m->panel_capacity * sizeof(float)) != 0) {
@@ -63,39 +80,69 @@ void vhk_matmul_destroy(vhk_matmul *m)
     free(m);
 }
 
-void vhk_matmul_configure(vhk_matmul *m, vhk_isa isa, int64_t sgemm_min_rows, int64_t panel_rows)
+void vhk_matmul_get_tuning(const vhk_matmul *m, vhk_matmul_tuning *t)
 {
-    m->isa = isa;
-    if (sgemm_min_rows > 0) m->sgemm_min_rows = sgemm_min_rows;
-    if (panel_rows > 0) m->panel_rows = panel_rows;
+    *t = m->tuning;
 }
 
-/* --- few rows ---------------------------------------------------------------------------------- */
+void vhk_matmul_set_tuning(vhk_matmul *m, const vhk_matmul_tuning *t)
+{
+    m->tuning = *t;
+    if (m->tuning.sgemm_min_rows < 1) m->tuning.sgemm_min_rows = 1;
+    if (m->tuning.panel_rows < 1) m->tuning.panel_rows = 1;
+}
 
-typedef struct small_job {
-    const vhk_small_gemm *g;
+static int64_t clamp_i64(int64_t v, int64_t lo, int64_t hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* --- direct GEMM ------------------------------------------------------------------------------- */
+
+typedef struct direct_job {
+    const vhk_gemm_direct *g;
     vhk_isa isa;
     int64_t out;
-} small_job;
+    int64_t block_rows;       /* x rows per cache block */
+    int64_t block_outputs;    /* weight rows per cache block (a multiple of 4) */
+} direct_job;
 
-/* Pool chunk: output column groups [begin, end) of 4 columns each. */
-static void small_gemm_chunk(void *ctx, int64_t begin, int64_t end, int thread_index)
+/* Pool chunk: output columns [4 begin, 4 end). For each block of weight rows, every block of x
+ * rows; inside, matmul_direct.c's register tiles. */
+static void direct_chunk(void *ctx, int64_t begin, int64_t end, int thread_index)
 {
     (void)thread_index;
-    const small_job *job = ctx;
+    const direct_job *job = ctx;
+    const vhk_gemm_direct *g = job->g;
     int64_t o_end = end * 4 < job->out ? end * 4 : job->out;
-    vhk_small_gemm_run(job->isa, job->g, begin * 4, o_end);
+    for (int64_t o0 = begin * 4; o0 < o_end; o0 += job->block_outputs) {
+        int64_t o1 = o_end - o0 < job->block_outputs ? o_end : o0 + job->block_outputs;
+        for (int64_t r0 = 0; r0 < g->rows; r0 += job->block_rows) {
+            vhk_gemm_direct block = *g;
+            block.x = g->x + r0 * g->x_stride;
+            block.y = g->y + r0 * g->y_stride;
+            block.rows = g->rows - r0 < job->block_rows ? g->rows - r0 : job->block_rows;
+            vhk_gemm_direct_run(job->isa, &block, o0, o1);
+        }
+    }
 }
 
-static void linear_small(vhk_matmul *m, const vhk_small_gemm *g, int64_t out)
+static void linear_direct(vhk_matmul *m, const vhk_gemm_direct *g, int64_t out)
 {
-    small_job job = {g, m->isa, out};
-    int64_t macs_per_group = 4 * g->rows * (g->in > 0 ? g->in : 1);
-    int64_t grain = SMALL_GEMM_MIN_MACS / macs_per_group + 1;
-    vh_parallel_for(m->pool, (out + 3) / 4, grain, small_gemm_chunk, &job);
+    const vhk_matmul_tuning *t = &m->tuning;
+    int64_t in = g->in > 0 ? g->in : 1;
+    direct_job job = {g, t->isa, out, t->direct_block_rows, t->direct_block_outputs};
+    if (job.block_rows <= 0)
+        job.block_rows = clamp_i64(DIRECT_X_BLOCK_BYTES / (in * 4), 4, 1024) / 4 * 4;
+    if (job.block_outputs <= 0)
+        job.block_outputs = DIRECT_WEIGHT_BLOCK_BYTES / (in * vhk_dtype_size(g->dtype));
+    job.block_outputs = clamp_i64(job.block_outputs, 4, 1 << 20) / 4 * 4;
+    int64_t macs_per_group = 4 * g->rows * in;
+    int64_t grain = DIRECT_MIN_MACS / macs_per_group + 1;
+    vh_parallel_for(m->pool, (out + 3) / 4, grain, direct_chunk, &job);
 }
 
-/* --- many rows --------------------------------------------------------------------------------- */
+/* --- sgemm ------------------------------------------------------------------------------------- */
 
 typedef struct convert_job {
     const char *w;            /* first weight row of the panel */
@@ -147,7 +194,8 @@ static void linear_panels(vhk_matmul *m, const float *x, int64_t x_stride, int64
     int64_t row_bytes = in * vhk_dtype_size(w->dtype);
     for (int64_t o0 = 0; o0 < out; o0 += panel_rows) {
         int64_t n = out - o0 < panel_rows ? out - o0 : panel_rows;
-        convert_job job = {(const char *)w->data + o0 * row_bytes, w->dtype, in, m->panel, m->isa};
+        convert_job job = {(const char *)w->data + o0 * row_bytes, w->dtype, in, m->panel,
+                           m->tuning.isa};
         vh_parallel_for(m->pool, n, 4, convert_rows_chunk, &job);
         sgemm_xwt(x, x_stride, rows, in, m->panel, n, y + o0, y_stride);
     }
@@ -164,19 +212,20 @@ void vhk_linear(vhk_matmul *m, const float *x, int64_t x_stride, int64_t rows, i
     int64_t out = w->shape[0];
     if (rows <= 0 || out <= 0) return;
 
-    int blas_ok = rows >= m->sgemm_min_rows && in > 0 && fits_blasint(rows) && fits_blasint(in) &&
-                  fits_blasint(out) && fits_blasint(x_stride) && fits_blasint(y_stride);
-    int64_t panel_rows = m->panel_rows < m->panel_capacity / (in > 0 ? in : 1)
-                             ? m->panel_rows
-                             : m->panel_capacity / (in > 0 ? in : 1);
-    if (blas_ok && w->dtype == VH_DTYPE_F32) {
+    int use_sgemm = rows >= m->tuning.sgemm_min_rows && in > 0 && fits_blasint(rows) &&
+                    fits_blasint(in) && fits_blasint(out) && fits_blasint(x_stride) &&
+                    fits_blasint(y_stride);
+    int64_t panel_rows = m->panel_capacity / (in > 0 ? in : 1);
+    if (panel_rows > m->tuning.panel_rows) panel_rows = m->tuning.panel_rows;
+
+    if (use_sgemm && w->dtype == VH_DTYPE_F32) {
         sgemm_xwt(x, x_stride, rows, in, w->data, out, y, y_stride);
-    } else if (blas_ok && panel_rows >= MIN_PANEL_ROWS) {
+    } else if (use_sgemm && panel_rows >= MIN_PANEL_ROWS) {
         linear_panels(m, x, x_stride, rows, in, w, out, panel_rows, y, y_stride);
     } else {
-        vhk_small_gemm g = {x, x_stride, rows, in, w->data, w->dtype, bias, y, y_stride};
-        linear_small(m, &g, out);
-        return; /* the small GEMM added the bias */
+        vhk_gemm_direct g = {x, x_stride, rows, in, w->data, w->dtype, bias, y, y_stride};
+        linear_direct(m, &g, out);
+        return; /* the direct GEMM added the bias */
     }
     if (bias) {
         bias_job job = {y, y_stride, bias, out};

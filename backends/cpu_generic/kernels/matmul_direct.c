@@ -1,7 +1,7 @@
 /*
- * The few-rows GEMM: y[r, o] = dot(x[r, :], W[o, :]) (+ bias[o]) with W in F32, F16 or BF16,
- * converted to fp32 in registers as it is read. Used for decode steps and other small batches,
- * where the cost is streaming W from memory once.
+ * The direct GEMM: y[r, o] = dot(x[r, :], W[o, :]) (+ bias[o]) with W in F32, F16 or BF16,
+ * converted to fp32 in registers as it is read (no conversion pass, no scratch). matmul.c uses it
+ * for few rows (decode: the cost is streaming W once) and, where it beats OpenBLAS, for all rows.
  *
  * Every variant (AVX-512, AVX2, portable C) computes each dot product in the same canonical
  * order, so they give identical bits (see kernels_internal.h):
@@ -73,7 +73,7 @@ static void load_w_generic(const char *w_row, vh_dtype dtype, int64_t k, int64_t
     }
 }
 
-static void small_gemm_generic(const vhk_small_gemm *g, int64_t o_begin, int64_t o_end)
+static void gemm_direct_generic(const vhk_gemm_direct *g, int64_t o_begin, int64_t o_end)
 {
     int64_t esize = vhk_dtype_size(g->dtype);
     for (int64_t o = o_begin; o < o_end; o++) {
@@ -137,7 +137,7 @@ AVX512_INLINE float reduce_avx512(__m512 a)
     return _mm_cvtss_f32(s1);
 }
 
-AVX512_INLINE void tile_avx512(const vhk_small_gemm *g, int64_t r0, int64_t o0, int mr, int nr,
+AVX512_INLINE void tile_avx512(const vhk_gemm_direct *g, int64_t r0, int64_t o0, int mr, int nr,
                                vh_dtype dtype)
 {
     int64_t in = g->in, esize = vhk_dtype_size(dtype), xs = g->x_stride;
@@ -179,7 +179,7 @@ AVX512_INLINE void tile_avx512(const vhk_small_gemm *g, int64_t r0, int64_t o0, 
     }
 }
 
-AVX512_INLINE void range_avx512(const vhk_small_gemm *g, int64_t o_begin, int64_t o_end,
+AVX512_INLINE void range_avx512(const vhk_gemm_direct *g, int64_t o_begin, int64_t o_end,
                                 vh_dtype dtype)
 {
     for (int64_t o0 = o_begin; o0 < o_end; o0 += 4) {
@@ -192,7 +192,7 @@ AVX512_INLINE void range_avx512(const vhk_small_gemm *g, int64_t o_begin, int64_
 }
 
 __attribute__((target("avx512f")))
-static void small_gemm_avx512(const vhk_small_gemm *g, int64_t o_begin, int64_t o_end)
+static void gemm_direct_avx512(const vhk_gemm_direct *g, int64_t o_begin, int64_t o_end)
 {
     switch (g->dtype) {
     case VH_DTYPE_F32: range_avx512(g, o_begin, o_end, VH_DTYPE_F32); break;
@@ -235,7 +235,7 @@ AVX2_INLINE float reduce_avx2(lanes16_avx2 a)
     return _mm_cvtss_f32(s1);
 }
 
-AVX2_INLINE void tile_avx2(const vhk_small_gemm *g, int64_t r0, int64_t o0, int mr, int nr,
+AVX2_INLINE void tile_avx2(const vhk_gemm_direct *g, int64_t r0, int64_t o0, int mr, int nr,
                            vh_dtype dtype)
 {
     int64_t in = g->in, esize = vhk_dtype_size(dtype), xs = g->x_stride;
@@ -283,7 +283,7 @@ AVX2_INLINE void tile_avx2(const vhk_small_gemm *g, int64_t r0, int64_t o0, int 
     }
 }
 
-AVX2_INLINE void range_avx2(const vhk_small_gemm *g, int64_t o_begin, int64_t o_end,
+AVX2_INLINE void range_avx2(const vhk_gemm_direct *g, int64_t o_begin, int64_t o_end,
                             vh_dtype dtype)
 {
     for (int64_t o0 = o_begin; o0 < o_end; o0 += 2) {
@@ -301,7 +301,7 @@ AVX2_INLINE void range_avx2(const vhk_small_gemm *g, int64_t o_begin, int64_t o_
 }
 
 __attribute__((target("avx2,fma,f16c")))
-static void small_gemm_avx2(const vhk_small_gemm *g, int64_t o_begin, int64_t o_end)
+static void gemm_direct_avx2(const vhk_gemm_direct *g, int64_t o_begin, int64_t o_end)
 {
     switch (g->dtype) {
     case VH_DTYPE_F32: range_avx2(g, o_begin, o_end, VH_DTYPE_F32); break;
@@ -311,14 +311,14 @@ static void small_gemm_avx2(const vhk_small_gemm *g, int64_t o_begin, int64_t o_
 }
 #endif /* VHK_X86 */
 
-void vhk_small_gemm_run(vhk_isa isa, const vhk_small_gemm *g, int64_t o_begin, int64_t o_end)
+void vhk_gemm_direct_run(vhk_isa isa, const vhk_gemm_direct *g, int64_t o_begin, int64_t o_end)
 {
     if (o_begin >= o_end || g->rows <= 0) return;
 #ifdef VHK_X86
-    if (isa == VHK_ISA_AVX512) { small_gemm_avx512(g, o_begin, o_end); return; }
-    if (isa == VHK_ISA_AVX2) { small_gemm_avx2(g, o_begin, o_end); return; }
+    if (isa == VHK_ISA_AVX512) { gemm_direct_avx512(g, o_begin, o_end); return; }
+    if (isa == VHK_ISA_AVX2) { gemm_direct_avx2(g, o_begin, o_end); return; }
 #else
     (void)isa;
 #endif
-    small_gemm_generic(g, o_begin, o_end);
+    gemm_direct_generic(g, o_begin, o_end);
 }

@@ -1,0 +1,135 @@
+/* The plugin loader: finding backends by name along the search path, and refusing plugins built
+ * for another ABI (tests/session/fake_plugins.c) with a message naming both versions. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/plugin_loader.h"
+#include "test_support.h"
+
+static vh_status load(const char *name, const char *path, vh_plugin **p, vh_error *err)
+{
+    vh_error_clear(err);
+    return vh_plugin_load(name, path, NULL, p, err);
+}
+
+START_TEST(test_cpu_generic_from_env_path)
+{
+    vh_plugin *p = NULL;
+    vh_error err;
+    ck_assert_msg(load("cpu_generic", NULL, &p, &err) == VH_OK, "%s", err.message);
+    ck_assert_str_eq(p->iface->name, "cpu_generic");
+    ck_assert_uint_eq(p->iface->abi_major, VH_BACKEND_ABI_MAJOR);
+    ck_assert_int_gt(p->iface->score(), 0);
+    ck_assert_uint_eq(p->iface->device_count(), 1);
+    vh_device_info info;
+    ck_assert_int_eq(p->iface->device_info(0, &info), VH_OK);
+    ck_assert_int_eq(info.kind, VH_DEVICE_CPU);
+    ck_assert_int_eq(p->iface->device_info(1, &info), VH_ERR_INVALID_ARGUMENT);
+
+    /* the explicit file path works too */
+    char path[4096];
+    snprintf(path, sizeof path, "%s", p->path);
+    vh_plugin_unload(p);
+    ck_assert_int_eq(load("cpu_generic", path, &p, &err), VH_OK);
+    vh_plugin_unload(p);
+    /* ... but not under another name */
+    ck_assert_int_eq(load("cuda", path, &p, &err), VH_ERR_BACKEND_NOT_FOUND);
+    ck_assert_ptr_nonnull(strstr(err.message, "is backend 'cpu_generic'"));
+}
+END_TEST
+
+START_TEST(test_not_found_lists_the_search_path)
+{
+    vh_plugin *p = (vh_plugin *)1;
+    vh_error err;
+    ck_assert_int_eq(load("nonexistent", FAKE_PLUGIN_DIR, &p, &err), VH_ERR_BACKEND_NOT_FOUND);
+    ck_assert_ptr_null(p);
+    ck_assert_ptr_nonnull(strstr(err.message, "vh_backend_nonexistent.so"));
+    ck_assert_ptr_nonnull(strstr(err.message, FAKE_PLUGIN_DIR));
+    ck_assert_ptr_nonnull(strstr(err.message, VH_PLUGIN_DIR_FOR_TESTS));
+}
+END_TEST
+
+START_TEST(test_invalid_names)
+{
+    vh_plugin *p;
+    vh_error err;
+    const char *bad[] = {"", "../cpu_generic", "cpu/generic", "CPU", "a b", NULL};
+    for (int i = 0; bad[i]; i++)
+        ck_assert_msg(load(bad[i], NULL, &p, &err) == VH_ERR_INVALID_ARGUMENT, "'%s' accepted", bad[i]);
+    ck_assert_int_eq(load(NULL, NULL, &p, &err), VH_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
+static const struct broken {
+    const char *name;
+    const char *in_message[2];
+} broken[] = {
+    {"badabi", {"implements backend ABI 99.7", "speaks 1.0"}},
+    {"short", {"16 bytes", "speaks 1.0"}},
+    {"nulltable", {"refused backend ABI 1.0", "returned NULL"}},
+    {"noentry", {"not a vlahybrid backend", "vh_backend_entry"}},
+};
+
+START_TEST(test_broken_plugin_refused)
+{
+    const struct broken *b = &broken[_i];
+    vh_plugin *p = (vh_plugin *)1;
+    vh_error err;
+    ck_assert_int_eq(load(b->name, FAKE_PLUGIN_DIR, &p, &err), VH_ERR_BACKEND_ABI);
+    ck_assert_ptr_null(p);
+    for (int k = 0; k < 2; k++)
+        ck_assert_msg(strstr(err.message, b->in_message[k]) != NULL, "%s: '%s' lacks '%s'", b->name, err.message,
+                      b->in_message[k]);
+}
+END_TEST
+
+START_TEST(test_best_skips_broken_plugins)
+{
+    /* only broken plugins in the path: nothing usable, and the message says where it looked */
+    unsetenv("VH_BACKEND_PATH");
+    vh_plugin *p = (vh_plugin *)1;
+    vh_error err;
+    vh_error_clear(&err);
+    ck_assert_int_eq(vh_plugin_load_best(FAKE_PLUGIN_DIR, NULL, &p, &err), VH_ERR_BACKEND_NOT_FOUND);
+    ck_assert_ptr_null(p);
+    ck_assert_ptr_nonnull(strstr(err.message, FAKE_PLUGIN_DIR));
+}
+END_TEST
+
+START_TEST(test_best_finds_cpu_generic)
+{
+    vh_plugin *p = NULL;
+    vh_error err;
+    vh_error_clear(&err);
+    ck_assert_msg(vh_plugin_load_best(FAKE_PLUGIN_DIR, NULL, &p, &err) == VH_OK, "%s", err.message);
+    ck_assert_str_eq(p->iface->name, "cpu_generic");
+    vh_plugin_unload(p);
+}
+END_TEST
+
+START_TEST(test_iface_checks)
+{
+    vh_error err;
+    vh_backend_iface t = {.abi_major = VH_BACKEND_ABI_MAJOR, .abi_minor = 0, .struct_size = sizeof t, .name = "x"};
+    ck_assert_int_eq(vh_plugin_check_iface(&t, "x.so", &err), VH_ERR_BACKEND_ABI); /* functions missing */
+    ck_assert_ptr_nonnull(strstr(err.message, "missing"));
+    ck_assert_int_eq(vh_plugin_check_iface(NULL, "x.so", &err), VH_ERR_BACKEND_ABI);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("plugin_loader");
+    TCase *tc = tcase_create("loader");
+    tcase_add_test(tc, test_cpu_generic_from_env_path);
+    tcase_add_test(tc, test_not_found_lists_the_search_path);
+    tcase_add_test(tc, test_invalid_names);
+    tcase_add_loop_test(tc, test_broken_plugin_refused, 0, (int)(sizeof broken / sizeof broken[0]));
+    tcase_add_test(tc, test_best_skips_broken_plugins);
+    tcase_add_test(tc, test_best_finds_cpu_generic);
+    tcase_add_test(tc, test_iface_checks);
+    suite_add_tcase(s, tc);
+    return vh_test_run_suite(s);
+}
