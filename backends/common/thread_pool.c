@@ -3,8 +3,8 @@
  *
  * Handshake. The caller publishes a job (fn, ctx, n, n_chunks), sets `pending` to the number of
  * workers, and bumps `generation` under the mutex, broadcasting `work_ready`. A worker waits for
- * `generation` to differ from the last one it served: first by spinning on the atomic for
- * SPIN_NS, then on the condition variable. It runs its chunk (if it has one) and decrements
+ * `generation` to differ from the last one it served: first by polling the atomic for
+ * SPIN_NS (pause, then sched_yield between polls), then on the condition variable. It runs its chunk (if it has one) and decrements
  * `pending`; the worker that brings it to zero broadcasts `work_done`. The caller runs chunk 0,
  * then waits for `pending == 0` the same way (spin, then condition variable). Every worker takes
  * part in every job, so a worker never reads the job fields of a job the caller has moved past.

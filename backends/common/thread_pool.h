@@ -5,9 +5,11 @@
  * range into at most N contiguous chunks, runs chunk 0 on the calling thread and the others on
  * the workers, and returns when every chunk is done.
  *
- * Waiting: between jobs a worker spins (with a CPU pause hint) for about 100 microseconds, so a
+ * Waiting: between jobs a worker spins for about 100 microseconds (a CPU pause hint for the first
+ * 20, then sched_yield so that an oversubscribed machine runs threads that have work), so a
  * decode step made of many small kernels does not pay a thread wake-up per kernel; after that it
- * blocks on a condition variable, so an idle pool uses no CPU.
+ * blocks on a condition variable, so an idle pool uses no CPU. The caller waits for the workers
+ * the same way.
  *
  * Determinism: the partition of [0, n) depends only on (n, grain, pool size), and chunk i always
  * runs with thread_index i. A kernel whose per-index work does not depend on its chunk gives the

@@ -1,15 +1,19 @@
 /*
  * Multi-head attention for one sequence, fp32, with an online (blockwise) softmax.
  *
- * Each (query row, head) pair is one independent task: walk its keys in blocks of KEY_BLOCK,
- * keep the running maximum m and denominator l, and accumulate sum_j exp(s_j - m) v_j directly in
- * the output row; when a block raises the maximum, rescale what was accumulated by exp(m_old -
- * m_new). At the end divide by l. Memory: one block of scores on the stack.
+ * Work is split into tasks of (head, tile of up to TILE_ROWS consecutive query rows). A task walks
+ * the keys in blocks of KEY_BLOCK; each key and value vector it loads serves every row of the
+ * tile. Per row it keeps the running maximum m and denominator l and accumulates
+ * sum_j exp(s_j - m) v_j directly in the output row; when a block raises the maximum, what was
+ * accumulated is rescaled by exp(m_old - m_new). At the end the row is divided by l. Memory: one
+ * block of scores per row of the tile, on the stack.
  *
- * Tasks are ordered head-major (all rows of head 0, then head 1, ...) so a thread's contiguous
- * share of tasks reuses one head's keys and values from cache. For causal attention the rows
- * within a head are visited as 0, n-1, 1, n-2, ... so every contiguous share gets a fair mix of
- * short and long rows.
+ * Each row's arithmetic is the same sequence whatever tile or thread it lands in (keys in order,
+ * a fixed reduction per dot product), so results do not depend on the pool size.
+ *
+ * Tasks are ordered head-major so a thread's contiguous share reuses one head's keys and values
+ * from cache. For causal attention the tiles within a head are visited as 0, n-1, 1, n-2, ... so
+ * every contiguous share gets a fair mix of short and long rows.
  *
  * Vector code uses GCC vector extensions (16 floats) compiled for AVX-512, AVX2 and baseline
  * x86-64 (target_clones); products and sums are separate roundings (no FMA contraction in ISO C
@@ -21,6 +25,7 @@
 #include "cpu_kernels.h"
 
 #define KEY_BLOCK 64
+#define TILE_ROWS 4
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define VHK_CLONES __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
@@ -33,8 +38,8 @@ typedef float v16f __attribute__((vector_size(64)));
 typedef float v8f __attribute__((vector_size(32)));
 typedef float v4f __attribute__((vector_size(16)));
 
-/* dot(a, b) over n: 16 lane sums over k, lanes combined pairwise (j + j+8, j + j+4, ...), then
- * the n % 16 leftover products added in order. */
+/* dot(a, b) over n: 16 lane sums over k, lanes combined pairwise (j + j+8, j + j+4, then
+ * (0 + 2) + (1 + 3)), then the n % 16 leftover products added in order. */
 VHK_INLINE float dot_f32(const float *a, const float *b, int64_t n)
 {
     v16f acc = {0}, va, vb;
@@ -57,77 +62,142 @@ VHK_INLINE float dot_f32(const float *a, const float *b, int64_t n)
     return s;
 }
 
-/* y += a * x over n. */
-VHK_INLINE void axpy_f32(float *y, float a, const float *x, int64_t n)
-{
-    for (int64_t k = 0; k < n; k++) y[k] += a * x[k];
-}
-
 /* y *= a over n. */
 VHK_INLINE void scale_f32(float *y, float a, int64_t n)
 {
     for (int64_t k = 0; k < n; k++) y[k] *= a;
 }
 
-/* Attention of one query vector over n_keys keys/values (rows kv_stride apart) into out. */
-VHK_CLONES
-static void attend_one(const float *q, const float *k, const float *v, int64_t kv_stride,
-                       int64_t n_keys, int64_t head_dim, float scale, float *out)
+/* One task's rows: a tile of up to TILE_ROWS query rows of one head. */
+typedef struct tile {
+    int n;                            /* rows in the tile */
+    const float *q[TILE_ROWS];
+    float *out[TILE_ROWS];
+    int64_t n_keys[TILE_ROWS];        /* keys row i attends to: [0, n_keys[i]) */
+} tile;
+
+/* For every row i of the tile with keys left in this block (nb[i] > 0):
+ * out_i[d] += p[i][j] * v_j[d] for j < nb[i] in order. Runs d-outer, j-middle, i-inner, so each
+ * value vector is loaded once for the whole tile and the tile's 16-wide output slices stay in
+ * registers across the block; per (row, d) the sum is still sequential in j. */
+VHK_INLINE void accumulate_values(const tile *t, float p[TILE_ROWS][KEY_BLOCK],
+                                  const int64_t nb[TILE_ROWS], int64_t nb_max, const float *v,
+                                  int64_t stride, int64_t n)
 {
-    float scores[KEY_BLOCK];
-    float running_max = -INFINITY, denominator = 0.0f;
-    memset(out, 0, (size_t)head_dim * sizeof(float));
-    for (int64_t j0 = 0; j0 < n_keys; j0 += KEY_BLOCK) {
-        int64_t nb = n_keys - j0 < KEY_BLOCK ? n_keys - j0 : KEY_BLOCK;
-        float block_max = -INFINITY;
-        for (int64_t j = 0; j < nb; j++) {
-            float s = dot_f32(q, k + (j0 + j) * kv_stride, head_dim) * scale;
-            scores[j] = s;
-            if (s > block_max) block_max = s;
+    int64_t d = 0;
+    for (; d + 16 <= n; d += 16) {
+        v16f acc[TILE_ROWS], x;
+        for (int i = 0; i < TILE_ROWS; i++)
+            if (i < t->n) memcpy(&acc[i], t->out[i] + d, sizeof acc[i]);
+        for (int64_t j = 0; j < nb_max; j++) {
+            memcpy(&x, v + j * stride + d, sizeof x);
+            for (int i = 0; i < TILE_ROWS; i++)
+                if (i < t->n && j < nb[i]) acc[i] += p[i][j] * x;
         }
-        if (block_max > running_max) {
-            if (running_max != -INFINITY) {
-                float c = expf(running_max - block_max);
-                denominator *= c;
-                scale_f32(out, c, head_dim);
-            }
-            running_max = block_max;
-        }
-        for (int64_t j = 0; j < nb; j++) {
-            float p = expf(scores[j] - running_max);
-            denominator += p;
-            axpy_f32(out, p, v + (j0 + j) * kv_stride, head_dim);
+        for (int i = 0; i < TILE_ROWS; i++)
+            if (i < t->n) memcpy(t->out[i] + d, &acc[i], sizeof acc[i]);
+    }
+    for (; d < n; d++) {
+        for (int i = 0; i < t->n; i++) {
+            float a = t->out[i][d];
+            for (int64_t j = 0; j < nb[i]; j++) a += p[i][j] * v[j * stride + d];
+            t->out[i][d] = a;
         }
     }
-    scale_f32(out, 1.0f / denominator, head_dim);
 }
+
+/* Attention of a tile of query rows over keys/values k, v (rows kv_stride apart). */
+VHK_CLONES
+static void attend_tile(const tile *t, const float *k, const float *v, int64_t kv_stride,
+                        int64_t head_dim, float scale)
+{
+    float p[TILE_ROWS][KEY_BLOCK];
+    float running_max[TILE_ROWS], denominator[TILE_ROWS];
+    int64_t nb[TILE_ROWS], keys_max = 0;
+    for (int i = 0; i < t->n; i++) {
+        running_max[i] = -INFINITY;
+        denominator[i] = 0.0f;
+        memset(t->out[i], 0, (size_t)head_dim * sizeof(float));
+        if (t->n_keys[i] > keys_max) keys_max = t->n_keys[i];
+    }
+    for (int64_t j0 = 0; j0 < keys_max; j0 += KEY_BLOCK) {
+        int64_t nb_max = 0;
+        for (int i = 0; i < t->n; i++) {
+            int64_t left = t->n_keys[i] - j0;
+            nb[i] = left <= 0 ? 0 : left < KEY_BLOCK ? left : KEY_BLOCK;
+            if (nb[i] > nb_max) nb_max = nb[i];
+        }
+        /* scores: each key vector serves all rows of the tile */
+        for (int64_t j = 0; j < nb_max; j++) {
+            const float *kj = k + (j0 + j) * kv_stride;
+            for (int i = 0; i < t->n; i++)
+                if (j < nb[i]) p[i][j] = dot_f32(t->q[i], kj, head_dim) * scale;
+        }
+        /* per row: new maximum, rescale, scores -> weights */
+        for (int i = 0; i < t->n; i++) {
+            if (nb[i] == 0) continue;
+            float block_max = -INFINITY;
+            for (int64_t j = 0; j < nb[i]; j++)
+                if (p[i][j] > block_max) block_max = p[i][j];
+            if (block_max > running_max[i]) {
+                if (running_max[i] != -INFINITY) {
+                    float c = expf(running_max[i] - block_max);
+                    denominator[i] *= c;
+                    scale_f32(t->out[i], c, head_dim);
+                }
+                running_max[i] = block_max;
+            }
+            for (int64_t j = 0; j < nb[i]; j++) {
+                p[i][j] = expf(p[i][j] - running_max[i]);
+                denominator[i] += p[i][j];
+            }
+        }
+        accumulate_values(t, p, nb, nb_max, v + j0 * kv_stride, kv_stride, head_dim);
+    }
+    for (int i = 0; i < t->n; i++) scale_f32(t->out[i], 1.0f / denominator[i], head_dim);
+}
+
+typedef struct attention_job {
+    const vhk_attention_args *a;
+    int64_t n_tiles;          /* tiles per head */
+} attention_job;
 
 static void attention_tasks(void *ctx, int64_t begin, int64_t end, int thread_index)
 {
     (void)thread_index;
-    const vhk_attention_args *a = ctx;
+    const attention_job *job = ctx;
+    const vhk_attention_args *a = job->a;
     int64_t group = a->n_heads / a->n_kv_heads, hd = a->head_dim;
-    for (int64_t t = begin; t < end; t++) {
-        int64_t head = t / a->n_rows, slot = t % a->n_rows, row = slot;
-        if (a->causal) row = (slot % 2 == 0) ? slot / 2 : a->n_rows - 1 - slot / 2;
+    for (int64_t task = begin; task < end; task++) {
+        int64_t head = task / job->n_tiles, slot = task % job->n_tiles, index = slot;
+        if (a->causal) index = (slot % 2 == 0) ? slot / 2 : job->n_tiles - 1 - slot / 2;
+        int64_t row0 = index * TILE_ROWS;
 
-        int64_t n_keys = a->n_kv;
-        if (a->causal && a->first_position + row + 1 < n_keys) n_keys = a->first_position + row + 1;
-        float *out = a->out + row * a->out_stride + head * hd;
-        if (n_keys <= 0) {
-            memset(out, 0, (size_t)hd * sizeof(float));
-            continue;
+        tile t = {0};
+        for (int64_t row = row0; row < a->n_rows && row < row0 + TILE_ROWS; row++) {
+            int64_t n_keys = a->n_kv;
+            if (a->causal && a->first_position + row + 1 < n_keys) n_keys = a->first_position + row + 1;
+            float *out = a->out + row * a->out_stride + head * hd;
+            if (n_keys <= 0) { /* nothing to attend to (n_kv == 0) */
+                memset(out, 0, (size_t)hd * sizeof(float));
+                continue;
+            }
+            t.q[t.n] = a->q + row * a->q_stride + head * hd;
+            t.out[t.n] = out;
+            t.n_keys[t.n] = n_keys;
+            t.n++;
         }
+        if (t.n == 0) continue;
         int64_t kv_offset = (head / group) * hd;
-        attend_one(a->q + row * a->q_stride + head * hd, a->k + kv_offset, a->v + kv_offset,
-                   a->kv_stride, n_keys, hd, a->scale, out);
+        attend_tile(&t, a->k + kv_offset, a->v + kv_offset, a->kv_stride, hd, a->scale);
     }
 }
 
 void vhk_attention(vh_thread_pool *pool, const vhk_attention_args *a)
 {
     if (a->n_rows <= 0 || a->n_heads <= 0 || a->n_kv_heads <= 0 || a->head_dim <= 0) return;
-    int64_t work_per_task = (a->n_kv > 0 ? a->n_kv : 1) * a->head_dim;
+    attention_job job = {a, (a->n_rows + TILE_ROWS - 1) / TILE_ROWS};
+    int64_t work_per_task = TILE_ROWS * (a->n_kv > 0 ? a->n_kv : 1) * a->head_dim;
     int64_t grain = 1 + 32768 / work_per_task;
-    vh_parallel_for(pool, a->n_rows * a->n_heads, grain, attention_tasks, (void *)a);
+    vh_parallel_for(pool, job.n_tiles * a->n_heads, grain, attention_tasks, &job);
 }

@@ -1,7 +1,7 @@
 /*
  * bench_kernels: throughput of the cpu_generic kernels on Llama-2-7B shapes.
  *
- *   bench_kernels [--threads N] [--section linear|crossover|blocks|panel|block|all]
+ *   bench_kernels [--threads N] [--section linear|crossover|blocks|panel|block|vit|all]
  *
  * linear:    vhk_linear with BF16 weights vs cblas_sgemm with F32 weights (the peer) for
  *            4096->4096, 4096->11008 and 11008->4096 at 1, 8, 64 and 286 rows; GFLOP/s and the
@@ -12,7 +12,8 @@
  * panel:     sgemm panel widths at 286 rows.
  * block:     one Llama-2-7B decoder block (random BF16 weights) composed from the kernels: a
  *            286-row prefill at position 0, and a 1-row decode step at position 286 over the
- *            286-token KV cache.
+ *            286-token KV cache; with a per-kernel breakdown.
+ * vit:       one SigLIP-So400m ViT block (256 tokens), with a per-kernel breakdown.
  * Times are medians of repeated runs after one warm-up.
  */
 #include <cblas.h>
@@ -272,13 +273,43 @@ static void bench_panel(vh_thread_pool *pool)
     vhk_matmul_destroy(mm);
 }
 
-/* --- one Llama-2-7B block ---------------------------------------------------------------------- */
+/* --- whole blocks, with a per-kernel breakdown ------------------------------------------------ */
+
+enum { PART_NORM, PART_LINEAR, PART_ROPE, PART_ATTENTION, PART_ACTIVATION, PART_ADD, N_PARTS };
+static const char *const part_names[N_PARTS] = {"norm", "linear", "rope", "attention",
+                                                "activation", "add"};
+
+typedef struct part_timer {
+    double seconds[N_PARTS];
+    int enabled;
+} part_timer;
+
+/* Run one kernel call and, when enabled, charge its time to a part. */
+#define TIMED(timer, part, call)                                        \
+    do {                                                                \
+        double t0_ = (timer)->enabled ? now_s() : 0;                    \
+        call;                                                           \
+        if ((timer)->enabled) (timer)->seconds[part] += now_s() - t0_;  \
+    } while (0)
+
+static void print_breakdown(const part_timer *t, int runs)
+{
+    double total = 0;
+    for (int i = 0; i < N_PARTS; i++) total += t->seconds[i];
+    printf("    breakdown:");
+    for (int i = 0; i < N_PARTS; i++)
+        if (t->seconds[i] > 0)
+            printf(" %s %.2f ms (%.0f%%)", part_names[i], t->seconds[i] / runs * 1e3,
+                   100 * t->seconds[i] / total);
+    printf("\n");
+}
 
 enum { DIM = 4096, FFN = 11008, HEADS = 32, HEAD_DIM = 128, CONTEXT = 512, PREFILL = 286 };
 
 typedef struct llama_block {
     vh_thread_pool *pool;
     vhk_matmul *mm;
+    part_timer timer;
     float *attn_norm, *mlp_norm;           /* [DIM] */
     vh_tensor_view wq, wk, wv, wo;         /* [DIM, DIM] */
     vh_tensor_view gate, up, down;         /* [FFN, DIM], [FFN, DIM], [DIM, FFN] */
@@ -290,32 +321,45 @@ typedef struct llama_block {
     int64_t rows, position;
 } llama_block;
 
-/* x += o(attn(rope(q(n)), rope(k(n)), v(n))); x += down(silu(gate(n')) * up(n')). */
+/* x += o(attn(rope(q(n)), rope(k(n)), v(n))); x += down(silu(gate(n')) * up(n')), n = rmsnorm(x). */
 static void llama_block_forward(void *ctx)
 {
     llama_block *b = ctx;
+    part_timer *t = &b->timer;
     int64_t rows = b->rows, pos = b->position;
-    vhk_rmsnorm(b->pool, b->x, b->h, rows, DIM, b->attn_norm, 1e-5f);
-    vhk_linear(b->mm, b->h, DIM, rows, DIM, &b->wq, NULL, b->q, DIM);
-    vhk_linear(b->mm, b->h, DIM, rows, DIM, &b->wk, NULL, b->k_cache + pos * DIM, DIM);
-    vhk_linear(b->mm, b->h, DIM, rows, DIM, &b->wv, NULL, b->v_cache + pos * DIM, DIM);
+    float *k_new = b->k_cache + pos * DIM, *v_new = b->v_cache + pos * DIM;
     for (int64_t r = 0; r < rows; r++) b->positions[r] = (int32_t)(pos + r);
-    vhk_rope(b->pool, b->q, DIM, rows, HEADS, HEAD_DIM, b->positions, 10000.0f);
-    vhk_rope(b->pool, b->k_cache + pos * DIM, DIM, rows, HEADS, HEAD_DIM, b->positions, 10000.0f);
+    TIMED(t, PART_NORM, vhk_rmsnorm(b->pool, b->x, b->h, rows, DIM, b->attn_norm, 1e-5f));
+    TIMED(t, PART_LINEAR, vhk_linear(b->mm, b->h, DIM, rows, DIM, &b->wq, NULL, b->q, DIM));
+    TIMED(t, PART_LINEAR, vhk_linear(b->mm, b->h, DIM, rows, DIM, &b->wk, NULL, k_new, DIM));
+    TIMED(t, PART_LINEAR, vhk_linear(b->mm, b->h, DIM, rows, DIM, &b->wv, NULL, v_new, DIM));
+    TIMED(t, PART_ROPE, vhk_rope(b->pool, b->q, DIM, rows, HEADS, HEAD_DIM, b->positions, 1e4f));
+    TIMED(t, PART_ROPE, vhk_rope(b->pool, k_new, DIM, rows, HEADS, HEAD_DIM, b->positions, 1e4f));
     vhk_attention_args a = {b->q, DIM, b->k_cache, b->v_cache, DIM, b->att, DIM, rows, pos + rows,
                             HEADS, HEADS, HEAD_DIM, pos, 1, 1.0f / sqrtf((float)HEAD_DIM)};
-    vhk_attention(b->pool, &a);
-    vhk_linear(b->mm, b->att, DIM, rows, DIM, &b->wo, NULL, b->h, DIM);
-    vhk_add(b->pool, b->x, b->h, rows * DIM);
-    vhk_rmsnorm(b->pool, b->x, b->h, rows, DIM, b->mlp_norm, 1e-5f);
-    vhk_linear(b->mm, b->h, DIM, rows, DIM, &b->gate, NULL, b->g, FFN);
-    vhk_linear(b->mm, b->h, DIM, rows, DIM, &b->up, NULL, b->u, FFN);
-    vhk_silu_mul(b->pool, b->g, b->u, b->g, rows * FFN);
-    vhk_linear(b->mm, b->g, FFN, rows, FFN, &b->down, NULL, b->h, DIM);
-    vhk_add(b->pool, b->x, b->h, rows * DIM);
+    TIMED(t, PART_ATTENTION, vhk_attention(b->pool, &a));
+    TIMED(t, PART_LINEAR, vhk_linear(b->mm, b->att, DIM, rows, DIM, &b->wo, NULL, b->h, DIM));
+    TIMED(t, PART_ADD, vhk_add(b->pool, b->x, b->h, rows * DIM));
+    TIMED(t, PART_NORM, vhk_rmsnorm(b->pool, b->x, b->h, rows, DIM, b->mlp_norm, 1e-5f));
+    TIMED(t, PART_LINEAR, vhk_linear(b->mm, b->h, DIM, rows, DIM, &b->gate, NULL, b->g, FFN));
+    TIMED(t, PART_LINEAR, vhk_linear(b->mm, b->h, DIM, rows, DIM, &b->up, NULL, b->u, FFN));
+    TIMED(t, PART_ACTIVATION, vhk_silu_mul(b->pool, b->g, b->u, b->g, rows * FFN));
+    TIMED(t, PART_LINEAR, vhk_linear(b->mm, b->g, FFN, rows, FFN, &b->down, NULL, b->h, DIM));
+    TIMED(t, PART_ADD, vhk_add(b->pool, b->x, b->h, rows * DIM));
 }
 
-static void bench_block(vh_thread_pool *pool)
+/* Median time of a block, then one more run with the breakdown timers on. */
+static double time_block(void (*forward)(void *), void *block, part_timer *timer)
+{
+    memset(timer, 0, sizeof *timer);
+    double t = time_median(forward, block);
+    timer->enabled = 1;
+    forward(block);
+    timer->enabled = 0;
+    return t;
+}
+
+static void bench_llama_block(vh_thread_pool *pool)
 {
     llama_block b = {0};
     b.pool = pool;
@@ -344,14 +388,16 @@ static void bench_block(vh_thread_pool *pool)
     printf("\n== one Llama-2-7B block (BF16 weights, %.0f MB) ==\n", weight_bytes / 1e6);
     b.rows = PREFILL;
     b.position = 0;
-    double t = time_median(llama_block_forward, &b);
-    printf("prefill %d rows @0:       %8.1f ms  (%.1f GFLOP/s in linears; x32 layers: %.2f s)\n",
-           PREFILL, t * 1e3, flop_per_row * PREFILL / t * 1e-9, 32 * t);
+    double t = time_block(llama_block_forward, &b, &b.timer);
+    printf("prefill %d rows @0:        %8.1f ms  (%.1f GFLOP/s over the linears' FLOPs; x32 layers: "
+           "%.2f s)\n", PREFILL, t * 1e3, flop_per_row * PREFILL / t * 1e-9, 32 * t);
+    print_breakdown(&b.timer, 1);
     b.rows = 1;
     b.position = PREFILL;
-    t = time_median(llama_block_forward, &b);
-    printf("decode 1 row @%d (KV %d): %8.2f ms  (%.1f GB/s of weights; x32 layers: %.3f s)\n",
+    t = time_block(llama_block_forward, &b, &b.timer);
+    printf("decode 1 row @%d (KV %d):  %8.2f ms  (%.1f GB/s of weights; x32 layers: %.3f s)\n",
            PREFILL, PREFILL + 1, t * 1e3, weight_bytes / t * 1e-9, 32 * t);
+    print_breakdown(&b.timer, 1);
 
     free(b.attn_norm); free(b.mlp_norm);
     free((void *)b.wq.data); free((void *)b.wk.data); free((void *)b.wv.data);
@@ -359,6 +405,76 @@ static void bench_block(vh_thread_pool *pool)
     free((void *)b.down.data);
     free(b.k_cache); free(b.v_cache); free(b.x); free(b.h); free(b.q); free(b.att);
     free(b.g); free(b.u); free(b.positions);
+    vhk_matmul_destroy(b.mm);
+}
+
+/* SigLIP-So400m/14 at 224 px: 256 tokens, D 1152, 16 heads of 72, MLP 4304. */
+enum { VIT_T = 256, VIT_D = 1152, VIT_HEADS = 16, VIT_HD = 72, VIT_H = 4304 };
+
+typedef struct vit_block {
+    vh_thread_pool *pool;
+    vhk_matmul *mm;
+    part_timer timer;
+    float *n1w, *n1b, *n2w, *n2b, *qkv_b, *proj_b, *fc1_b, *fc2_b;
+    vh_tensor_view qkv, proj, fc1, fc2;    /* [3D, D], [D, D], [H, D], [D, H] */
+    float *x, *h, *qkv_out, *att, *mlp;    /* [T, D], [T, D], [T, 3D], [T, D], [T, H] */
+} vit_block;
+
+/* x += proj(attn(qkv(ln1(x)))); x += fc2(gelu(fc1(ln2(x)))). */
+static void vit_block_forward(void *ctx)
+{
+    vit_block *b = ctx;
+    part_timer *t = &b->timer;
+    TIMED(t, PART_NORM, vhk_layernorm(b->pool, b->x, b->h, VIT_T, VIT_D, b->n1w, b->n1b, 1e-6f));
+    TIMED(t, PART_LINEAR, vhk_linear(b->mm, b->h, VIT_D, VIT_T, VIT_D, &b->qkv, b->qkv_b, b->qkv_out,
+                                     3 * VIT_D));
+    vhk_attention_args a = {b->qkv_out, 3 * VIT_D, b->qkv_out + VIT_D, b->qkv_out + 2 * VIT_D,
+                            3 * VIT_D, b->att, VIT_D, VIT_T, VIT_T, VIT_HEADS, VIT_HEADS, VIT_HD, 0, 0,
+                            1.0f / sqrtf((float)VIT_HD)};
+    TIMED(t, PART_ATTENTION, vhk_attention(b->pool, &a));
+    TIMED(t, PART_LINEAR, vhk_linear(b->mm, b->att, VIT_D, VIT_T, VIT_D, &b->proj, b->proj_b, b->h,
+                                     VIT_D));
+    TIMED(t, PART_ADD, vhk_add(b->pool, b->x, b->h, VIT_T * VIT_D));
+    TIMED(t, PART_NORM, vhk_layernorm(b->pool, b->x, b->h, VIT_T, VIT_D, b->n2w, b->n2b, 1e-6f));
+    TIMED(t, PART_LINEAR, vhk_linear(b->mm, b->h, VIT_D, VIT_T, VIT_D, &b->fc1, b->fc1_b, b->mlp,
+                                     VIT_H));
+    TIMED(t, PART_ACTIVATION, vhk_gelu_exact(b->pool, b->mlp, (int64_t)VIT_T * VIT_H));
+    TIMED(t, PART_LINEAR, vhk_linear(b->mm, b->mlp, VIT_H, VIT_T, VIT_H, &b->fc2, b->fc2_b, b->h,
+                                     VIT_D));
+    TIMED(t, PART_ADD, vhk_add(b->pool, b->x, b->h, VIT_T * VIT_D));
+}
+
+static void bench_vit_block(vh_thread_pool *pool)
+{
+    vit_block b = {0};
+    b.pool = pool;
+    b.mm = vhk_matmul_create(pool, VIT_H);
+    float **vecs[] = {&b.n1w, &b.n1b, &b.n2w, &b.n2b, &b.proj_b, &b.fc2_b};
+    for (size_t i = 0; i < sizeof vecs / sizeof vecs[0]; i++) *vecs[i] = random_f32(VIT_D, 1.0f);
+    b.qkv_b = random_f32(3 * VIT_D, 0.1f);
+    b.fc1_b = random_f32(VIT_H, 0.1f);
+    b.qkv = random_bf16_matrix(3 * VIT_D, VIT_D, 0.03f);
+    b.proj = random_bf16_matrix(VIT_D, VIT_D, 0.03f);
+    b.fc1 = random_bf16_matrix(VIT_H, VIT_D, 0.03f);
+    b.fc2 = random_bf16_matrix(VIT_D, VIT_H, 0.03f);
+    b.x = random_f32(VIT_T * VIT_D, 1.0f);
+    b.h = xmalloc(VIT_T * VIT_D * sizeof(float));
+    b.att = xmalloc(VIT_T * VIT_D * sizeof(float));
+    b.qkv_out = xmalloc(3 * VIT_T * VIT_D * sizeof(float));
+    b.mlp = xmalloc((size_t)VIT_T * VIT_H * sizeof(float));
+    double flop = 2.0 * VIT_T * (4.0 * VIT_D * VIT_D + 2.0 * VIT_D * VIT_H);
+
+    printf("\n== one SigLIP-So400m block (BF16 weights, %d tokens) ==\n", VIT_T);
+    double t = time_block(vit_block_forward, &b, &b.timer);
+    printf("block: %8.2f ms  (%.1f GFLOP/s over the linears' FLOPs; x26 blocks: %.2f s)\n", t * 1e3,
+           flop / t * 1e-9, 26 * t);
+    print_breakdown(&b.timer, 1);
+
+    for (size_t i = 0; i < sizeof vecs / sizeof vecs[0]; i++) free(*vecs[i]);
+    free(b.qkv_b); free(b.fc1_b);
+    free((void *)b.qkv.data); free((void *)b.proj.data); free((void *)b.fc1.data);
+    free((void *)b.fc2.data);
+    free(b.x); free(b.h); free(b.att); free(b.qkv_out); free(b.mlp);
     vhk_matmul_destroy(b.mm);
 }
 
@@ -372,7 +488,7 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--section") && i + 1 < argc) {
             section = argv[++i];
         } else {
-            fprintf(stderr, "usage: %s [--threads N] [--section linear|crossover|blocks|panel|block|all]\n",
+            fprintf(stderr, "usage: %s [--threads N] [--section linear|crossover|blocks|panel|block|vit|all]\n",
                     argv[0]);
             return 2;
         }
@@ -389,7 +505,8 @@ int main(int argc, char **argv)
     if (all || !strcmp(section, "crossover")) bench_crossover(pool);
     if (all || !strcmp(section, "blocks")) bench_direct_blocks(pool);
     if (all || !strcmp(section, "panel")) bench_panel(pool);
-    if (all || !strcmp(section, "block")) bench_block(pool);
+    if (all || !strcmp(section, "block")) bench_llama_block(pool);
+    if (all || !strcmp(section, "vit")) bench_vit_block(pool);
     vh_thread_pool_destroy(pool);
     return 0;
 }

@@ -113,19 +113,24 @@ void vhk_attention(vh_thread_pool *pool, const vhk_attention_args *args);
  * Linear layers (matmul.c).
  *
  * y[rows, out] = x[rows, in] W^T (+ bias), W an [out, in] view in F32, F16 or BF16.
- *  - rows below a threshold (measured: see matmul.c): a hand-written small GEMM converts W on the
- *    fly (AVX-512 / AVX2 / portable C, picked once per vhk_matmul from the CPU's features),
- *    parallel over output columns on the pool. Each output is one fixed-order fp32 FMA chain:
- *    16 strided partial sums combined by a fixed tree, identical for every ISA and pool size.
- *  - more rows: F32 weights go straight to cblas_sgemm; F16/BF16 weights are converted a panel
- *    of output rows at a time into a scratch buffer (on the pool) and each panel goes through
+ *  - direct GEMM: reads W in its dtype and converts in registers (AVX-512 / AVX2 / portable C,
+ *    picked once per vhk_matmul from the CPU's features), register-tiled and cache-blocked,
+ *    split over output columns on the pool. Each output is one fixed-order fp32 FMA chain
+ *    (16 strided partial sums combined by a fixed tree): identical bits for every ISA variant,
+ *    pool size and blocking.
+ *  - sgemm: F32 weights go straight to cblas_sgemm; F16/BF16 weights are converted a panel of
+ *    128 output rows at a time into a scratch buffer (on the pool) and each panel goes through
  *    cblas_sgemm (OpenBLAS's own threads).
- * The same row can therefore round differently depending on how many rows share the call.
+ * The direct GEMM serves rows below a threshold measured per CPU class (matmul.c): a handful of
+ * rows for portable C, 32 for AVX2, 256 for AVX-512 when OpenBLAS also has AVX-512 kernels, and
+ * every row count on AVX-512 CPUs where OpenBLAS runs AVX2 kernels (AMD Zen 4), where the direct
+ * GEMM is faster throughout. A row can therefore round differently depending on how many rows
+ * share the call (not on the pool size).
  */
 typedef struct vhk_matmul vhk_matmul;
 
 /* Scratch for panel conversion sized for inputs up to max_in (larger inputs still work, with
- * narrower panels or the small-GEMM path). Keeps `pool` (may be NULL) for later calls; the pool
+ * narrower panels or the direct GEMM). Keeps `pool` (may be NULL) for later calls; the pool
  * must outlive the vhk_matmul. Returns NULL when out of memory. */
 vhk_matmul *vhk_matmul_create(vh_thread_pool *pool, int64_t max_in);
 

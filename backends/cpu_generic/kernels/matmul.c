@@ -13,27 +13,35 @@
 #include <cblas.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <strings.h>
 
 #include "kernels_internal.h"
 
 /* Rows from which sgemm takes over, per direct-GEMM variant. Measured with bench_kernels
- * (crossover section) on Llama-2-7B shapes with BF16 weights, 2 cores of an AMD EPYC (Zen 4):
- *  - AVX-512: the direct GEMM (4x4 register tiles, ~90 GFLOP/s per core) beat converted panels +
- *    OpenBLAS (Haswell kernels on this CPU) at every row count tried, 1 to 1024;
- *  - AVX2 (2x2 tiles): see matmul.c's history in the benchmark notes; panels win from 16 rows;
- *  - portable C: only worth it for a handful of rows. */
-#define SGEMM_MIN_ROWS_AVX512 INT64_MAX
-#define SGEMM_MIN_ROWS_AVX2 16
+ * (crossover section), Llama-2-7B shapes, BF16 weights, 2 threads:
+ *  - AVX-512 direct GEMM (4x4 register tiles) vs converted panels + OpenBLAS sgemm:
+ *    on AMD Zen 4, where OpenBLAS 0.3.21 runs its Haswell (AVX2) kernels, direct won at every
+ *    row count (1..286: 1.3x at 286 rows, 5-10x at <= 16 rows); on an Intel Xeon where OpenBLAS
+ *    0.3.26 runs its Cooperlake (AVX-512) kernels, direct won up to 128 rows and was within
+ *    +-10% at 286. So: sgemm from 256 rows when OpenBLAS has AVX-512 kernels, else never.
+ *  - AVX2 direct GEMM (2x2 tiles): panels win from 32..48 rows on both machines.
+ *  - portable C: not measured on a machine where it is the best variant (non-x86); its dot
+ *    products are as fast as the compiler's auto-vectorisation, so sgemm takes over early. */
+#define SGEMM_MIN_ROWS_AVX512_WITH_AVX512_BLAS 256
+#define SGEMM_MIN_ROWS_AVX2 32
 #define SGEMM_MIN_ROWS_GENERIC 4
 /* Weight rows per converted panel: 128 x 4096 fp32 = 2 MiB stays in cache between conversion
  * and sgemm, and is wide enough for sgemm to run at full speed. */
 #define DEFAULT_PANEL_ROWS 128
 /* Narrower panels than this (an `in` much larger than max_in) go to the direct GEMM instead. */
 #define MIN_PANEL_ROWS 16
-/* Direct-GEMM cache blocks: a block of weight rows (<= 512 KiB) is reused from cache by every
- * block of x rows (<= 2 MiB), so neither operand is streamed from memory once per tile. */
-#define DIRECT_WEIGHT_BLOCK_BYTES (512 * 1024)
-#define DIRECT_X_BLOCK_BYTES (2 * 1024 * 1024)
+/* Direct-GEMM cache blocks: a block of x rows small enough for L2 (256 KiB: 16 rows of 4096;
+ * at least 8 rows) is swept by a block of weight rows that stays in L3 (2 MiB: 256 BF16 rows of
+ * 4096), so W is read from memory once per call and x from L2 once per 4-row weight tile.
+ * bench_kernels --section blocks (noisy shared machines): 8-16 x rows beat 64+ rows by 10-30%
+ * at 286 and 1024 rows on Zen 4; weight blocks of 64..512 rows were within noise. */
+#define DIRECT_WEIGHT_BLOCK_BYTES (2 * 1024 * 1024)
+#define DIRECT_X_BLOCK_BYTES (256 * 1024)
 /* Parallel grain of the direct GEMM: at least this many multiply-adds per chunk. */
 #define DIRECT_MIN_MACS (64 * 1024)
 
@@ -44,10 +52,21 @@ struct vhk_matmul {
     int64_t panel_capacity;   /* in floats */
 };
 
+/* Whether OpenBLAS picked AVX-512 sgemm kernels for this CPU (its core names for those). */
+static int openblas_runs_avx512(void)
+{
+    static const char *const avx512_cores[] = {"skylakex", "cooperlake", "sapphirerapids"};
+    const char *core = openblas_get_corename();
+    for (size_t i = 0; core && i < sizeof avx512_cores / sizeof avx512_cores[0]; i++)
+        if (strcasecmp(core, avx512_cores[i]) == 0) return 1;
+    return 0;
+}
+
 static int64_t default_sgemm_min_rows(vhk_isa isa)
 {
     switch (isa) {
-    case VHK_ISA_AVX512: return SGEMM_MIN_ROWS_AVX512;
+    case VHK_ISA_AVX512:
+        return openblas_runs_avx512() ? SGEMM_MIN_ROWS_AVX512_WITH_AVX512_BLAS : INT64_MAX;
     case VHK_ISA_AVX2: return SGEMM_MIN_ROWS_AVX2;
     default: return SGEMM_MIN_ROWS_GENERIC;
     }
@@ -133,7 +152,7 @@ static void linear_direct(vhk_matmul *m, const vhk_gemm_direct *g, int64_t out)
     int64_t in = g->in > 0 ? g->in : 1;
     direct_job job = {g, t->isa, out, t->direct_block_rows, t->direct_block_outputs};
     if (job.block_rows <= 0)
-        job.block_rows = clamp_i64(DIRECT_X_BLOCK_BYTES / (in * 4), 4, 1024) / 4 * 4;
+        job.block_rows = clamp_i64(DIRECT_X_BLOCK_BYTES / (in * 4), 8, 1024) / 4 * 4;
     if (job.block_outputs <= 0)
         job.block_outputs = DIRECT_WEIGHT_BLOCK_BYTES / (in * vhk_dtype_size(g->dtype));
     job.block_outputs = clamp_i64(job.block_outputs, 4, 1 << 20) / 4 * 4;

@@ -10,8 +10,9 @@
  *   one value: j+4, j+2, j+1), then + bias.
  * AVX-512 keeps one 16-lane register per accumulator; AVX2 two 8-lane halves; C an array.
  *
- * Blocking: a tile is MR rows of x times NR rows of W, with MR * NR accumulators live over the
- * whole k loop, so each converted W vector is used MR times and each x vector NR times.
+ * Register tiles: MR rows of x times NR rows of W, with MR * NR accumulators live over the whole
+ * k loop, so each converted W vector is used MR times and each x vector NR times (AVX-512 4 x 4,
+ * AVX2 2 x 2, C 4 x 1). Cache blocking around the tiles is matmul.c's job.
  */
 #include <math.h>
 #include <string.h>
