@@ -51,7 +51,8 @@ static vh_status take(loader *L, vh_tensor_view *view, int optional, const char 
     const vh_st_tensor *t = vh_checkpoint_find(L->model->checkpoint, name, &file);
     if (!t) {
         if (optional) return VH_OK;
-        return vh_error_set(L->err, VH_ERR_BAD_MODEL, "tensor '%s' is missing from the checkpoint", name);
+        return vh_error_set(L->err, VH_ERR_BAD_MODEL, "%s: tensor '%s' is missing from the checkpoint",
+                            vh_checkpoint_dir(L->model->checkpoint), name);
     }
     const char *file_name = vh_st_path(file);
     vh_dtype dtype;
@@ -134,13 +135,14 @@ static vh_status load_tower(loader *L, uint32_t t, uint32_t *next_block)
         (st = takef(L, &w[VH_VIT_EMBED_CLS], !d->has_class_token, SHAPE(1, 1, D), "%scls_token", pre)) ||
         (st = takef(L, &w[VH_VIT_EMBED_REG], d->n_registers == 0, SHAPE(1, d->n_registers, D), "%sreg_token", pre)))
         return st;
+    const char *dir = vh_checkpoint_dir(m->checkpoint);
     if (d->has_class_token && !w[VH_VIT_EMBED_CLS].data)
-        return vh_error_set(L->err, VH_ERR_BAD_MODEL, "tensor '%scls_token' is missing", pre);
+        return vh_error_set(L->err, VH_ERR_BAD_MODEL, "%s: tensor '%scls_token' is missing", dir, pre);
     if (w[VH_VIT_EMBED_CLS].data && !d->has_class_token)
-        return vh_error_set(L->err, VH_ERR_BAD_MODEL, "tensor '%scls_token' exists but the tower has no class "
-                            "token", pre);
+        return vh_error_set(L->err, VH_ERR_BAD_MODEL, "%s: tensor '%scls_token' exists but the config gives the "
+                            "tower no class token", dir, pre);
     if (d->n_registers && !w[VH_VIT_EMBED_REG].data)
-        return vh_error_set(L->err, VH_ERR_BAD_MODEL, "tensor '%sreg_token' is missing", pre);
+        return vh_error_set(L->err, VH_ERR_BAD_MODEL, "%s: tensor '%sreg_token' is missing", dir, pre);
 
     /* timm: no_embed_class models (DINOv2) add positions to the patches only, then prepend the
      * prefix tokens; others concatenate first and add positions to every token. */

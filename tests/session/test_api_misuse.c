@@ -724,6 +724,7 @@ static int run_misuse_case(misuse_fixture *m, const misuse_case *mc, char *why, 
     prime_last_error(mc->on_session ? m->c.s : NULL, expected);
     vh_status st = mc->call(&m->c);
     const char *last = vh_last_error();
+    if (getenv("VH_TEST_VERBOSE")) printf("%-40s %-26s %s\n", mc->name, vh_status_string(st), last);
     if (!(st == mc->want || (mc->want_alt != VH_OK && st == mc->want_alt))) {
         snprintf(why, size, "%s: status %d (%s), expected %d (%s); message: %s", mc->name, st,
                  vh_status_string(st), mc->want, vh_status_string(mc->want), last ? last : "(NULL)");
@@ -1214,6 +1215,7 @@ typedef struct consumer {
     vh_action actions[2 * N_THREADED];
     int polled;
     vh_status poll_status;
+    atomic_int done;
 } consumer;
 
 static void *consume(void *arg)
@@ -1224,20 +1226,36 @@ static void *consume(void *arg)
         c->poll_status = vh_poll_action(c->s, &c->actions[c->polled], WAIT_MS);
         if (c->poll_status != VH_OK) break;
     }
+    atomic_store(&c->done, 1);
     return NULL;
 }
 
-/* One thread submits while another polls (policy BLOCK: nothing is dropped). */
+/* One thread submits while another polls (policy BLOCK: nothing is dropped), and a third asks
+ * for the session's info and prompt ids meanwhile (both documented thread-safe). */
 START_TEST(test_submit_and_poll_from_two_threads)
 {
     vh_session *s = open_session(2, VH_QUEUE_BLOCK, NULL);
     producer p = {.s = s, .tag_base = 500, .n = N_THREADED};
     consumer c = {.s = s, .n = N_THREADED};
+    atomic_init(&c.done, 0);
     pthread_t tp, tc;
     ck_assert_int_eq(pthread_create(&tc, NULL, consume, &c), 0);
     ck_assert_int_eq(pthread_create(&tp, NULL, produce, &p), 0);
+    int queries = 0, query_failures = 0;
+    while (!atomic_load(&c.done)) {
+        vh_session_info info;
+        vh_session_info_init(&info);
+        int32_t ids[64];
+        size_t n = 0;
+        query_failures += vh_session_get_info(s, &info) != VH_OK || info.action_dim != 7;
+        query_failures += vh_session_prompt_ids(s, "pick up the red block", ids, 64, &n) != VH_OK || n != 20;
+        queries++;
+        sleep_ms(1);
+    }
     pthread_join(tp, NULL);
     pthread_join(tc, NULL);
+    ck_assert_int_gt(queries, 0);
+    ck_assert_int_eq(query_failures, 0);
     ck_assert_int_eq(p.failures, 0);
     ck_assert_int_eq(c.poll_status, VH_OK);
     ck_assert_int_eq(c.polled, N_THREADED);
@@ -1289,6 +1307,88 @@ START_TEST(test_two_producers_drop_oldest)
     ck_assert_int_eq(c.actions[2 * N_THREADED - 1].status, VH_OK); /* nothing came after it */
     ck_assert_int_ge(ok, 1);
     vh_session_destroy(s);
+}
+END_TEST
+
+/* Sessions are independent: several threads each create a session (models A and B, plugin loaded
+ * and unloaded concurrently), run frames and destroy it, at the same time; every thread gets the
+ * actions one session alone gives. */
+enum { PARALLEL_THREADS = 3, PARALLEL_ROUNDS = 2, PARALLEL_FRAMES = 2 };
+
+typedef struct parallel_job {
+    int which;                                     /* 0: model A, 1: model B */
+    int32_t tokens[PARALLEL_ROUNDS][PARALLEL_FRAMES][7];
+    vh_status create_status;
+    int failures;
+    char error[512];
+} parallel_job;
+
+static void run_job_round(parallel_job *j, int round)
+{
+    vh_session_params p;
+    base_params(&p, NULL);
+    if (j->which) {
+        p.model_path = model_b;
+        p.unnorm_key = "bridge_orig";
+    }
+    vh_session *s = NULL;
+    j->create_status = vh_session_create(&p, &s);
+    if (j->create_status != VH_OK) {
+        snprintf(j->error, sizeof j->error, "%s", vh_last_error());
+        j->failures++;
+        return;
+    }
+    for (int k = 0; k < PARALLEL_FRAMES; k++) {
+        uint8_t *rgb = make_rgb(32, 24, 0, (uint32_t)k);
+        vh_frame f;
+        small_frame(&f, k ? "open the drawer" : "pick up the red block", (uint64_t)k);
+        f.rgb = rgb;
+        f.width = 32;
+        f.height = 24;
+        if (vh_submit_frame(s, &f, NULL) != VH_OK) j->failures++;
+        free(rgb);
+    }
+    for (int k = 0; k < PARALLEL_FRAMES; k++) {
+        vh_action a;
+        vh_action_init(&a);
+        if (vh_poll_action(s, &a, WAIT_MS) != VH_OK || a.status != VH_OK || a.tag != (uint64_t)k) {
+            j->failures++;
+            continue;
+        }
+        memcpy(j->tokens[round][k], a.token_ids, sizeof j->tokens[round][k]);
+    }
+    vh_session_destroy(s);
+}
+
+static void *parallel_job_main(void *arg)
+{
+    parallel_job *j = arg;
+    for (int r = 0; r < PARALLEL_ROUNDS; r++) run_job_round(j, r);
+    return NULL;
+}
+
+START_TEST(test_sessions_in_parallel_threads)
+{
+    parallel_job alone[2];
+    memset(alone, 0, sizeof alone);
+    for (int w = 0; w < 2; w++) {
+        alone[w].which = w;
+        run_job_round(&alone[w], 0);
+        ck_assert_msg(alone[w].failures == 0, "model %d alone: %s", w, alone[w].error);
+    }
+    parallel_job jobs[PARALLEL_THREADS];
+    pthread_t threads[PARALLEL_THREADS];
+    memset(jobs, 0, sizeof jobs);
+    for (int i = 0; i < PARALLEL_THREADS; i++) {
+        jobs[i].which = i % 2;
+        ck_assert_int_eq(pthread_create(&threads[i], NULL, parallel_job_main, &jobs[i]), 0);
+    }
+    for (int i = 0; i < PARALLEL_THREADS; i++) pthread_join(threads[i], NULL);
+    for (int i = 0; i < PARALLEL_THREADS; i++) {
+        ck_assert_msg(jobs[i].failures == 0, "thread %d: %d failures (%s)", i, jobs[i].failures, jobs[i].error);
+        for (int r = 0; r < PARALLEL_ROUNDS; r++)
+            ck_assert_mem_eq(jobs[i].tokens[r], alone[jobs[i].which].tokens[0], sizeof jobs[i].tokens[r]);
+    }
 }
 END_TEST
 
@@ -1493,6 +1593,7 @@ int main(void)
     tcase_add_test(queue, test_destroy_with_frames_pending);
     tcase_add_test(queue, test_submit_and_poll_from_two_threads);
     tcase_add_test(queue, test_two_producers_drop_oldest);
+    tcase_add_test(queue, test_sessions_in_parallel_threads);
     suite_add_tcase(suite, queue);
 
     TCase *output = tcase_create("output");

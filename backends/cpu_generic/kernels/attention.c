@@ -20,6 +20,7 @@
  * mode), so every clone gives the same bits.
  */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "cpu_kernels.h"
@@ -62,6 +63,50 @@ VHK_INLINE float dot_f32(const float *a, const float *b, int64_t n)
     return s;
 }
 
+typedef int32_t v16i __attribute__((vector_size(64)));
+
+/* e^x on 16 lanes for x <= 0 (softmax weights), within 1.3 ulp of the true value (checked
+ * exhaustively against double exp over [-87.3, 0]). x = n ln2 + r with |r| <= ln2/2 (Cody-Waite:
+ * ln2 = 355/512 + LN2_LO, so n * 355/512 is exact), e^r by its degree-7 Taylor polynomial
+ * (truncation < 6e-9), times 2^n built in the exponent bits. x < -87.3 (e^x < 2^-126, nothing next
+ * to a row's largest weight, 1) gives 0; NaN stays NaN. Vectorises where glibc's expf cannot. */
+VHK_INLINE void exp_nonpositive16(float values[16])
+{
+    const float log2e = 1.44269504088896341f, ln2_hi = 0.693359375f,
+                ln2_lo = -2.12194440054690583e-4f;
+    v16f x, y;
+    memcpy(&x, values, sizeof x);
+    v16i n = __builtin_convertvector(x * log2e - 0.5f, v16i); /* truncation: ceil for x <= 0 */
+    v16f nf = __builtin_convertvector(n, v16f);
+    v16f r = (x - nf * ln2_hi) - nf * ln2_lo;
+    v16f p = r * (1.0f / 5040) + 1.0f / 720;
+    p = p * r + 1.0f / 120;
+    p = p * r + 1.0f / 24;
+    p = p * r + 1.0f / 6;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    v16i bits = (n + 127) << 23;
+    memcpy(&y, &bits, sizeof y);
+    y = p * y;
+    v16i keep = ~(x < -87.3f), y_bits;  /* all-ones lanes, also for NaN */
+    memcpy(&y_bits, &y, sizeof y_bits);
+    y_bits &= keep;
+    memcpy(values, &y_bits, sizeof y_bits);
+}
+
+/* p[j] = e^(p[j] - m) for j < n, where every p[j] <= m. */
+VHK_INLINE void exp_shifted(float *p, int64_t n, float m)
+{
+    float lanes[16];
+    for (int64_t j0 = 0; j0 < n; j0 += 16) {
+        int64_t count = n - j0 < 16 ? n - j0 : 16;
+        for (int l = 0; l < 16; l++) lanes[l] = l < count ? p[j0 + l] - m : 0.0f;
+        exp_nonpositive16(lanes);
+        memcpy(p + j0, lanes, (size_t)count * sizeof(float));
+    }
+}
+
 /* y *= a over n. */
 VHK_INLINE void scale_f32(float *y, float a, int64_t n)
 {
@@ -86,7 +131,7 @@ VHK_INLINE void accumulate_values(const tile *t, float p[TILE_ROWS][KEY_BLOCK],
 {
     int64_t d = 0;
     for (; d + 16 <= n; d += 16) {
-        v16f acc[TILE_ROWS], x;
+        v16f acc[TILE_ROWS] = {{0}}, x;
         for (int i = 0; i < TILE_ROWS; i++)
             if (i < t->n) memcpy(&acc[i], t->out[i] + d, sizeof acc[i]);
         for (int64_t j = 0; j < nb_max; j++) {
@@ -147,10 +192,8 @@ static void attend_tile(const tile *t, const float *k, const float *v, int64_t k
                 }
                 running_max[i] = block_max;
             }
-            for (int64_t j = 0; j < nb[i]; j++) {
-                p[i][j] = expf(p[i][j] - running_max[i]);
-                denominator[i] += p[i][j];
-            }
+            exp_shifted(p[i], nb[i], running_max[i]);
+            for (int64_t j = 0; j < nb[i]; j++) denominator[i] += p[i][j];
         }
         accumulate_values(t, p, nb, nb_max, v + j0 * kv_stride, kv_stride, head_dim);
     }

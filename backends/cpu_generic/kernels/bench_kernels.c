@@ -167,7 +167,7 @@ static void set_tuning(vhk_matmul *m, vhk_isa isa, int64_t sgemm_min_rows, int64
     vhk_matmul_get_tuning(m, &t);
     t.isa = isa;
     t.sgemm_min_rows = sgemm_min_rows;
-    t.panel_rows = panel_rows;
+    if (panel_rows > 0) t.panel_rows = panel_rows;
     t.direct_block_rows = block_rows;
     t.direct_block_outputs = block_outputs;
     vhk_matmul_set_tuning(m, &t);
@@ -179,7 +179,7 @@ static void bench_crossover(vh_thread_pool *pool)
     static const int64_t rows_list[] = {1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 128, 286};
     vhk_matmul *mm = vhk_matmul_create(pool, 11008);
     int avx2 = vhk_isa_supported(VHK_ISA_AVX2), avx512 = vhk_isa_supported(VHK_ISA_AVX512);
-    printf("\n== crossover: direct GEMM vs BF16 panels + sgemm (128-row panels), ms ==\n");
+    printf("\n== crossover: direct GEMM vs BF16 panels + sgemm (default panels), ms ==\n");
     printf("%-13s %5s | %9s %9s | %9s\n", "in->out", "rows", "avx512", "avx2", "panels");
     for (int s = 0; s < 3; s++) {
         int64_t in = shapes[s][0], out = shapes[s][1];
@@ -189,14 +189,14 @@ static void bench_crossover(vh_thread_pool *pool)
             linear_case c = {mm, x, rows_list[r], in, out, &w, NULL, y};
             double t512 = 0, t2 = 0;
             if (avx512) {
-                set_tuning(mm, VHK_ISA_AVX512, INT64_MAX, 128, 0, 0);
+                set_tuning(mm, VHK_ISA_AVX512, INT64_MAX, 0, 0, 0);
                 t512 = time_median(run_vhk_linear, &c);
             }
             if (avx2) {
-                set_tuning(mm, VHK_ISA_AVX2, INT64_MAX, 128, 0, 0);
+                set_tuning(mm, VHK_ISA_AVX2, INT64_MAX, 0, 0, 0);
                 t2 = time_median(run_vhk_linear, &c);
             }
-            set_tuning(mm, vhk_isa_detect(), 1, 128, 0, 0);
+            set_tuning(mm, vhk_isa_detect(), 1, 0, 0, 0);
             double t_panel = time_median(run_vhk_linear, &c);
             char name[32];
             snprintf(name, sizeof name, "%lld->%lld", (long long)in, (long long)out);
@@ -227,14 +227,14 @@ static void bench_direct_blocks(vh_thread_pool *pool)
             printf("%lld->%lld, %lld rows (defaults: ", (long long)in, (long long)out,
                    (long long)rows_list[r]);
             linear_case c = {mm, x, rows_list[r], in, out, &w, NULL, y};
-            set_tuning(mm, vhk_isa_detect(), INT64_MAX, 128, 0, 0);
+            set_tuning(mm, vhk_isa_detect(), INT64_MAX, 0, 0, 0);
             printf("%.2f)\n  x rows  |", time_median(run_vhk_linear, &c) * 1e3);
             for (int o = 0; o < 4; o++) printf(" %9lld", (long long)block_outputs[o]);
             printf("\n");
             for (int b = 0; b < 4; b++) {
                 printf("  %7lld |", (long long)block_rows[b]);
                 for (int o = 0; o < 4; o++) {
-                    set_tuning(mm, vhk_isa_detect(), INT64_MAX, 128, block_rows[b], block_outputs[o]);
+                    set_tuning(mm, vhk_isa_detect(), INT64_MAX, 0, block_rows[b], block_outputs[o]);
                     printf(" %9.2f", time_median(run_vhk_linear, &c) * 1e3);
                     fflush(stdout);
                 }
@@ -250,10 +250,10 @@ static void bench_direct_blocks(vh_thread_pool *pool)
 
 static void bench_panel(vh_thread_pool *pool)
 {
-    static const int64_t panels[] = {32, 64, 128, 256, 512};
+    static const int64_t panels[] = {64, 128, 256, 512, 1024};
     printf("\n== sgemm panel width at 286 rows (BF16), ms ==\n");
-    printf("%-13s | %8s %8s %8s %8s %8s\n", "in->out", "32", "64", "128", "256", "512");
-    vhk_matmul *mm = vhk_matmul_create(pool, 11008 * 4); /* room for 512-row panels */
+    printf("%-13s | %8s %8s %8s %8s %8s\n", "in->out", "64", "128", "256", "512", "1024");
+    vhk_matmul *mm = vhk_matmul_create(pool, 11008);
     for (int s = 0; s < 3; s++) {
         int64_t in = shapes[s][0], out = shapes[s][1];
         vh_tensor_view w = random_bf16_matrix(out, in, 0.02f);

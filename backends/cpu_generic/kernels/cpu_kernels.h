@@ -10,7 +10,7 @@
  * and returns when its output is complete. Results never depend on the pool's size: each output
  * value is computed by one thread in a fixed order.
  *
- * Errors. Kernels cannot fail: they allocate nothing (except vhk_matmul_create), and their
+ * Errors. Kernels cannot fail: they allocate nothing (except the vhk_matmul's scratch), and their
  * preconditions (shapes, strides, sizes that fit the buffers) are the caller's to guarantee; the
  * core validated the model's shapes before the backend sees them. In-place use is allowed only
  * where a function says so.
@@ -84,8 +84,9 @@ void vhk_rope(vh_thread_pool *pool, float *x, int64_t row_stride, int64_t rows, 
  *   k,v: n_kv rows of n_kv_heads * head_dim, row j at k + j * kv_stride (and v likewise)
  *   out: n_rows rows of n_heads * head_dim, row i at out + i * out_stride; must not overlap q, k, v
  * Row i attends to kv rows [0, first_position + i] when causal (clamped to n_kv), else to all
- * n_kv. Softmax is max-subtracted and computed online over blocks of keys, so memory beyond the
- * output is a few KB of stack per thread. Work is split over (row, head) pairs.
+ * n_kv. Softmax is max-subtracted and computed online over blocks of 64 keys, so memory beyond
+ * the output is a few KB of stack per thread (no score matrix). Work is split over (head, tile of
+ * 4 query rows) pairs; exp is a vectorised polynomial within 1.3 ulp of e^x.
  * For ViT attention on a fused qkv buffer [T, 3D]: q = qkv, k = qkv + D, v = qkv + 2D, all with
  * stride 3D.
  */
@@ -119,19 +120,21 @@ void vhk_attention(vh_thread_pool *pool, const vhk_attention_args *args);
  *    (16 strided partial sums combined by a fixed tree): identical bits for every ISA variant,
  *    pool size and blocking.
  *  - sgemm: F32 weights go straight to cblas_sgemm; F16/BF16 weights are converted a panel of
- *    128 output rows at a time into a scratch buffer (on the pool) and each panel goes through
+ *    512 output rows at a time into a scratch buffer (on the pool) and each panel goes through
  *    cblas_sgemm (OpenBLAS's own threads).
  * The direct GEMM serves rows below a threshold measured per CPU class (matmul.c): a handful of
- * rows for portable C, 32 for AVX2, 256 for AVX-512 when OpenBLAS also has AVX-512 kernels, and
+ * rows for portable C, 24 for AVX2, 128 for AVX-512 when OpenBLAS also has AVX-512 kernels, and
  * every row count on AVX-512 CPUs where OpenBLAS runs AVX2 kernels (AMD Zen 4), where the direct
  * GEMM is faster throughout. A row can therefore round differently depending on how many rows
  * share the call (not on the pool size).
  */
 typedef struct vhk_matmul vhk_matmul;
 
-/* Scratch for panel conversion sized for inputs up to max_in (larger inputs still work, with
- * narrower panels or the direct GEMM). Keeps `pool` (may be NULL) for later calls; the pool
- * must outlive the vhk_matmul. Returns NULL when out of memory. */
+/* The state of linear layers for one executor. The panel scratch (512 x max_in floats) is
+ * allocated by the first call that takes the panel path, if any (larger inputs still work, with
+ * narrower panels; if the allocation fails, the direct GEMM serves the call). Keeps `pool` (may
+ * be NULL) for later calls; the pool must outlive the vhk_matmul. Returns NULL when out of
+ * memory. */
 vhk_matmul *vhk_matmul_create(vh_thread_pool *pool, int64_t max_in);
 
 /* NULL is allowed. */

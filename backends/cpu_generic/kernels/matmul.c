@@ -7,7 +7,8 @@
  *    fixed-order sum, so results do not depend on the pool size.
  *  - sgemm: F32 weights go straight to OpenBLAS; F16/BF16 weights are converted `panel_rows`
  *    output rows at a time into a scratch panel (in parallel on the pool), and each panel is one
- *    cblas_sgemm into a column slice of y. fp32 weights never exist beyond one panel.
+ *    cblas_sgemm into a column slice of y. fp32 weights never exist beyond one panel. If the
+ *    scratch cannot be allocated, the direct GEMM serves the call: vhk_linear cannot fail.
  * Which is faster depends on the CPU; the defaults below come from bench_kernels.
  */
 #include <cblas.h>
@@ -18,22 +19,26 @@
 #include "kernels_internal.h"
 
 /* Rows from which sgemm takes over, per direct-GEMM variant. Measured with bench_kernels
- * (crossover section), Llama-2-7B shapes, BF16 weights, 2 threads:
+ * (crossover section: Llama-2-7B shapes, BF16 weights, 512-row panels, 2 threads):
  *  - AVX-512 direct GEMM (4x4 register tiles) vs converted panels + OpenBLAS sgemm:
  *    on AMD Zen 4, where OpenBLAS 0.3.21 runs its Haswell (AVX2) kernels, direct won at every
- *    row count (1..286: 1.3x at 286 rows, 5-10x at <= 16 rows); on an Intel Xeon where OpenBLAS
- *    0.3.26 runs its Cooperlake (AVX-512) kernels, direct won up to 128 rows and was within
- *    +-10% at 286. So: sgemm from 256 rows when OpenBLAS has AVX-512 kernels, else never.
- *  - AVX2 direct GEMM (2x2 tiles): panels win from 32..48 rows on both machines.
+ *    row count (1..286: 1.4-1.6x at 286 rows, 5-10x at <= 16 rows); on an Intel Xeon where
+ *    OpenBLAS 0.3.26 runs its Cooperlake (AVX-512) kernels, direct won up to 64 rows, tied at
+ *    128 and lost by 1.1-1.4x at 286. So: sgemm from 128 rows when OpenBLAS has AVX-512
+ *    kernels, else never.
+ *  - AVX2 direct GEMM (2x2 tiles): panels win from 20..32 rows on both machines.
  *  - portable C: not measured on a machine where it is the best variant (non-x86); its dot
- *    products are as fast as the compiler's auto-vectorisation, so sgemm takes over early. */
-#define SGEMM_MIN_ROWS_AVX512_WITH_AVX512_BLAS 256
-#define SGEMM_MIN_ROWS_AVX2 32
+ *    products are only as fast as the compiler's auto-vectorisation, so sgemm takes over early. */
+#define SGEMM_MIN_ROWS_AVX512_WITH_AVX512_BLAS 128
+#define SGEMM_MIN_ROWS_AVX2 24
 #define SGEMM_MIN_ROWS_GENERIC 4
-/* Weight rows per converted panel: 128 x 4096 fp32 = 2 MiB stays in cache between conversion
- * and sgemm, and is wide enough for sgemm to run at full speed. */
-#define DEFAULT_PANEL_ROWS 128
-/* Narrower panels than this (an `in` much larger than max_in) go to the direct GEMM instead. */
+/* Weight rows per converted panel. Each sgemm call packs x again, so wide panels pay: at 286
+ * rows, 512-row panels beat 128-row ones by 1.2-1.6x (bench_kernels --section panel, both
+ * machines); 1024 was no better. The scratch (512 x max_in floats, 22 MiB for Llama-2-7B's 11008)
+ * is allocated by the first call that takes this path. */
+#define DEFAULT_PANEL_ROWS 512
+/* Narrower panels than this (an `in` much larger than max_in, or no scratch) go to the direct
+ * GEMM instead. */
 #define MIN_PANEL_ROWS 16
 /* Direct-GEMM cache blocks: a block of x rows small enough for L2 (256 KiB: 16 rows of 4096;
  * at least 8 rows) is swept by a block of weight rows that stays in L3 (2 MiB: 256 BF16 rows of
@@ -48,7 +53,9 @@
 struct vhk_matmul {
     vh_thread_pool *pool;
     vhk_matmul_tuning tuning;
-    float *panel;             /* [panel_capacity] fp32 scratch for converted weight panels */
+    int64_t max_in;
+    float *panel;             /* [panel_capacity] fp32 scratch for converted weight panels, or NULL
+                                 until the sgemm path first needs it */
     int64_t panel_capacity;   /* in floats */
 };
 
@@ -74,22 +81,31 @@ static int64_t default_sgemm_min_rows(vhk_isa isa)
 
 vhk_matmul *vhk_matmul_create(vh_thread_pool *pool, int64_t max_in)
 {
-    if (max_in < 1) max_in = 1;
-    if (max_in > INT64_MAX / DEFAULT_PANEL_ROWS / (int64_t)sizeof(float)) return NULL;
     vhk_matmul *m = calloc(1, sizeof *m);
     if (!m) return NULL;
     m->pool = pool;
+    m->max_in = max_in < 1 ? 1 : max_in;
     m->tuning.isa = vhk_isa_detect();
     m->tuning.sgemm_min_rows = default_sgemm_min_rows(m->tuning.isa);
     m->tuning.panel_rows = DEFAULT_PANEL_ROWS;
-    m->panel_capacity = DEFAULT_PANEL_ROWS * max_in;
-    void *panel = NULL;
-    if (posix_memalign(&panel, 64, (size_t)m->panel_capacity * sizeof(float)) != 0) {
-        free(m);
-        return NULL;
-    }
-    m->panel = panel;
     return m;
+}
+
+/* Weight rows per panel for this `in` (0: no usable scratch). Allocates the scratch, panel_rows x
+ * max_in floats, on first use; a failed or overflowing allocation leaves 0 and the caller uses
+ * the direct GEMM instead. */
+static int64_t panel_rows_for(vhk_matmul *m, int64_t in)
+{
+    if (!m->panel) {
+        int64_t rows = m->tuning.panel_rows;
+        if (m->max_in > INT64_MAX / rows / (int64_t)sizeof(float)) return 0;
+        void *panel = NULL;
+        if (posix_memalign(&panel, 64, (size_t)(rows * m->max_in) * sizeof(float)) != 0) return 0;
+        m->panel = panel;
+        m->panel_capacity = rows * m->max_in;
+    }
+    int64_t rows = m->panel_capacity / in;
+    return rows < m->tuning.panel_rows ? rows : m->tuning.panel_rows;
 }
 
 void vhk_matmul_destroy(vhk_matmul *m)
@@ -106,9 +122,15 @@ void vhk_matmul_get_tuning(const vhk_matmul *m, vhk_matmul_tuning *t)
 
 void vhk_matmul_set_tuning(vhk_matmul *m, const vhk_matmul_tuning *t)
 {
+    int64_t old_panel_rows = m->tuning.panel_rows;
     m->tuning = *t;
     if (m->tuning.sgemm_min_rows < 1) m->tuning.sgemm_min_rows = 1;
     if (m->tuning.panel_rows < 1) m->tuning.panel_rows = 1;
+    if (m->tuning.panel_rows > old_panel_rows) { /* reallocate for the wider panels on next use */
+        free(m->panel);
+        m->panel = NULL;
+        m->panel_capacity = 0;
+    }
 }
 
 static int64_t clamp_i64(int64_t v, int64_t lo, int64_t hi)
@@ -234,8 +256,8 @@ void vhk_linear(vhk_matmul *m, const float *x, int64_t x_stride, int64_t rows, i
     int use_sgemm = rows >= m->tuning.sgemm_min_rows && in > 0 && fits_blasint(rows) &&
                     fits_blasint(in) && fits_blasint(out) && fits_blasint(x_stride) &&
                     fits_blasint(y_stride);
-    int64_t panel_rows = m->panel_capacity / (in > 0 ? in : 1);
-    if (panel_rows > m->tuning.panel_rows) panel_rows = m->tuning.panel_rows;
+    int64_t panel_rows = 0;
+    if (use_sgemm && w->dtype != VH_DTYPE_F32) panel_rows = panel_rows_for(m, in);
 
     if (use_sgemm && w->dtype == VH_DTYPE_F32) {
         sgemm_xwt(x, x_stride, rows, in, w->data, out, y, y_stride);
