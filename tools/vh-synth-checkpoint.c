@@ -104,7 +104,7 @@ typedef enum init_kind {
     INIT_UNIFORM, /* U(lo, hi) */
 } init_kind;
 
-typedef enum part { PART_VISION, PART_PROJECTOR, PART_LLM, PART_COUNT } part;
+typedef enum tensor_part { PART_VISION, PART_PROJECTOR, PART_LLM, PART_COUNT } tensor_part;
 
 typedef struct tensor_spec {
     char name[112];
@@ -114,7 +114,7 @@ typedef struct tensor_spec {
     init_kind kind;
     float a, b;                      /* NORMAL: mean, std; UNIFORM: lo, hi */
     uint64_t scaled_first, scaled_end; /* elements multiplied by ACTION_HEAD_SCALE (LM-head rows) */
-    part part;
+    tensor_part part;
     uint64_t key;                    /* hash of (seed, name) */
     uint32_t shard;
     uint64_t offset;                 /* within its shard's byte buffer */
@@ -163,10 +163,10 @@ static uint64_t name_key(uint64_t seed, const char *name)
     return mix64(h + mix64(seed + GOLDEN));
 }
 
-static tensor_spec *add_tensor(tensor_list *L, part part, init_kind kind, float a, float b, uint32_t ndim,
+static tensor_spec *add_tensor(tensor_list *L, tensor_part part, init_kind kind, float a, float b, uint32_t ndim,
                                const uint64_t *shape, const char *fmt, ...)
     __attribute__((format(printf, 8, 9)));
-static tensor_spec *add_tensor(tensor_list *L, part part, init_kind kind, float a, float b, uint32_t ndim,
+static tensor_spec *add_tensor(tensor_list *L, tensor_part part, init_kind kind, float a, float b, uint32_t ndim,
                                const uint64_t *shape, const char *fmt, ...)
 {
     if (L->oom) return NULL;
@@ -202,14 +202,14 @@ static tensor_spec *add_tensor(tensor_list *L, part part, init_kind kind, float 
 #define DIMS(...) (sizeof((uint64_t[]){__VA_ARGS__}) / sizeof(uint64_t)), ((const uint64_t[]){__VA_ARGS__})
 
 /* nn.Linear(in, out) (+ bias): weight N(0, 1/in), bias N(0, 0.02^2). */
-static void add_linear(tensor_list *L, part p, uint64_t in, uint64_t out, int bias, const char *name)
+static void add_linear(tensor_list *L, tensor_part p, uint64_t in, uint64_t out, int bias, const char *name)
 {
     add_tensor(L, p, INIT_NORMAL, 0.0f, (float)(1.0 / sqrt((double)in)), DIMS(out, in), "%s.weight",
                name);
     if (bias) add_tensor(L, p, INIT_NORMAL, 0.0f, 0.02f, DIMS(out), "%s.bias", name);
 }
 
-static void add_layernorm(tensor_list *L, part p, uint64_t d, const char *name)
+static void add_layernorm(tensor_list *L, tensor_part p, uint64_t d, const char *name)
 {
     add_tensor(L, p, INIT_NORMAL, 1.0f, 0.1f, DIMS(d), "%s.weight", name);
     add_tensor(L, p, INIT_NORMAL, 0.0f, 0.02f, DIMS(d), "%s.bias", name);
@@ -219,10 +219,11 @@ static void add_layernorm(tensor_list *L, part p, uint64_t d, const char *name)
 static void add_tower(tensor_list *L, uint32_t t, const tower_dims *d)
 {
     const char *pre = tower_prefix[t];
-    const uint64_t D = d->embed, H = d->mlp, P = d->patch, n_patches = (uint64_t)(d->image / d->patch) * (d->image / d->patch);
+    const uint64_t D = d->embed, H = d->mlp, P = d->patch, grid = d->image / d->patch, n_patches = grid * grid;
     char name[160];
     if (d->class_token) add_tensor(L, PART_VISION, INIT_NORMAL, 0.0f, 0.5f, DIMS(1, 1, D), "%scls_token", pre);
-    if (d->registers) add_tensor(L, PART_VISION, INIT_NORMAL, 0.0f, 0.5f, DIMS(1, d->registers, D), "%sreg_token", pre);
+    if (d->registers)
+        add_tensor(L, PART_VISION, INIT_NORMAL, 0.0f, 0.5f, DIMS(1, d->registers, D), "%sreg_token", pre);
     /* DINOv2 is no_embed_class and SigLIP has no prefix tokens: positions for the patches only */
     add_tensor(L, PART_VISION, INIT_NORMAL, 0.0f, 0.5f, DIMS(1, n_patches, D), "%spos_embed", pre);
     add_tensor(L, PART_VISION, INIT_NORMAL, 0.0f, (float)(1.0 / sqrt(3.0 * P * P)), DIMS(D, 3, P, P),
@@ -1070,11 +1071,13 @@ static int parse_args(int argc, char **argv, options *o)
         if (!strcmp(a, "--out")) o->out = s;
         else if (!strcmp(a, "--tokenizer")) o->tokenizer = s;
         else if (!strcmp(a, "--llm-layers") && !parse_u64(s, 1, 1024, 0, &v)) o->llm_layers = (uint32_t)v;
-        else if (!strcmp(a, "--llm-hidden") && !parse_u64(s, 2, 65536, 0, &v) && v % 2 == 0) o->llm_hidden = (uint32_t)v;
+        else if (!strcmp(a, "--llm-hidden") && !parse_u64(s, 2, 65536, 0, &v) && v % 2 == 0)
+            o->llm_hidden = (uint32_t)v;
         else if (!strcmp(a, "--seed") && !parse_u64(s, 0, UINT64_MAX, 0, &v)) o->seed = v;
         else if (!strcmp(a, "--shard-bytes") && !parse_u64(s, 1, UINT64_MAX, 1, &v)) o->shard_bytes = v;
         else if (!strcmp(a, "--threads") && !parse_u64(s, 1, 1024, 0, &v)) o->threads = (int)v;
-        else if (!strcmp(a, "--vision") && (!strcmp(s, "full") || !strcmp(s, "tiny"))) o->vision_tiny = !strcmp(s, "tiny");
+        else if (!strcmp(a, "--vision") && (!strcmp(s, "full") || !strcmp(s, "tiny")))
+            o->vision_tiny = !strcmp(s, "tiny");
         else if (!strcmp(a, "--dtype") && !strcmp(s, "bf16")) o->dtype = DT_BF16;
         else if (!strcmp(a, "--dtype") && !strcmp(s, "f16")) o->dtype = DT_F16;
         else if (!strcmp(a, "--dtype") && !strcmp(s, "f32")) o->dtype = DT_F32;
@@ -1115,14 +1118,17 @@ static void print_plan(const options *o, const plan *P)
            P->n_shards, P->n_shards == 1 ? "" : "s");
 }
 
+/* The folder's files other than the shards (the index only when sharded). */
+static const char *const other_files[] = {"config.json", "preprocessor_config.json", "generation_config.json",
+                                          "special_tokens_map.json", "tokenizer_config.json", "tokenizer.model",
+                                          "model.safetensors.index.json"};
+#define N_OTHER_FILES (sizeof other_files / sizeof other_files[0])
+
 /* Remove what this run created in dir, then dir itself. */
 static void remove_partial(const char *dir, const plan *P, uint32_t shards_created)
 {
-    static const char *const small[] = {"config.json", "preprocessor_config.json", "generation_config.json",
-                                        "special_tokens_map.json", "tokenizer_config.json", "tokenizer.model",
-                                        "model.safetensors.index.json"};
-    for (size_t i = 0; i < sizeof small / sizeof small[0]; i++) {
-        char *p = path_join(dir, small[i]);
+    for (size_t i = 0; i < N_OTHER_FILES; i++) {
+        char *p = path_join(dir, other_files[i]);
         if (p) unlink(p);
         free(p);
     }
@@ -1140,14 +1146,10 @@ static void remove_partial(const char *dir, const plan *P, uint32_t shards_creat
 /* Sizes of the files written into dir. */
 static uint64_t folder_bytes(const char *dir, const plan *P)
 {
-    static const char *const small[] = {"config.json", "preprocessor_config.json", "generation_config.json",
-                                        "special_tokens_map.json", "tokenizer_config.json", "tokenizer.model",
-                                        "model.safetensors.index.json"};
     uint64_t total = 0;
     struct stat st;
-    for (size_t i = 0; i < sizeof small / sizeof small[0] + P->n_shards; i++) {
-        char *p = path_join(dir, i < sizeof small / sizeof small[0] ? small[i]
-                                                                    : P->shards[i - sizeof small / sizeof small[0]].file);
+    for (size_t i = 0; i < N_OTHER_FILES + P->n_shards; i++) {
+        char *p = path_join(dir, i < N_OTHER_FILES ? other_files[i] : P->shards[i - N_OTHER_FILES].file);
         if (p && stat(p, &st) == 0) total += (uint64_t)st.st_size;
         free(p);
     }
@@ -1163,49 +1165,20 @@ static int sync_dir(const char *dir)
     return rc;
 }
 
-int main(int argc, char **argv)
+/* Before anything is created: the tokenizer exists, DIR and DIR.partial do not, and the disk has room. */
+static int preflight(const options *o, const plan *P, const char *out, const char *partial, const char *parent,
+                     uint64_t *tokenizer_size)
 {
-    options o;
-    if (parse_args(argc, argv, &o)) {
-        usage(stderr);
-        return 2;
-    }
-    plan P;
-    int rc = make_plan(&o, &P);
-    if (rc) {
-        plan_free(&P);
-        return rc;
-    }
-    if (o.dry_run) {
-        print_plan(&o, &P);
-        plan_free(&P);
-        return 0;
-    }
-
-    /* the names: DIR (must not exist), DIR.partial (written), DIR's parent (space, fsync) */
-    size_t out_len = strlen(o.out);
-    while (out_len > 1 && o.out[out_len - 1] == '/') out_len--;
-    char *out = strndup(o.out, out_len), *partial = malloc(out_len + 16), *parent = strndup(o.out, out_len);
-    if (!out || !partial || !parent) {
-        fprintf(stderr, PROG ": out of memory\n");
-        return 1;
-    }
-    snprintf(partial, out_len + 16, "%s.partial", out);
-    char *slash = strrchr(parent, '/');
-    if (!slash) strcpy(parent, ".");
-    else if (slash == parent) parent[1] = '\0';
-    else *slash = '\0';
-
     struct stat st;
-    if (stat(o.tokenizer, &st) != 0) {
-        report_errno(o.tokenizer, "cannot read the tokenizer", errno);
+    if (stat(o->tokenizer, &st) != 0) {
+        report_errno(o->tokenizer, "cannot read the tokenizer", errno);
         return 1;
     }
     if (!S_ISREG(st.st_mode)) {
-        fprintf(stderr, PROG ": %s: not a regular file (give the tokenizer.model file)\n", o.tokenizer);
+        fprintf(stderr, PROG ": %s: not a regular file (give the tokenizer.model file)\n", o->tokenizer);
         return 1;
     }
-    const uint64_t tokenizer_size = (uint64_t)st.st_size;
+    *tokenizer_size = (uint64_t)st.st_size;
     if (lstat(out, &st) == 0) {
         fprintf(stderr, PROG ": %s already exists; remove it or choose another --out\n", out);
         return 1;
@@ -1215,15 +1188,22 @@ int main(int argc, char **argv)
         return 1;
     }
     struct statvfs vfs;
-    uint64_t need = P.total_file_bytes + tokenizer_size + (1u << 20);
+    uint64_t need = P->total_file_bytes + *tokenizer_size + (1u << 20);
     if (statvfs(parent, &vfs) == 0 && (uint64_t)vfs.f_bavail * vfs.f_frsize < need) {
         fprintf(stderr, PROG ": %s: not enough free space: the checkpoint needs %.2f GB, %.2f GB are free\n",
                 parent, need / 1e9, (double)vfs.f_bavail * vfs.f_frsize / 1e9);
         return 1;
     }
 
+    return 0;
+}
+
+/* Write the folder into DIR.partial and rename it to DIR; on failure remove what was written. */
+static int write_checkpoint(const options *o, const plan *P, const char *out, const char *partial,
+                            const char *parent)
+{
     /* signals: blocked everywhere, taken by one thread that cancels the writer */
-    writer w = {.P = &P, .dtype = o.dtype};
+    writer w = {.P = P, .dtype = o->dtype};
     signal_watch sw = {.w = &w};
     sigemptyset(&sw.set);
     sigaddset(&sw.set, SIGINT);
@@ -1246,27 +1226,27 @@ int main(int argc, char **argv)
         report_errno(partial, "cannot create the folder", errno);
         goto out;
     }
-    if (write_configs(&o, &P, partial, !o.no_sync) ||
-        copy_file(o.tokenizer, partial, "tokenizer.model", !o.no_sync, &tok_bytes) || atomic_load(&w.cancel))
+    if (write_configs(o, P, partial, !o->no_sync) ||
+        copy_file(o->tokenizer, partial, "tokenizer.model", !o->no_sync, &tok_bytes) || atomic_load(&w.cancel))
         goto fail;
 
-    w.n_slots = (uint32_t)(4 * o.threads < 8 ? 8 : 4 * o.threads);
+    w.n_slots = (uint32_t)(4 * o->threads < 8 ? 8 : 4 * o->threads);
     w.slots = calloc(w.n_slots, sizeof *w.slots);
     w.slot_job = calloc(w.n_slots, sizeof *w.slot_job);
     w.slot_done = calloc(w.n_slots, sizeof *w.slot_done);
-    workers = calloc((size_t)o.threads, sizeof *workers);
+    workers = calloc((size_t)o->threads, sizeof *workers);
     if (!w.slots || !w.slot_job || !w.slot_done || !workers || make_jobs(&w)) {
         fprintf(stderr, PROG ": out of memory\n");
         goto fail;
     }
     for (uint32_t s = 0; s < w.n_slots; s++) {
         w.slot_job[s] = s;
-        if (!(w.slots[s] = malloc(CHUNK_ELEMENTS * P.esize))) {
+        if (!(w.slots[s] = malloc(CHUNK_ELEMENTS * P->esize))) {
             fprintf(stderr, PROG ": out of memory\n");
             goto fail;
         }
     }
-    for (int i = 0; i < o.threads; i++) {
+    for (int i = 0; i < o->threads; i++) {
         if (pthread_create(&workers[i], NULL, worker_main, &w) != 0) {
             if (i == 0) {
                 fprintf(stderr, PROG ": cannot start a thread\n");
@@ -1276,13 +1256,13 @@ int main(int argc, char **argv)
         }
         n_workers++;
     }
-    int wrc = write_weights(&P, &o, partial, &w, &shards_created);
+    int wrc = write_weights(P, o, partial, &w, &shards_created);
     for (int i = 0; i < n_workers; i++) pthread_join(workers[i], NULL);
     n_workers = 0;
     if (wrc) goto fail;
-    if (P.n_shards > 1 && write_index(&P, partial, !o.no_sync)) goto fail;
+    if (P->n_shards > 1 && write_index(P, partial, !o->no_sync)) goto fail;
     if (atomic_load(&w.cancel)) goto fail;
-    if (!o.no_sync && sync_dir(partial) != 0) {
+    if (!o->no_sync && sync_dir(partial) != 0) {
         report_errno(partial, "fsync failed", errno);
         goto fail;
     }
@@ -1290,13 +1270,13 @@ int main(int argc, char **argv)
         report_errno(out, "cannot rename the finished folder to this name", errno);
         goto fail;
     }
-    if (!o.no_sync) sync_dir(parent);
+    if (!o->no_sync) sync_dir(parent);
     double took = now_s() - t0;
-    print_plan(&o, &P);
+    print_plan(o, P);
     printf("folder %s: %" PRIu64 " bytes in all (with the config files, the%s tokenizer.model of %" PRIu64
-           " bytes)\n", out, folder_bytes(out, &P), P.n_shards > 1 ? " index and" : "", tok_bytes);
-    printf("time %.2f s (%.2f GB/s, %d threads%s)\n", took, P.total_file_bytes / 1e9 / took, o.threads,
-           o.no_sync ? ", not synced" : ", synced");
+           " bytes)\n", out, folder_bytes(out, P), P->n_shards > 1 ? " index and" : "", tok_bytes);
+    printf("time %.2f s (%.2f GB/s, %d threads%s)\n", took, P->total_file_bytes / 1e9 / took, o->threads,
+           o->no_sync ? ", not synced" : ", synced");
     status = 0;
     goto out;
 fail:
@@ -1307,7 +1287,7 @@ fail:
     }
     status = atomic_load(&w.cancel) == 2 ? 130 : 1;
     if (status == 130) fprintf(stderr, PROG ": interrupted\n");
-    remove_partial(partial, &P, shards_created);
+    remove_partial(partial, P, shards_created);
 out:
     if (have_sig_thread) {
         pthread_cancel(sig_thread);
@@ -1322,6 +1302,44 @@ out:
     pthread_mutex_destroy(&w.lock);
     pthread_cond_destroy(&w.slot_free);
     pthread_cond_destroy(&w.slot_ready);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    signal(SIGXFSZ, SIG_IGN); /* past a file size limit, write() fails with EFBIG: cleaned up like a full disk */
+    options o;
+    if (parse_args(argc, argv, &o)) {
+        usage(stderr);
+        return 2;
+    }
+    plan P;
+    int status = make_plan(&o, &P);
+    if (status == 0 && o.dry_run) print_plan(&o, &P);
+    if (status || o.dry_run) {
+        plan_free(&P);
+        return status;
+    }
+
+    /* the names: DIR (must not exist), DIR.partial (written), DIR's parent (space, fsync) */
+    size_t out_len = strlen(o.out);
+    while (out_len > 1 && o.out[out_len - 1] == '/') out_len--;
+    char *out = strndup(o.out, out_len), *partial = malloc(out_len + 16), *parent = strndup(o.out, out_len);
+    if (!out || !partial || !parent) {
+        fprintf(stderr, PROG ": out of memory\n");
+        status = 1;
+        goto done;
+    }
+    snprintf(partial, out_len + 16, "%s.partial", out);
+    char *slash = strrchr(parent, '/');
+    if (!slash) strcpy(parent, ".");
+    else if (slash == parent) parent[1] = '\0';
+    else *slash = '\0';
+
+    uint64_t tokenizer_size = 0;
+    status = preflight(&o, &P, out, partial, parent, &tokenizer_size);
+    if (status == 0) status = write_checkpoint(&o, &P, out, partial, parent);
+done:
     plan_free(&P);
     free(out);
     free(partial);

@@ -90,7 +90,8 @@ static char *read_text(const char *path)
 /* Generate a small model into tmp/name with extra options; fails the test unless it worked. */
 static char *generate(const char *tmp, const char *name, const char *const *extra)
 {
-    char *out = join(tmp, name), *log = join(tmp, "log.txt"), *tok = vh_test_fixture_path("tokenizer/llama2-tokenizer.model");
+    char *out = join(tmp, name), *log = join(tmp, "log.txt");
+    char *tok = vh_test_fixture_path("tokenizer/llama2-tokenizer.model");
     const char *args[32] = {"--out", out, "--tokenizer", tok, "--llm-layers", "2", "--vision", "tiny",
                             "--llm-hidden", "256"};
     int n = 10;
@@ -143,8 +144,10 @@ static size_t check_safetensors(const char *path, const char *want_dtype, uint64
         ck_assert_str_eq(json_string_value(json_object_get(v, "dtype")), want_dtype);
         json_t *off = json_object_get(v, "data_offsets"), *shape = json_object_get(v, "shape");
         uint64_t numel = 1;
-        for (size_t i = 0; i < json_array_size(shape); i++) numel *= (uint64_t)json_integer_value(json_array_get(shape, i));
-        uint64_t a = (uint64_t)json_integer_value(json_array_get(off, 0)), b = (uint64_t)json_integer_value(json_array_get(off, 1));
+        for (size_t i = 0; i < json_array_size(shape); i++)
+            numel *= (uint64_t)json_integer_value(json_array_get(shape, i));
+        uint64_t a = (uint64_t)json_integer_value(json_array_get(off, 0));
+        uint64_t b = (uint64_t)json_integer_value(json_array_get(off, 1));
         ck_assert_msg(a == offset, "%s: '%s' starts at %llu, not %llu", path, key, (unsigned long long)a,
                       (unsigned long long)offset);
         ck_assert_msg(b - a == numel * (strcmp(want_dtype, "F32") ? 2 : 4), "%s: '%s' size", path, key);
@@ -387,7 +390,8 @@ START_TEST(same_seed_same_bytes)
     const char *one_thread[] = {"--seed", "11", "--threads", "1", "--shard-bytes", "16M", "--no-sync", NULL};
     const char *three_threads[] = {"--seed", "11", "--threads", "3", "--shard-bytes", "16M", "--no-sync", NULL};
     const char *other_seed[] = {"--seed", "12", "--threads", "3", "--shard-bytes", "16M", "--no-sync", NULL};
-    char *a = generate(tmp, "a", one_thread), *b = generate(tmp, "b", three_threads), *c = generate(tmp, "c", other_seed);
+    char *a = generate(tmp, "a", one_thread), *b = generate(tmp, "b", three_threads);
+    char *c = generate(tmp, "c", other_seed);
     ck_assert_msg(compare_folders(a, b) == 0, "the weights depend on the thread count");
     int n = compare_folders(a, c); /* the config, index and tokenizer do not depend on the seed */
     char *index = join(a, "model.safetensors.index.json");
