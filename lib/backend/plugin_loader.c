@@ -146,7 +146,9 @@ vh_status vh_plugin_load(const char *name, const char *explicit_path, const vh_l
     char path[4096];
     vh_status st;
     if (explicit_path && *explicit_path && !is_dir(explicit_path)) {
-        /* An explicit file: it must be the backend asked for. */
+        /* An explicit file: it must exist and be the backend asked for. */
+        if (access(explicit_path, F_OK) != 0)
+            return vh_error_set(err, VH_ERR_BACKEND_NOT_FOUND, "plugin_path %s does not exist", explicit_path);
         if ((st = open_plugin_file(explicit_path, log, out, err))) return st;
         if (strcmp((*out)->iface->name, name) != 0) {
             vh_error_set(err, VH_ERR_BACKEND_NOT_FOUND, "%s is backend '%s', not '%s'", explicit_path,
@@ -188,8 +190,11 @@ static int has_plugin_file_name(const char *file)
 vh_status vh_plugin_load_best(const char *explicit_path, const vh_logger *log, vh_plugin **out, vh_error *err)
 {
     *out = NULL;
-    if (explicit_path && *explicit_path && !is_dir(explicit_path))
+    if (explicit_path && *explicit_path && !is_dir(explicit_path)) {
+        if (access(explicit_path, F_OK) != 0)
+            return vh_error_set(err, VH_ERR_BACKEND_NOT_FOUND, "plugin_path %s does not exist", explicit_path);
         return open_plugin_file(explicit_path, log, out, err);
+    }
 
     search_path sp;
     vh_status st = make_search_path(explicit_path, &sp, err);

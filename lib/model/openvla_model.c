@@ -1,9 +1,11 @@
 #include "model/openvla_model.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "util/file_read.h"
 
@@ -269,6 +271,11 @@ static vh_status read_folder_file(const char *dir, const char *name, int optiona
 
 static vh_status load(const char *dir, vh_model *m, vh_error *err)
 {
+    struct stat st_dir;
+    if (stat(dir, &st_dir) != 0)
+        return vh_error_set(err, VH_ERR_IO, "model folder %s: %s", dir, strerror(errno));
+    if (!S_ISDIR(st_dir.st_mode))
+        return vh_error_set(err, VH_ERR_IO, "model path %s is not a folder (give the checkpoint folder)", dir);
     char path[4096];
     char *text = NULL;
     size_t len = 0;

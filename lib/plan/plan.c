@@ -51,7 +51,7 @@ vh_status vh_plan_create(const vh_model *model, const vh_plan_request *req, vh_p
     memset(plan, 0, sizeof *plan);
     char names[VH_MAX_STAGES][65];
     int n_names = 0;
-    if (req->backends && *req->backends) {
+    if (req->backends) { /* NULL: the best available; "" is a mistake, not a request */
         n_names = split_backend_names(req->backends, names, VH_MAX_STAGES);
         if (n_names < 0)
             return vh_error_set(err, VH_ERR_INVALID_ARGUMENT, "backends '%s' is not a comma-separated list of at "

@@ -64,9 +64,11 @@ static vh_status fail(vh_session *s, vh_status status, const char *fmt, const ch
 
 /* A caller's struct is usable when it is at least as long as this version's and whatever lies
  * beyond what this version knows is zero (a newer header's fields left at their defaults). */
+#define MAX_STRUCT_SIZE 65536u /* far beyond any future version; bounds the tail scan below */
+
 static int struct_size_ok(const void *s, size_t caller_size, size_t known_size)
 {
-    if (caller_size < known_size) return 0;
+    if (caller_size < known_size || caller_size > MAX_STRUCT_SIZE) return 0;
     const unsigned char *tail = (const unsigned char *)s + known_size;
     for (size_t i = 0; i < caller_size - known_size; i++)
         if (tail[i]) return 0;
@@ -141,6 +143,16 @@ static vh_status load_session(vh_session *s, const vh_session_params *p, vh_erro
     return VH_OK;
 }
 
+/* A failed vh_session_create: the thread's last error, and the caller's log callback if any. */
+static vh_status create_failed(const vh_logger *log, vh_status status, const char *fmt, const char *arg)
+{
+    vh_error err;
+    vh_error_set(&err, status, fmt, arg);
+    vh_error_publish_thread(&err);
+    vh_log_error(log, "%s", err.message);
+    return status;
+}
+
 vh_status vh_session_create(const vh_session_params *params, vh_session **session)
 {
     if (!session) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
@@ -150,19 +162,21 @@ vh_status vh_session_create(const vh_session_params *params, vh_session **sessio
         return fail(NULL, VH_ERR_STRUCT_SIZE, "%s: struct_size is wrong; call vh_session_params_init first",
                     "vh_session_params");
     vh_session_params p = *params;
-    if (!p.model_path || !*p.model_path) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is not set", "model_path");
+    const vh_logger log = {.fn = p.log_fn, .user = p.log_user, .level = p.log_level};
+    if (!p.model_path || !*p.model_path)
+        return create_failed(&log, VH_ERR_INVALID_ARGUMENT, "%s is not set", "model_path");
     if (p.queue_capacity == 0 || p.queue_capacity > 1u << 20)
-        return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s must be in [1, 1048576]", "queue_capacity");
+        return create_failed(&log, VH_ERR_INVALID_ARGUMENT, "%s must be in [1, 1048576]", "queue_capacity");
     if (p.queue_policy != VH_QUEUE_DROP_OLDEST && p.queue_policy != VH_QUEUE_REJECT && p.queue_policy != VH_QUEUE_BLOCK)
-        return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is not a vh_queue_policy", "queue_policy");
+        return create_failed(&log, VH_ERR_INVALID_ARGUMENT, "%s is not a vh_queue_policy", "queue_policy");
     if (p.n_threads < 0 || p.n_threads > 4096)
-        return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s must be in [0, 4096]", "n_threads");
+        return create_failed(&log, VH_ERR_INVALID_ARGUMENT, "%s must be in [0, 4096]", "n_threads");
     if (p.decode_positions != VH_DECODE_POSITIONS_CONTIGUOUS && p.decode_positions != VH_DECODE_POSITIONS_OPENVLA_HF440)
-        return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is not a vh_decode_positions", "decode_positions");
+        return create_failed(&log, VH_ERR_INVALID_ARGUMENT, "%s is not a vh_decode_positions", "decode_positions");
 
     vh_session *s = calloc(1, sizeof *s);
-    if (!s) return fail(NULL, VH_ERR_OUT_OF_MEMORY, "out of memory%s", "");
-    s->log = (vh_logger){.fn = p.log_fn, .user = p.log_user, .level = p.log_level};
+    if (!s) return create_failed(&log, VH_ERR_OUT_OF_MEMORY, "out of memory%s", "");
+    s->log = log;
     pthread_mutex_init(&s->error_lock, NULL);
     vh_error err;
     vh_error_clear(&err);
@@ -269,7 +283,7 @@ vh_status vh_session_prompt_ids(vh_session *s, const char *instruction, int32_t 
     vh_status st = vh_openvla_prompt_ids(s->tokenizer, s->runner.bos_id, instruction, &all, &n, &err);
     if (st) return report(s, &err);
     *count = n;
-    memcpy(ids, all, sizeof *ids * (n < capacity ? n : capacity));
+    if (capacity) memcpy(ids, all, sizeof *ids * (n < capacity ? n : capacity));
     free(all);
     if (n > capacity) return fail(s, VH_ERR_INVALID_ARGUMENT, "%s", "ids has room for fewer ids than the prompt has");
     return VH_OK;
