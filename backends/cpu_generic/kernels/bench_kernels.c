@@ -1,7 +1,7 @@
 /*
  * bench_kernels: throughput of the cpu_generic kernels on Llama-2-7B shapes.
  *
- *   bench_kernels [--threads N] [--section linear|crossover|blocks|panel|block|vit|all]
+ *   bench_kernels [--threads N] [--section linear|crossover|blocks|panel|block|vit|bandwidth|all]
  *
  * linear:    vhk_linear with BF16 weights vs cblas_sgemm with F32 weights (the peer) for
  *            4096->4096, 4096->11008 and 11008->4096 at 1, 8, 64 and 286 rows; GFLOP/s and the
@@ -478,6 +478,42 @@ static void bench_vit_block(vh_thread_pool *pool)
     vhk_matmul_destroy(b.mm);
 }
 
+/* The physical floor for decode: how fast the pool's threads can stream memory they only read. */
+typedef struct read_ctx {
+    vh_thread_pool *pool;
+    const float *data;
+    double *partial;                   /* one sum per thread, so the reads cannot be optimised away */
+} read_ctx;
+
+static void read_chunk(void *p, int64_t begin, int64_t end, int thread_index)
+{
+    read_ctx *c = p;
+    float acc[16] = {0};
+    for (int64_t i = begin * 16; i < end * 16; i += 16)
+        for (int k = 0; k < 16; k++) acc[k] += c->data[i + k];
+    double s = 0;
+    for (int k = 0; k < 16; k++) s += acc[k];
+    c->partial[thread_index] += s;
+}
+
+static void run_read(void *p)
+{
+    read_ctx *c = p;
+    vh_parallel_for(c->pool, (int64_t)(((size_t)1 << 28) / 16), 4096, read_chunk, c);
+}
+
+static void bench_bandwidth(vh_thread_pool *pool)
+{
+    const size_t n = (size_t)1 << 28; /* 1 GiB of floats, far beyond the caches */
+    read_ctx c = {pool, random_f32((int64_t)n, 1.0f), xmalloc(sizeof(double) * (size_t)vh_thread_pool_size(pool))};
+    memset(c.partial, 0, sizeof(double) * (size_t)vh_thread_pool_size(pool));
+    double t = time_median(run_read, &c);
+    printf("\n== memory read bandwidth (1 GiB, %d threads) ==\n%.1f GB/s (the floor for weight-streaming decode)\n",
+           vh_thread_pool_size(pool), n * sizeof(float) / t / 1e9);
+    free((void *)c.data);
+    free(c.partial);
+}
+
 int main(int argc, char **argv)
 {
     int threads = 0;
@@ -488,7 +524,7 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--section") && i + 1 < argc) {
             section = argv[++i];
         } else {
-            fprintf(stderr, "usage: %s [--threads N] [--section linear|crossover|blocks|panel|block|vit|all]\n",
+            fprintf(stderr, "usage: %s [--threads N] [--section linear|crossover|blocks|panel|block|vit|bandwidth|all]\n",
                     argv[0]);
             return 2;
         }
@@ -507,6 +543,7 @@ int main(int argc, char **argv)
     if (all || !strcmp(section, "panel")) bench_panel(pool);
     if (all || !strcmp(section, "block")) bench_llama_block(pool);
     if (all || !strcmp(section, "vit")) bench_vit_block(pool);
+    if (all || !strcmp(section, "bandwidth")) bench_bandwidth(pool);
     vh_thread_pool_destroy(pool);
     return 0;
 }
