@@ -46,17 +46,23 @@ void vh_frame_queue_destroy(vh_frame_queue *q)
     pthread_mutex_destroy(&q->lock);
 }
 
-/* Answer a record without computing it (dropped, cancelled). Lock held. */
-static void answer_without_running(vh_frame_queue *q, vh_frame_record *rec, vh_status status)
+/* The record's result is final: release its inputs and wake the pollers. Lock held. */
+static void mark_done(vh_frame_queue *q, vh_frame_record *rec)
 {
     rec->state = VH_RECORD_DONE;
-    rec->result.status = status;
     rec->result.finished_ns = vh_now_ns();
     free(rec->rgb);
     rec->rgb = NULL;
     free(rec->instruction);
     rec->instruction = NULL;
     pthread_cond_broadcast(&q->has_result);
+}
+
+/* Answer a record without computing it (dropped, cancelled). Lock held. */
+static void answer_without_running(vh_frame_queue *q, vh_frame_record *rec, vh_status status)
+{
+    rec->result.status = status;
+    mark_done(q, rec);
 }
 
 /* Remove the oldest pending record from the pending tail. Lock held. */
@@ -118,13 +124,7 @@ vh_frame_record *vh_frame_queue_take(vh_frame_queue *q)
 void vh_frame_queue_finish(vh_frame_queue *q, vh_frame_record *rec)
 {
     pthread_mutex_lock(&q->lock);
-    rec->state = VH_RECORD_DONE;
-    rec->result.finished_ns = vh_now_ns();
-    free(rec->rgb);
-    rec->rgb = NULL;
-    free(rec->instruction);
-    rec->instruction = NULL;
-    pthread_cond_broadcast(&q->has_result);
+    mark_done(q, rec);
     pthread_mutex_unlock(&q->lock);
 }
 
