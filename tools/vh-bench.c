@@ -144,6 +144,7 @@ int main(int argc, char **argv)
     const int total = o.warmup + o.frames;
     double *vision = calloc((size_t)o.frames, sizeof(double)), *prefill = calloc((size_t)o.frames, sizeof(double));
     double *decode = calloc((size_t)o.frames, sizeof(double)), *e2e = calloc((size_t)o.frames, sizeof(double));
+    double *step = calloc((size_t)o.frames, sizeof(double)); /* one decode step: decode / (tokens - 1) */
     int failures = 0, timed = 0, submitted = 0, polled = 0;
     double t_first = 0, t_last = 0;
     /* Keep `inflight` frames submitted and not yet polled (1: each frame's latency is its own). */
@@ -170,6 +171,7 @@ int main(int argc, char **argv)
             vision[timed] = a.vision_ns / 1e6;
             prefill[timed] = a.prefill_ns / 1e6;
             decode[timed] = a.decode_ns / 1e6;
+            step[timed] = a.action_dim > 1 ? decode[timed] / (a.action_dim - 1) : 0;
             e2e[timed] = (a.finished_ns - a.submitted_ns) / 1e6;
             t_last = a.finished_ns / 1e9;
             if (o.warmup == 0 && timed == 0) t_first = a.started_ns / 1e9;
@@ -177,7 +179,7 @@ int main(int argc, char **argv)
         }
     }
     summary sv = summarise(vision, timed), sp = summarise(prefill, timed), sd = summarise(decode, timed);
-    summary se = summarise(e2e, timed);
+    summary se = summarise(e2e, timed), ss = summarise(step, timed);
     double fps = timed && t_last > t_first ? timed / (t_last - t_first) : 0;
 
     if (o.json) {
@@ -185,9 +187,9 @@ int main(int argc, char **argv)
                               "backends", info.backends, "frames", timed, "failures", failures, "frames_per_s", fps,
                               "load_s", t_load, "backend_weight_bytes", (json_int_t)info.backend_weight_bytes,
                               "backend_work_bytes", (json_int_t)info.backend_work_bytes);
-        const char *names[] = {"vision_ms", "prefill_ms", "decode_ms", "end_to_end_ms"};
-        summary *all[] = {&sv, &sp, &sd, &se};
-        for (int i = 0; i < 4; i++)
+        const char *names[] = {"vision_ms", "prefill_ms", "decode_ms", "decode_step_ms", "end_to_end_ms"};
+        summary *all[] = {&sv, &sp, &sd, &ss, &se};
+        for (int i = 0; i < 5; i++)
             json_object_set_new(j, names[i], json_pack("{s:f, s:f, s:f, s:f}", "mean", all[i]->mean, "p50",
                                                        all[i]->p50, "p95", all[i]->p95, "max", all[i]->max));
         char *text = json_dumps(j, JSON_COMPACT);
@@ -196,13 +198,14 @@ int main(int argc, char **argv)
         json_decref(j);
     } else {
         printf("model    %s (%u LLM layers, %u image tokens)\n", o.model, info.n_llm_layers, info.n_prompt_image_tokens);
-        printf("backend  %s; load %.2f s; backend memory: weights %.1f MB, caches+work %.1f MB\n", info.backends,
+        printf("backend  %s; load %.2f s; backend memory (all of it, allocated at load): weights %.1f MB, "
+               "KV cache + activations + workspace %.1f MB\n", info.backends,
                t_load, info.backend_weight_bytes / 1e6, info.backend_work_bytes / 1e6);
         printf("frames   %d timed after %d warm-up, %d failed; %.3f frames/s\n", timed, o.warmup, failures, fps);
         printf("%-14s %10s %10s %10s %10s\n", "ms", "mean", "p50", "p95", "max");
-        const char *names[] = {"vision", "prefill", "decode", "end-to-end"};
-        summary *all[] = {&sv, &sp, &sd, &se};
-        for (int i = 0; i < 4; i++)
+        const char *names[] = {"vision", "prefill", "decode", "decode step", "end-to-end"};
+        summary *all[] = {&sv, &sp, &sd, &ss, &se};
+        for (int i = 0; i < 5; i++)
             printf("%-14s %10.2f %10.2f %10.2f %10.2f\n", names[i], all[i]->mean, all[i]->p50, all[i]->p95, all[i]->max);
     }
     vh_session_destroy(s);
@@ -210,6 +213,7 @@ int main(int argc, char **argv)
     free(prefill);
     free(decode);
     free(e2e);
+    free(step);
     free(rgb);
     return failures ? 1 : 0;
 }

@@ -132,6 +132,8 @@ typedef struct vh_session_params {
     void *log_user;              /* passed to log_fn */
     vh_log_level log_level;      /* most verbose level delivered; default VH_LOG_INFO */
     vh_decode_positions decode_positions; /* default VH_DECODE_POSITIONS_CONTIGUOUS */
+    uint64_t gpu_memory_budget;  /* bytes a GPU backend may take (weights + KV + workspace); 0: the
+                                    whole card. Too small: VH_ERR_DEVICE_OUT_OF_MEMORY at create. */
 } vh_session_params;
 
 VH_API void vh_session_params_init_sized(vh_session_params *params, size_t struct_size);

@@ -32,6 +32,7 @@ static vh_status create_executor(const vh_model *model, const vh_plan_request *r
         .max_rows = req->max_context,
         .max_images = 1,
         .n_threads = req->n_threads,
+        .memory_budget = req->gpu_memory_budget,
         .log_fn = req->log ? req->log->fn : NULL,
         .log_user = req->log ? req->log->user : NULL,
         .log_level = req->log ? req->log->level : VH_LOG_ERROR,

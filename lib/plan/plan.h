@@ -27,6 +27,7 @@ typedef struct vh_plan_request {
     const char *plugin_path;
     int32_t n_threads;
     uint32_t max_context;              /* KV positions per sequence */
+    uint64_t gpu_memory_budget;        /* for GPU executors; 0: the whole card */
     const vh_logger *log;
 } vh_plan_request;
 

@@ -126,7 +126,8 @@ static vh_status load_session(vh_session *s, const vh_session_params *p, vh_erro
     s->max_context = context < c->max_positions ? (uint32_t)context : c->max_positions;
 
     vh_plan_request req = {.backends = p->backends, .plugin_path = p->plugin_path, .n_threads = p->n_threads,
-                           .max_context = s->max_context, .log = &s->log};
+                           .max_context = s->max_context, .gpu_memory_budget = p->gpu_memory_budget,
+                           .log = &s->log};
     if ((st = vh_plan_create(s->model, &req, &s->plan, err))) return st;
     if ((st = vh_frame_runner_init(&s->runner, s->model, &s->plan, s->tokenizer, &s->decoder, s->max_context, err)))
         return st;

@@ -140,7 +140,7 @@ static vh_status skip_value(vh_pb_reader *r, uint32_t field, uint32_t wire, unsi
                 return vh_error_set(err, VH_ERR_BAD_MODEL,
                                     "%s: %s: group of field %u is not closed", r->name, what,
                                     field);
-            uint32_t inner_field, inner_wire;
+            uint32_t inner_field = 0, inner_wire = 0;
             vh_status st = vh_pb_read_tag(r, &inner_field, &inner_wire, what, err);
             if (st != VH_OK) return st;
             if (inner_wire == VH_PB_WIRE_EGROUP) {

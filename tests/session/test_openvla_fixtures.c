@@ -7,19 +7,38 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "image_file.h"
 #include "model/openvla_model.h"
+#include "backend/plugin_loader.h"
 #include "pipeline/frame_runner.h"
 #include "test_support.h"
 #include "text/openvla_prompt.h"
 
-/* fp32 compute against a float64 reference: logits agree to this (absolute + relative) */
+/* Built once per backend (tests/session/meson.build, tests/cuda/meson.build). The defaults are
+ * cpu_generic's: fp32 compute against a float64 reference. */
+#ifndef FIXTURE_BACKEND
+#define FIXTURE_BACKEND "cpu_generic"
+#endif
+/* logits agree with the reference to this (absolute + relative) */
+#ifndef LOGIT_ATOL
 #define LOGIT_ATOL 5e-4
+#endif
+#ifndef LOGIT_RTOL
 #define LOGIT_RTOL 1e-4
-/* a step whose reference top-1/top-2 margin is below this may flip in fp32: its token is not
- * required to match, and the steps after a flip are not compared */
+#endif
+/* ... plus this fraction of the step's largest |logit| (bf16 backends: errors scale with the
+ * activations, not with each logit) */
+#ifndef LOGIT_SCALE_TOL
+#define LOGIT_SCALE_TOL 0.0
+#endif
+/* a step whose reference top-1/top-2 margin is below this may flip at the backend's precision: its
+ * token is not required to match, and the steps after a flip are not compared */
+#ifndef MIN_MARGIN
 #define MIN_MARGIN 2e-3
+#endif
 
 typedef struct fixture {
     const char *reference;             /* under tests/fixtures */
@@ -81,7 +100,7 @@ static void load_fixture(const fixture *f, const char *unnorm_key, loaded *L)
     ck_assert_int_eq(vh_action_decoder_init(&L->decoder, L->model->config.vocab_unpadded,
                                             L->model->config.n_action_bins, stats, &err), VH_OK);
     uint32_t context = L->model->desc.n_image_tokens + 128;
-    vh_plan_request req = {.backends = "cpu_generic", .max_context = context};
+    vh_plan_request req = {.backends = FIXTURE_BACKEND, .max_context = context};
     ck_assert_msg(vh_plan_create(L->model, &req, &L->plan, &err) == VH_OK, "%s", err.message);
     ck_assert_int_eq(vh_frame_runner_init(&L->runner, L->model, &L->plan, L->tokenizer, &L->decoder, context, &err),
                      VH_OK);
@@ -120,7 +139,8 @@ static void check_pixels(const loaded *L, const json_t *ref, const json_t *image
 
 typedef struct tally {
     uint32_t cases, steps_compared, low_margin_skips;
-    double worst_logit_error;
+    double worst_logit_error;          /* absolute */
+    double worst_scaled_error;         /* over the step's largest |logit| */
 } tally;
 
 /* Run one case and compare against one decode convention's expectations. */
@@ -153,12 +173,17 @@ static void check_case(loaded *L, const json_t *ref, const json_t *c, int hf440,
         const json_t *step = json_array_get(steps, k);
         const float *logits = L->runner.step_logits + k * vocab;
         const json_t *want = json_object_get(step, "logits_at_ids");
+        double scale = 0;
+        for (size_t i = 0; i < json_array_size(want); i++)
+            scale = fmax(scale, fabs(json_real_value(json_array_get(want, i))));
         for (size_t i = 0; i < json_array_size(logit_ids); i++) {
             size_t id = (size_t)json_integer_value(json_array_get(logit_ids, i));
             double r = json_real_value(json_array_get(want, i)), e = fabs(logits[id] - r);
-            ck_assert_msg(e <= LOGIT_ATOL + LOGIT_RTOL * fabs(r), "%s / %s%s step %u logit[%zu] = %.7g, reference %.7g",
-                          name, instruction, hf440 ? " (hf440)" : "", k, id, logits[id], r);
+            ck_assert_msg(e <= LOGIT_ATOL + LOGIT_RTOL * fabs(r) + LOGIT_SCALE_TOL * scale,
+                          "%s / %s%s step %u logit[%zu] = %.7g, reference %.7g (largest |logit| %.4g)", name,
+                          instruction, hf440 ? " (hf440)" : "", k, id, logits[id], r, scale);
             if (e > t->worst_logit_error) t->worst_logit_error = e;
+            if (scale > 0 && e / scale > t->worst_scaled_error) t->worst_scaled_error = e / scale;
         }
         int32_t want_token = (int32_t)json_integer_value(json_array_get(json_object_get(expect, "action_ids"), k));
         double margin = json_real_value(json_object_get(step, "margin"));
@@ -180,12 +205,35 @@ static void check_case(loaded *L, const json_t *ref, const json_t *c, int hf440,
     t->cases++;
 }
 
+/* A backend that keeps weights in bf16 (cuda) can only be held to a bf16 checkpoint's reference:
+ * rounding fp16 weights to bf16 alone moves openvla-tiny-b's logits by up to 23% of their range and
+ * flips 52 of its tokens (measured with cpu_generic on the rounded weights). Such fixtures are run
+ * (every frame must give 7 in-vocabulary tokens) but not compared. */
+static int comparable(const json_t *ref)
+{
+#ifdef FIXTURE_BF16_ONLY
+    const char *dtype = json_string_value(json_object_get(ref, "weights_dtype"));
+    if (!dtype || strcmp(dtype, "bfloat16") != 0) {
+        fprintf(stderr, "%s: %s weights, rounded to bf16 by %s: run, not compared\n",
+                json_string_value(json_object_get(ref, "model")), dtype ? dtype : "?", FIXTURE_BACKEND);
+        return 0;
+    }
+#else
+    (void)ref;
+#endif
+    return 1;
+}
+
 START_TEST(test_reference_cases)
 {
     const fixture *f = &fixtures[_i];
     json_t *ref = load_json(f->reference);
     const json_t *cases = json_object_get(ref, "cases");
     ck_assert_int_gt(json_array_size(cases), 0);
+    if (!comparable(ref)) {
+        json_decref(ref);
+        return;
+    }
     /* one runner per dataset key (it only changes the un-normalisation) */
     const char *keys[8];
     size_t n_keys = 0;
@@ -207,8 +255,9 @@ START_TEST(test_reference_cases)
         }
         unload_fixture(&L);
     }
-    fprintf(stderr, "%s: %u runs, %u steps compared, %u low-margin flips, worst logit error %.3g\n", f->reference,
-            t.cases, t.steps_compared, t.low_margin_skips, t.worst_logit_error);
+    fprintf(stderr, "%s on %s: %u runs, %u steps compared, %u low-margin flips, worst logit error %.3g "
+            "(%.3g of the step's largest logit)\n", f->reference, FIXTURE_BACKEND, t.cases, t.steps_compared,
+            t.low_margin_skips, t.worst_logit_error, t.worst_scaled_error);
     ck_assert_uint_eq(t.cases, 2 * json_array_size(cases));
     json_decref(ref);
 }
@@ -227,7 +276,7 @@ START_TEST(test_public_api_stream)
     vh_session_params p;
     vh_session_params_init(&p);
     p.model_path = dir;
-    p.backends = "cpu_generic";
+    p.backends = FIXTURE_BACKEND;
     p.queue_policy = VH_QUEUE_BLOCK;
     p.unnorm_key = dataset;
     vh_session *s = NULL;
@@ -268,6 +317,8 @@ START_TEST(test_public_api_stream)
         ck_assert(a.submitted_ns <= a.started_ns && a.started_ns <= a.finished_ns);
         ck_assert_uint_eq(a.action_dim, 7);
         const json_t *c = chosen[i];
+        for (uint32_t k = 0; k < a.action_dim; k++) ck_assert(a.token_ids[k] >= 0 && a.token_ids[k] < 32064);
+        if (!comparable(ref)) continue;
         ck_assert_msg(ids_equal(json_object_get(c, "action_ids"), a.token_ids, a.action_dim) ||
                           json_real_value(json_object_get(c, "min_margin")) < MIN_MARGIN,
                       "%s: action ids differ", json_string_value(json_object_get(c, "image")));
@@ -301,8 +352,40 @@ START_TEST(test_unnorm_key_required)
 }
 END_TEST
 
+/* The backend must exist and have a device here; a GPU backend on a machine without a GPU is a
+ * skip (exit 77), not a failure. */
+static int backend_usable(void)
+{
+    vh_plugin *p = NULL;
+    vh_error err;
+    if (vh_plugin_load(FIXTURE_BACKEND, NULL, NULL, &p, &err) != VH_OK) {
+        printf("skipping: %s\n", err.message);
+        return 0;
+    }
+    int usable = p->iface->score() > 0;
+    if (!usable) printf("skipping: backend %s has no usable device here\n", FIXTURE_BACKEND);
+    vh_plugin_unload(p);
+    return usable;
+}
+
+/* Ask in a child process: a GPU runtime initialised here would not survive check's fork into each
+ * test (CUDA contexts do not cross fork). */
+static int backend_usable_in_child(void)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) _exit(backend_usable() ? 0 : 1);
+    int status = 0;
+    return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 int main(void)
 {
+#ifdef FIXTURE_SKIP_WITHOUT_DEVICE
+    if (!backend_usable_in_child()) return 77;
+#else
+    if (!backend_usable_in_child()) return 1; /* cpu_generic runs everywhere: missing is a failure */
+#endif
     Suite *s = suite_create("openvla_fixtures");
     TCase *tc = tcase_create("fixtures");
     tcase_set_timeout(tc, 600);

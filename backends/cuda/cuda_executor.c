@@ -1,0 +1,540 @@
+#include "cuda_executor.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ARENA_ALIGN 256
+#define GEMM_WORKSPACE_BYTES ((size_t)32 << 20)
+#define STAGING_BYTES ((size_t)64 << 20)
+
+static vh_status fail(char *err, size_t err_size, vh_status status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static vh_status fail(char *err, size_t err_size, vh_status status, const char *fmt, ...)
+{
+    if (err && err_size) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, err_size, fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}
+
+static vh_status cuda_fail(char *err, size_t err_size, cudaError_t e, const char *what)
+{
+    vh_status st = e == cudaErrorMemoryAllocation ? VH_ERR_DEVICE_OUT_OF_MEMORY : VH_ERR_BACKEND_FAILED;
+    return fail(err, err_size, st, "cuda: %s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+static size_t align_up(size_t n) { return (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1); }
+
+/* Carve n bytes from an arena sized beforehand by the same sequence of requests. */
+static void *arena_take(cuda_arena *a, size_t n)
+{
+    void *p = a->base ? a->base + a->used : NULL;
+    a->used += align_up(n ? n : 1);
+    return p;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Which tensors become bf16 matrices, which fp32 vectors.
+ */
+static int is_fp32_tensor(const vh_block_desc *d, uint32_t i)
+{
+    if (d->tensors[i].ndim == 1) return 1;
+    /* position / class / register embeddings are added, never multiplied: keep them fp32 */
+    return d->kind == VH_BLOCK_VIT_EMBED && i != VH_VIT_EMBED_PATCH_W;
+}
+
+static int is_fused_llm_tensor(const vh_block_desc *d, uint32_t i)
+{
+    return d->kind == VH_BLOCK_LLM &&
+           (i == VH_LLM_Q || i == VH_LLM_K || i == VH_LLM_V || i == VH_LLM_GATE || i == VH_LLM_UP);
+}
+
+static int64_t n_elements(const vh_tensor_view *t)
+{
+    int64_t n = 1;
+    for (uint32_t i = 0; i < t->ndim; i++) n *= t->shape[i];
+    return n;
+}
+
+
+/* ------------------------------------------------------------------------------------------------
+ * Upload through a pinned staging buffer, converting to the device's dtype on the host.
+ */
+typedef struct uploader {
+    void *staging;                     /* pinned, STAGING_BYTES */
+} uploader;
+
+static void convert_to_bf16(const void *src, vh_dtype dtype, int64_t first, int64_t n, uint16_t *dst)
+{
+    if (dtype == VH_DTYPE_BF16) {
+        memcpy(dst, (const uint16_t *)src + first, (size_t)n * 2);
+    } else if (dtype == VH_DTYPE_F16) {
+        const uint16_t *s = (const uint16_t *)src + first;
+        for (int64_t i = 0; i < n; i++) dst[i] = vh_f32_to_bf16(vh_f16_to_f32(s[i]));
+    } else {
+        const float *s = (const float *)src + first;
+        for (int64_t i = 0; i < n; i++) dst[i] = vh_f32_to_bf16(s[i]);
+    }
+}
+
+static void convert_to_f32(const void *src, vh_dtype dtype, int64_t first, int64_t n, float *dst)
+{
+    if (dtype == VH_DTYPE_F32) {
+        memcpy(dst, (const float *)src + first, (size_t)n * 4);
+    } else {
+        const uint16_t *s = (const uint16_t *)src + first;
+        for (int64_t i = 0; i < n; i++) dst[i] = dtype == VH_DTYPE_BF16 ? vh_bf16_to_f32(s[i]) : vh_f16_to_f32(s[i]);
+    }
+}
+
+static vh_status upload(uploader *u, const vh_tensor_view *t, int to_f32, void *dst, char *err, size_t err_size)
+{
+    const int64_t n = n_elements(t), out_size = to_f32 ? 4 : 2, per_chunk = (int64_t)(STAGING_BYTES / 4);
+    for (int64_t first = 0; first < n; first += per_chunk) {
+        int64_t count = n - first < per_chunk ? n - first : per_chunk;
+        if (to_f32) convert_to_f32(t->data, t->dtype, first, count, u->staging);
+        else convert_to_bf16(t->data, t->dtype, first, count, u->staging);
+        cudaError_t e = cudaMemcpy((char *)dst + first * out_size, u->staging, (size_t)(count * out_size),
+                                   cudaMemcpyHostToDevice);
+        if (e != cudaSuccess) return cuda_fail(err, err_size, e, t->name);
+    }
+    return VH_OK;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Sizing and carving: the same walk runs twice, first with empty arenas to count the bytes.
+ */
+static void plan_weights(vh_executor *e, cuda_arena *a)
+{
+    const vh_model_desc *m = e->model;
+    const vh_llm_desc *l = &m->llm;
+    for (uint32_t i = 0; i < e->params.n_blocks; i++) {
+        cuda_block *b = &e->blocks[i];
+        const vh_block_desc *d = b->desc;
+        for (uint32_t t = 0; t < d->n_tensors; t++) {
+            const vh_tensor_view *v = &d->tensors[t];
+            if (!v->data || is_fused_llm_tensor(d, t)) continue;
+            /* a tensor another block of this executor already holds (tied embeddings) */
+            int shared = 0;
+            for (uint32_t j = 0; j < i && !shared; j++)
+                for (uint32_t k = 0; k < e->blocks[j].desc->n_tensors && !shared; k++)
+                    if (e->blocks[j].desc->tensors[k].data == v->data && !is_fp32_tensor(d, t)) {
+                        b->mat[t] = e->blocks[j].mat[k];
+                        shared = 1;
+                    }
+            if (shared) continue;
+            if (is_fp32_tensor(d, t)) b->vec[t] = arena_take(a, (size_t)n_elements(v) * 4);
+            else b->mat[t] = arena_take(a, (size_t)n_elements(v) * 2);
+        }
+        if (d->kind == VH_BLOCK_LLM) {
+            size_t qkv_rows = (size_t)(l->n_heads + 2 * l->n_kv_heads) * l->head_dim;
+            b->qkv_w = arena_take(a, qkv_rows * l->hidden * 2);
+            b->gate_up_w = arena_take(a, (size_t)2 * l->intermediate * l->hidden * 2);
+        }
+    }
+}
+
+static uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+static void plan_work(vh_executor *e, cuda_arena *a)
+{
+    const vh_model_desc *m = e->model;
+    const vh_executor_params *p = &e->params;
+    int has_vit = 0, has_proj = 0, has_llm = 0;
+    for (uint32_t i = 0; i < p->n_blocks; i++) {
+        vh_block_kind k = e->blocks[i].desc->kind;
+        has_vit |= k == VH_BLOCK_VIT_EMBED || k == VH_BLOCK_VIT;
+        has_proj |= k == VH_BLOCK_PROJECTOR;
+        has_llm |= k == VH_BLOCK_LLM_EMBED || k == VH_BLOCK_LLM || k == VH_BLOCK_LLM_HEAD;
+    }
+    const uint64_t images = p->max_images ? p->max_images : 1;
+    if (has_vit) {
+        uint64_t T = 0, D = 0, H = 0, PP3 = 0, NP = 0, S = 0;
+        for (uint32_t t = 0; t < m->n_towers; t++) {
+            const vh_vit_desc *v = &m->towers[t];
+            uint64_t tokens = (uint64_t)v->n_prefix + v->n_patches;
+            e->vit.x[t] = arena_take(a, images * tokens * v->embed_dim * 4);
+            T = max64(T, tokens);
+            D = max64(D, v->embed_dim);
+            H = max64(H, v->mlp_hidden);
+            PP3 = max64(PP3, 3ull * v->patch_size * v->patch_size);
+            NP = max64(NP, v->n_patches);
+            S = max64(S, v->image_size);
+        }
+        e->vit.pixels = arena_take(a, 3 * S * S * 4);
+        e->vit.patches = arena_take(a, NP * PP3 * 2);
+        e->vit.xn = arena_take(a, T * D * 2);
+        e->vit.qkv = arena_take(a, T * 3 * D * 4);
+        e->vit.q = arena_take(a, T * D * 2);
+        e->vit.k = arena_take(a, T * D * 2);
+        e->vit.v = arena_take(a, T * D * 2);
+        e->vit.attn = arena_take(a, T * D * 2);
+        e->vit.tmp = arena_take(a, max64(T, NP) * D * 4);
+        e->vit.mlp = arena_take(a, T * H * 4);
+        e->vit.mlp_bf16 = arena_take(a, T * H * 2);
+    }
+    if (has_proj || has_llm) e->proj.patch_embeds = arena_take(a, images * m->n_image_tokens * m->llm.hidden * 4);
+    if (has_proj) {
+        const uint64_t N = m->n_image_tokens;
+        e->proj.in = arena_take(a, N * m->vision_dim * 2);
+        e->proj.h1 = arena_take(a, N * m->projector_hidden * 4);
+        e->proj.h1_bf16 = arena_take(a, N * m->projector_hidden * 2);
+        e->proj.h2 = arena_take(a, N * m->llm.hidden * 4);
+        e->proj.h2_bf16 = arena_take(a, N * m->llm.hidden * 2);
+    }
+    if (has_llm) {
+        const vh_llm_desc *l = &m->llm;
+        const uint64_t R = p->max_rows, S = e->max_segments, Dl = l->hidden;
+        const uint64_t qkv_dim = (uint64_t)(l->n_heads + 2 * l->n_kv_heads) * l->head_dim;
+        const uint64_t q_dim = (uint64_t)l->n_heads * l->head_dim;
+        e->llm.x = arena_take(a, R * Dl * 4);
+        e->llm.xn = arena_take(a, R * Dl * 2);
+        e->llm.qkv = arena_take(a, R * qkv_dim * 4);
+        e->llm.q = arena_take(a, R * q_dim * 2);
+        e->llm.attn = arena_take(a, R * q_dim * 2);
+        e->llm.gate_up = arena_take(a, R * 2 * l->intermediate * 4);
+        e->llm.act = arena_take(a, R * l->intermediate * 2);
+        e->llm.head_in = arena_take(a, S * Dl * 2);
+        e->llm.logits = arena_take(a, S * l->vocab * 4);
+        e->llm.tokens = arena_take(a, S * 4);
+        e->llm.rows = arena_take(a, R * sizeof(vhc_row));
+        e->llm.last_rows = arena_take(a, S * 4);
+    }
+    arena_take(a, GEMM_WORKSPACE_BYTES); /* the last piece: cuBLASLt's workspace */
+}
+
+static vh_status upload_weights(vh_executor *e, char *err, size_t err_size)
+{
+    uploader u;
+    cudaError_t ce = cudaMallocHost(&u.staging, STAGING_BYTES);
+    if (ce != cudaSuccess) return cuda_fail(err, err_size, ce, "pinned staging buffer");
+    const vh_llm_desc *l = &e->model->llm;
+    vh_status st = VH_OK;
+    for (uint32_t i = 0; i < e->params.n_blocks && st == VH_OK; i++) {
+        cuda_block *b = &e->blocks[i];
+        const vh_block_desc *d = b->desc;
+        for (uint32_t t = 0; t < d->n_tensors && st == VH_OK; t++) {
+            const vh_tensor_view *v = &d->tensors[t];
+            if (!v->data || is_fused_llm_tensor(d, t)) continue;
+            int duplicate = 0; /* a tied tensor already uploaded by an earlier block */
+            for (uint32_t j = 0; j < i && !duplicate; j++)
+                for (uint32_t k = 0; k < e->blocks[j].desc->n_tensors; k++)
+                    if (e->blocks[j].desc->tensors[k].data == v->data) duplicate = 1;
+            if (duplicate && !is_fp32_tensor(d, t)) continue;
+            st = upload(&u, v, is_fp32_tensor(d, t), is_fp32_tensor(d, t) ? (void *)b->vec[t] : (void *)b->mat[t],
+                        err, err_size);
+        }
+        if (d->kind == VH_BLOCK_LLM && st == VH_OK) {
+            const size_t q_bytes = (size_t)l->n_heads * l->head_dim * l->hidden * 2;
+            const size_t kv_bytes = (size_t)l->n_kv_heads * l->head_dim * l->hidden * 2;
+            const size_t f_bytes = (size_t)l->intermediate * l->hidden * 2;
+            if ((st = upload(&u, &d->tensors[VH_LLM_Q], 0, b->qkv_w, err, err_size)) ||
+                (st = upload(&u, &d->tensors[VH_LLM_K], 0, (char *)b->qkv_w + q_bytes, err, err_size)) ||
+                (st = upload(&u, &d->tensors[VH_LLM_V], 0, (char *)b->qkv_w + q_bytes + kv_bytes, err, err_size)) ||
+                (st = upload(&u, &d->tensors[VH_LLM_GATE], 0, b->gate_up_w, err, err_size)) ||
+                (st = upload(&u, &d->tensors[VH_LLM_UP], 0, (char *)b->gate_up_w + f_bytes, err, err_size)))
+                break;
+        }
+    }
+    cudaFreeHost(u.staging);
+    return st;
+}
+
+static vh_status allocate_host_mirrors(vh_executor *e, char *err, size_t err_size)
+{
+    if (!e->llm.x) return VH_OK;
+    cudaError_t ce;
+    if ((ce = cudaMallocHost((void **)&e->llm.rows_host, sizeof(vhc_row) * e->params.max_rows)) ||
+        (ce = cudaMallocHost((void **)&e->llm.last_rows_host, sizeof(int32_t) * e->max_segments)) ||
+        (ce = cudaMallocHost((void **)&e->llm.tokens_host, sizeof(int32_t) * e->max_segments)))
+        return cuda_fail(err, err_size, ce, "pinned host buffers");
+    return VH_OK;
+}
+
+vh_status cuda_executor_create(const vh_executor_params *params, vh_executor **out, char *err, size_t err_size)
+{
+    *out = NULL;
+    const vh_model_desc *m = params->model;
+    int n_devices = 0;
+    cudaError_t ce = cudaGetDeviceCount(&n_devices);
+    if (ce != cudaSuccess || n_devices == 0)
+        return fail(err, err_size, VH_ERR_BACKEND_FAILED, "cuda: no usable GPU (%s)",
+                    ce != cudaSuccess ? cudaGetErrorString(ce) : "none found");
+    if (!m || params->n_blocks == 0 || params->first_block >= m->n_blocks ||
+        params->n_blocks > m->n_blocks - params->first_block || params->max_rows == 0 ||
+        params->max_sequences == 0 || params->max_context == 0 || (int)params->device >= n_devices)
+        return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: invalid executor parameters");
+
+    vh_executor *e = calloc(1, sizeof *e);
+    if (!e) return fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "cuda: out of host memory");
+    e->params = *params;
+    e->model = m;
+    e->device = (int)params->device;
+    e->max_segments = params->max_sequences < params->max_rows ? params->max_sequences : params->max_rows;
+    const char *graphs = getenv("VH_CUDA_GRAPHS");
+    e->graphs_enabled = !(graphs && !strcmp(graphs, "0"));
+    vh_status st = VH_ERR_OUT_OF_MEMORY;
+    e->blocks = calloc(params->n_blocks, sizeof *e->blocks);
+    if (!e->blocks) {
+        fail(err, err_size, st, "cuda: out of host memory");
+        goto fail;
+    }
+    for (uint32_t i = 0; i < params->n_blocks; i++) {
+        e->blocks[i].desc = &m->blocks[params->first_block + i];
+        if (e->blocks[i].desc->kind == VH_BLOCK_LLM) {
+            if (e->n_layers_held == 0) e->first_llm_layer = e->blocks[i].desc->layer;
+            e->n_layers_held++;
+        }
+    }
+    if ((ce = cudaSetDevice(e->device)) || (ce = cudaStreamCreateWithFlags(&e->stream, cudaStreamNonBlocking))) {
+        st = cuda_fail(err, err_size, ce, "device setup");
+        goto fail;
+    }
+
+    /* count, check against the budget and the card, then allocate and carve for real */
+    cuda_arena count_w = {0}, count_x = {0};
+    plan_weights(e, &count_w);
+    plan_work(e, &count_x);
+    const vh_llm_desc *l = &m->llm;
+    e->cache_bytes = (size_t)e->n_layers_held * params->max_sequences * params->max_context *
+                     l->n_kv_heads * l->head_dim * 2 * 2;
+    const uint64_t total = count_w.used + count_x.used + e->cache_bytes;
+    size_t free_bytes = 0, total_bytes = 0;
+    cudaMemGetInfo(&free_bytes, &total_bytes);
+    if ((params->memory_budget && total > params->memory_budget) || total > free_bytes) {
+        st = fail(err, err_size, VH_ERR_DEVICE_OUT_OF_MEMORY,
+                  "cuda: blocks %u..%u need %.3f GB (weights %.3f, KV cache %.3f, activations and workspace %.3f) "
+                  "but %s is %.3f GB", params->first_block, params->first_block + params->n_blocks - 1, total / 1e9,
+                  count_w.used / 1e9, e->cache_bytes / 1e9, count_x.used / 1e9,
+                  params->memory_budget && total > params->memory_budget ? "the memory budget" : "free GPU memory",
+                  (params->memory_budget && total > params->memory_budget ? params->memory_budget : free_bytes) / 1e9);
+        goto fail;
+    }
+    e->weights.size = count_w.used;
+    e->work.size = count_x.used;
+    if ((ce = cudaMalloc((void **)&e->weights.base, e->weights.size)) ||
+        (ce = cudaMalloc((void **)&e->work.base, e->work.size)) ||
+        (e->cache_bytes && ((ce = cudaMalloc((void **)&e->k_cache, e->cache_bytes / 2)) ||
+                            (ce = cudaMalloc((void **)&e->v_cache, e->cache_bytes / 2))))) {
+        st = cuda_fail(err, err_size, ce, "allocating device memory");
+        goto fail;
+    }
+    plan_weights(e, &e->weights);
+    plan_work(e, &e->work);
+    void *workspace = e->work.base + e->work.used - align_up(GEMM_WORKSPACE_BYTES);
+    if ((st = upload_weights(e, err, err_size)) || (st = allocate_host_mirrors(e, err, err_size)) ||
+        (st = vhc_gemm_create(e->stream, workspace, GEMM_WORKSPACE_BYTES, &e->gemm, err, err_size)))
+        goto fail;
+    *out = e;
+    return VH_OK;
+fail:
+    cuda_executor_destroy(e);
+    return st;
+}
+
+void cuda_executor_destroy(vh_executor *e)
+{
+    if (!e) return;
+    if (e->stream) cudaStreamSynchronize(e->stream);
+    if (e->decode_graph) cudaGraphExecDestroy(e->decode_graph);
+    vhc_gemm_destroy(e->gemm);
+    cudaFree(e->weights.base);
+    cudaFree(e->work.base);
+    cudaFree(e->k_cache);
+    cudaFree(e->v_cache);
+    cudaFreeHost(e->llm.rows_host);
+    cudaFreeHost(e->llm.last_rows_host);
+    cudaFreeHost(e->llm.tokens_host);
+    if (e->stream) cudaStreamDestroy(e->stream);
+    free(e->blocks);
+    free(e);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Running a batch.
+ */
+static vh_status validate_and_stage_rows(vh_executor *e, const vh_batch *b, char *err, size_t err_size)
+{
+    const vh_executor_params *p = &e->params;
+    const vh_llm_desc *l = &e->model->llm;
+    if (b->n_rows == 0 || b->n_rows > p->max_rows || !b->tokens || b->n_segments == 0 || !b->segments ||
+        b->n_segments > e->max_segments)
+        return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: batch of %u rows in %u segments exceeds the "
+                    "executor's limits (%u rows, %u segments)", b->n_rows, b->n_segments, p->max_rows, e->max_segments);
+    const int64_t kv_dim = (int64_t)l->n_kv_heads * l->head_dim;
+    uint32_t row = 0;
+    for (uint32_t s = 0; s < b->n_segments; s++) {
+        const vh_segment *seg = &b->segments[s];
+        if (seg->n_rows == 0 || seg->sequence >= p->max_sequences || row + seg->n_rows > b->n_rows ||
+            (uint64_t)seg->position + seg->n_rows > p->max_context || (int64_t)seg->position + seg->rope_delta < 0)
+            return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: segment %u (sequence %u, %u rows at %u) is "
+                        "outside the KV cache (%u sequences x %u positions)", s, seg->sequence, seg->n_rows,
+                        seg->position, p->max_sequences, p->max_context);
+        uint32_t image_rows = 0;
+        const int64_t seq_base = (int64_t)seg->sequence * p->max_context * kv_dim;
+        for (uint32_t i = 0; i < seg->n_rows; i++, row++) {
+            int32_t tok = b->tokens[row];
+            vhc_row *r = &e->llm.rows_host[row];
+            if (tok == VH_TOKEN_IMAGE) {
+                if (seg->image < 0 || (uint32_t)seg->image >= (p->max_images ? p->max_images : 1) ||
+                    image_rows >= e->model->n_image_tokens)
+                    return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: segment %u has image rows for image "
+                                "%d beyond its %u patches", s, seg->image, e->model->n_image_tokens);
+                r->patch = (int32_t)((uint32_t)seg->image * e->model->n_image_tokens + image_rows++);
+            } else if (tok < 0 || (uint32_t)tok >= l->vocab) {
+                return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: token %d out of the vocabulary", tok);
+            } else {
+                r->patch = -1;
+            }
+            r->token = tok;
+            r->rope_pos = (int32_t)(seg->position + i) + seg->rope_delta;
+            r->n_keys = (int32_t)(seg->position + i + 1);
+            r->kv_seq_base = seq_base;
+            r->kv_write = seq_base + (int64_t)(seg->position + i) * kv_dim;
+        }
+        e->llm.last_rows_host[s] = (int32_t)row - 1;
+    }
+    if (row != b->n_rows)
+        return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: segments cover %u rows, batch has %u", row, b->n_rows);
+    return VH_OK;
+}
+
+/* Enqueue the batch's row metadata (from the pinned mirrors) and the blocks. */
+static vh_status enqueue(vh_executor *e, const vh_batch *batch, const cuda_block *blocks, uint32_t n_blocks,
+                         int has_rows, char *err, size_t err_size)
+{
+    cudaError_t ce;
+    if (has_rows &&
+        ((ce = cudaMemcpyAsync(e->llm.rows, e->llm.rows_host, sizeof(vhc_row) * batch->n_rows, cudaMemcpyHostToDevice,
+                               e->stream)) ||
+         (ce = cudaMemcpyAsync(e->llm.last_rows, e->llm.last_rows_host, sizeof(int32_t) * batch->n_segments,
+                               cudaMemcpyHostToDevice, e->stream))))
+        return cuda_fail(err, err_size, ce, "uploading the batch");
+    vh_status st = VH_OK;
+    for (uint32_t i = 0; i < n_blocks && st == VH_OK; i++) {
+        const cuda_block *b = &blocks[i];
+        switch (b->desc->kind) {
+        case VH_BLOCK_VIT_EMBED: st = cuda_vit_embed(e, b, batch, err, err_size); break;
+        case VH_BLOCK_VIT: st = cuda_vit_block(e, b, batch, err, err_size); break;
+        case VH_BLOCK_PROJECTOR: st = cuda_projector(e, b, batch, err, err_size); break;
+        case VH_BLOCK_LLM_EMBED: st = cuda_llm_embed(e, b, batch, err, err_size); break;
+        case VH_BLOCK_LLM: st = cuda_llm_block(e, b, batch, err, err_size); break;
+        case VH_BLOCK_LLM_HEAD: st = cuda_llm_head(e, b, batch, err, err_size); break;
+        default: st = fail(err, err_size, VH_ERR_UNSUPPORTED, "cuda: unknown block kind %d", b->desc->kind);
+        }
+    }
+    return st;
+}
+
+/* Capture the one-row decode step over these blocks once; later steps replay it. Everything that
+ * changes between steps (token, positions, KV offsets) is in the pinned row mirrors the graph's
+ * first copy reads. Returns VH_OK with *launched = 0 when graphs are unavailable. */
+static vh_status run_decode_graph(vh_executor *e, const vh_batch *batch, const cuda_block *blocks, uint32_t first_block,
+                                  uint32_t n_blocks, int *launched, char *err, size_t err_size)
+{
+    *launched = 0;
+    if (!e->decode_graph || e->graph_first_block != first_block || e->graph_n_blocks != n_blocks) {
+        if (e->decode_graph) cudaGraphExecDestroy(e->decode_graph);
+        e->decode_graph = NULL;
+        cudaGraph_t graph = NULL;
+        if (cudaStreamBeginCapture(e->stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+            e->graphs_enabled = 0;
+            cudaGetLastError();
+            return VH_OK;
+        }
+        vh_status st = enqueue(e, batch, blocks, n_blocks, 1, err, err_size);
+        cudaError_t ce = cudaStreamEndCapture(e->stream, &graph);
+        if (st == VH_OK && ce == cudaSuccess) ce = cudaGraphInstantiate(&e->decode_graph, graph, 0);
+        if (graph) cudaGraphDestroy(graph);
+        if (st != VH_OK || ce != cudaSuccess) { /* run without graphs from now on */
+            e->decode_graph = NULL;
+            e->graphs_enabled = 0;
+            cudaGetLastError();
+            return VH_OK;
+        }
+        e->graph_first_block = first_block;
+        e->graph_n_blocks = n_blocks;
+    }
+    cudaError_t ce = cudaGraphLaunch(e->decode_graph, e->stream);
+    if (ce != cudaSuccess) return cuda_fail(err, err_size, ce, "launching the decode graph");
+    *launched = 1;
+    return VH_OK;
+}
+
+vh_status cuda_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first_block, uint32_t n_blocks,
+                            char *err, size_t err_size)
+{
+    const vh_executor_params *p = &e->params;
+    if (!batch || n_blocks == 0 || first_block < p->first_block || first_block - p->first_block > p->n_blocks ||
+        n_blocks > p->n_blocks - (first_block - p->first_block))
+        return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: blocks [%u, %u) are not all in this executor's "
+                    "[%u, %u)", first_block, first_block + n_blocks, p->first_block, p->first_block + p->n_blocks);
+    cudaSetDevice(e->device);
+    const cuda_block *blocks = &e->blocks[first_block - p->first_block];
+    int needs_images = 0, needs_rows = 0, has_head = 0;
+    for (uint32_t i = 0; i < n_blocks; i++) {
+        vh_block_kind k = blocks[i].desc->kind;
+        needs_images |= k == VH_BLOCK_VIT_EMBED || k == VH_BLOCK_VIT || k == VH_BLOCK_PROJECTOR;
+        needs_rows |= k == VH_BLOCK_LLM_EMBED || k == VH_BLOCK_LLM || k == VH_BLOCK_LLM_HEAD;
+        has_head |= k == VH_BLOCK_LLM_HEAD;
+    }
+    if (needs_images) {
+        if (batch->n_images == 0 || batch->n_images > (p->max_images ? p->max_images : 1) || !batch->pixels)
+            return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: batch has %u images (max %u)", batch->n_images,
+                        p->max_images);
+        for (uint32_t i = 0; i < batch->n_images * e->model->n_towers; i++)
+            if (!batch->pixels[i]) return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: pixels[%u] is NULL", i);
+    }
+    if (has_head && !batch->out_tokens)
+        return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: the head needs out_tokens");
+    vh_status st;
+    if (needs_rows && (st = validate_and_stage_rows(e, batch, err, err_size))) return st;
+
+    int launched = 0;
+    if (e->graphs_enabled && needs_rows && !needs_images && batch->n_rows == 1 && batch->n_segments == 1 &&
+        (st = run_decode_graph(e, batch, blocks, first_block, n_blocks, &launched, err, err_size)))
+        return st;
+    if (!launched && (st = enqueue(e, batch, blocks, n_blocks, needs_rows, err, err_size))) return st;
+    cudaError_t ce = cudaGetLastError();
+    if (ce == cudaSuccess && has_head) {
+        ce = cudaMemcpyAsync(e->llm.tokens_host, e->llm.tokens, sizeof(int32_t) * batch->n_segments,
+                             cudaMemcpyDeviceToHost, e->stream);
+        if (ce == cudaSuccess && batch->out_logits)
+            ce = cudaMemcpyAsync(batch->out_logits, e->llm.logits, sizeof(float) * batch->n_segments * e->model->llm.vocab,
+                                 cudaMemcpyDeviceToHost, e->stream);
+    }
+    if (ce == cudaSuccess) ce = cudaStreamSynchronize(e->stream);
+    if (ce != cudaSuccess) return cuda_fail(err, err_size, ce, "running the blocks");
+    if (has_head) memcpy(batch->out_tokens, e->llm.tokens_host, sizeof(int32_t) * batch->n_segments);
+    if (needs_rows) e->last_rows_count = batch->n_rows;
+    return VH_OK;
+}
+
+vh_status cuda_read_hidden(vh_executor *e, float *dst, uint32_t n_rows, char *err, size_t err_size)
+{
+    if (!e->llm.x || !dst || n_rows == 0 || n_rows > e->params.max_rows)
+        return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: read_hidden of %u rows (max %u)", n_rows,
+                    e->params.max_rows);
+    cudaSetDevice(e->device);
+    cudaError_t ce = cudaMemcpyAsync(dst, e->llm.x, sizeof(float) * n_rows * e->model->llm.hidden,
+                                     cudaMemcpyDeviceToHost, e->stream);
+    if (ce == cudaSuccess) ce = cudaStreamSynchronize(e->stream);
+    return ce == cudaSuccess ? VH_OK : cuda_fail(err, err_size, ce, "read_hidden");
+}
+
+vh_status cuda_write_hidden(vh_executor *e, const float *src, uint32_t n_rows, char *err, size_t err_size)
+{
+    if (!e->llm.x || !src || n_rows == 0 || n_rows > e->params.max_rows)
+        return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: write_hidden of %u rows (max %u)", n_rows,
+                    e->params.max_rows);
+    cudaSetDevice(e->device);
+    cudaError_t ce = cudaMemcpyAsync(e->llm.x, src, sizeof(float) * n_rows * e->model->llm.hidden,
+                                     cudaMemcpyHostToDevice, e->stream);
+    if (ce == cudaSuccess) ce = cudaStreamSynchronize(e->stream);
+    return ce == cudaSuccess ? VH_OK : cuda_fail(err, err_size, ce, "write_hidden");
+}

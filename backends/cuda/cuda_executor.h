@@ -1,0 +1,107 @@
+/*
+ * The cuda block executor: weights resident on the GPU in bf16 (uploaded once from the mapped
+ * checkpoint; q/k/v and gate/up concatenated so each is one GEMM), small vectors in fp32, a KV
+ * cache in bf16, every activation buffer allocated once at creation in one arena, one stream.
+ * executor_run enqueues the blocks and synchronises once, at the end, to hand back the tokens.
+ */
+#ifndef VH_CUDA_EXECUTOR_H
+#define VH_CUDA_EXECUTOR_H
+
+#include "cuda_gemm.h"
+#include "cuda_kernels.h"
+#include "vlahybrid/backend.h"
+
+/* A block's tensors on the device: matrices bf16 (mat), vectors fp32 (vec). */
+typedef struct cuda_block {
+    const vh_block_desc *desc;
+    vhc_bf16 *mat[VH_BLOCK_MAX_TENSORS];
+    float *vec[VH_BLOCK_MAX_TENSORS];
+    vhc_bf16 *qkv_w;                   /* LLM: [q; k; v] rows, [(Hq + 2 Hkv) hd, Dl] */
+    vhc_bf16 *gate_up_w;               /* LLM: [gate; up] rows, [2F, Dl] */
+} cuda_block;
+
+/* A bump allocator over one cudaMalloc. */
+typedef struct cuda_arena {
+    char *base;
+    size_t size, used;
+} cuda_arena;
+
+typedef struct vit_buffers {
+    float *x[VH_MAX_TOWERS];           /* [max_images, T_t, D_t] the towers' tokens */
+    float *pixels;                     /* [3, S, S] one plane set being embedded */
+    vhc_bf16 *patches;                 /* [NP, 3 P P] im2col */
+    vhc_bf16 *xn;                      /* [T, D] normed tokens */
+    float *qkv;                        /* [T, 3D] */
+    vhc_bf16 *q, *k, *v, *attn;        /* [T, D] */
+    float *tmp;                        /* [T, D] projection outputs; patch-embed GEMM output */
+    float *mlp;                        /* [T, H] */
+    vhc_bf16 *mlp_bf16;                /* [T, H] */
+} vit_buffers;
+
+typedef struct projector_buffers {
+    vhc_bf16 *in;                      /* [N, Dv] */
+    float *h1;                         /* [N, H1] */
+    vhc_bf16 *h1_bf16;
+    float *h2;                         /* [N, Dl] */
+    vhc_bf16 *h2_bf16;
+    float *patch_embeds;               /* [max_images, N, Dl] the LLM's image rows */
+} projector_buffers;
+
+typedef struct llm_buffers {
+    float *x;                          /* [R, Dl] residual stream (crosses executors) */
+    vhc_bf16 *xn;                      /* [R, Dl] */
+    float *qkv;                        /* [R, (Hq + 2 Hkv) hd] */
+    vhc_bf16 *q;                       /* [R, Hq hd] after RoPE */
+    vhc_bf16 *attn;                    /* [R, Hq hd] */
+    float *gate_up;                    /* [R, 2F] */
+    vhc_bf16 *act;                     /* [R, F] */
+    vhc_bf16 *head_in;                 /* [S, Dl] */
+    float *logits;                     /* [S, V] */
+    int32_t *tokens;                   /* [S] argmax */
+    vhc_row *rows;                     /* [R] per-row metadata */
+    int32_t *last_rows;                /* [S] each segment's last row */
+    /* pinned host mirrors */
+    vhc_row *rows_host;
+    int32_t *last_rows_host;
+    int32_t *tokens_host;
+} llm_buffers;
+
+struct vh_executor {
+    vh_executor_params params;
+    const vh_model_desc *model;
+    int device;
+    cudaStream_t stream;
+    vhc_gemm *gemm;
+    cuda_arena weights, work;
+    cuda_block *blocks;                /* [params.n_blocks] */
+
+    uint32_t n_layers_held, first_llm_layer, max_segments;
+    vhc_bf16 *k_cache, *v_cache;       /* [layers held, max_sequences, max_context, Hkv hd] */
+    size_t cache_bytes;
+    vit_buffers vit;
+    projector_buffers proj;
+    llm_buffers llm;
+    uint32_t last_rows_count;          /* rows of the last batch (read_hidden) */
+
+    /* A one-row decode step replays a captured CUDA graph: no per-kernel launch cost. */
+    int graphs_enabled;                /* 0 after a capture failed, or with VH_CUDA_GRAPHS=0 */
+    cudaGraphExec_t decode_graph;
+    uint32_t graph_first_block, graph_n_blocks;
+};
+
+vh_status cuda_executor_create(const vh_executor_params *params, vh_executor **out, char *err, size_t err_size);
+void cuda_executor_destroy(vh_executor *e);
+vh_status cuda_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first_block, uint32_t n_blocks,
+                            char *err, size_t err_size);
+vh_status cuda_read_hidden(vh_executor *e, float *dst, uint32_t n_rows, char *err, size_t err_size);
+vh_status cuda_write_hidden(vh_executor *e, const float *src, uint32_t n_rows, char *err, size_t err_size);
+
+/* Block kinds (cuda_vit.c, cuda_llama.c): enqueue on e->stream; VH_OK or a GEMM failure. */
+vh_status cuda_vit_embed(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size);
+vh_status cuda_vit_block(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size);
+vh_status cuda_projector(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size);
+vh_status cuda_llm_embed(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size);
+vh_status cuda_llm_block(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size);
+vh_status cuda_llm_head(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size);
+
+#endif

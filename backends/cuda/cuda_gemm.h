@@ -1,0 +1,31 @@
+/*
+ * Linear layers on cuBLASLt: bf16 operands, fp32 accumulation and output, row-major activations
+ * against PyTorch-layout weights W[out, in]:
+ *
+ *     D[M, N] = A[M, K] . W[N, K]^T  (+ D when accumulating: a fused residual add)
+ *
+ * The matmul descriptor, layouts and algorithm are chosen once per shape (cuBLASLt's heuristic)
+ * and cached, so the hot path is one cublasLtMatmul call, which CUDA graphs can capture.
+ * Not thread-safe: one per executor (stream).
+ */
+#ifndef VH_CUDA_GEMM_H
+#define VH_CUDA_GEMM_H
+
+#include <stddef.h>
+
+#include "cuda_kernels.h"
+#include "vlahybrid/vlahybrid.h"
+
+typedef struct vhc_gemm vhc_gemm;
+
+/* workspace: device scratch cuBLASLt may use (owned by the caller, lives as long as the gemm). */
+vh_status vhc_gemm_create(cudaStream_t stream, void *workspace, size_t workspace_bytes, vhc_gemm **out, char *err,
+                          size_t err_size);
+void vhc_gemm_destroy(vhc_gemm *g);
+
+/* A: M rows of K bf16 values, lda elements apart; W: N x K bf16, contiguous; D: M rows of N fp32,
+ * ldd apart. accumulate: D += result (instead of D = result). */
+vh_status vhc_linear(vhc_gemm *g, const vhc_bf16 *A, int64_t lda, int64_t M, int64_t K, const vhc_bf16 *W, int64_t N,
+                     float *D, int64_t ldd, int accumulate, char *err, size_t err_size);
+
+#endif

@@ -1,0 +1,104 @@
+/*
+ * The cuda backend's kernels (cuda_kernels.cu), callable from C. Every launcher enqueues on the
+ * given stream and returns at once; nothing synchronises or allocates. Errors surface through
+ * cudaGetLastError / the stream.
+ *
+ * Precision: activations that feed a GEMM are bf16 (vhc_bf16 = raw bits); the residual streams,
+ * GEMM outputs, norms' statistics, softmax and RoPE are fp32. Small vectors (norm weights, biases,
+ * LayerScale, position/class/register embeddings) are fp32 on the device.
+ *
+ * Per-row metadata of an LLM batch (vhc_row) lives in device memory so that one captured CUDA
+ * graph can replay a decode step whatever its position.
+ */
+#ifndef VH_CUDA_KERNELS_H
+#define VH_CUDA_KERNELS_H
+
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef uint16_t vhc_bf16;
+
+/* One LLM row of a batch. */
+typedef struct vhc_row {
+    int32_t token;       /* >= 0: vocabulary id; -1: take patch_embeds row `patch` */
+    int32_t patch;       /* row of patch_embeds (image * n_image_tokens + k) for token -1 */
+    int32_t rope_pos;    /* RoPE position */
+    int32_t n_keys;      /* keys this row attends to, in its sequence: kv position + 1 */
+    int64_t kv_seq_base; /* element offset of the row's sequence in one layer's K (or V) cache */
+    int64_t kv_write;    /* element offset where the row's own K/V go in one layer's cache */
+} vhc_row;
+
+/* out[r, :] = bf16(w * x * rsqrt(mean(x^2) + eps)) for r < rows; with row_index, input row
+ * row_index[r] (the head's last rows of segments). HF LlamaRMSNorm in fp32. */
+void vhc_rmsnorm_bf16(cudaStream_t s, const float *x, const float *w, vhc_bf16 *out, int rows, int dim, float eps,
+                      const int32_t *row_index);
+
+/* out = bf16(LayerNorm(x) * gamma + beta), biased variance, fp32 statistics. */
+void vhc_layernorm_bf16(cudaStream_t s, const float *x, const float *gamma, const float *beta, vhc_bf16 *out,
+                        int rows, int dim, float eps);
+
+/* out = bf16(gelu_exact(in + bias)); bias may be NULL. in, out: [rows, cols]. */
+void vhc_bias_gelu_bf16(cudaStream_t s, const float *in, const float *bias, vhc_bf16 *out, int rows, int cols);
+
+/* out = in + bias (out may alias in). [rows, cols]. */
+void vhc_bias_add_f32(cudaStream_t s, const float *in, const float *bias, float *out, int rows, int cols);
+
+/* x += scale * (t + bias), per column; bias and/or scale may be NULL. [rows, dim]. */
+void vhc_residual_add(cudaStream_t s, float *x, const float *t, const float *bias, const float *scale, int rows,
+                      int dim);
+
+/* out[r, c] = bf16(silu(gu[r, c]) * gu[r, F + c]); gu is [rows, 2F] (gate | up). */
+void vhc_silu_mul_bf16(cudaStream_t s, const float *gu, vhc_bf16 *out, int rows, int F);
+
+/* out = bf16(in), n values. */
+void vhc_f32_to_bf16(cudaStream_t s, const float *in, vhc_bf16 *out, int64_t n);
+
+/* ViT: qkv [T, 3D] (+ bias [3D]) -> q, k, v [T, D] bf16 each (timm's layout: [q | k | v], each
+ * [heads, head_dim]). */
+void vhc_vit_qkv_split(cudaStream_t s, const float *qkv, const float *bias, vhc_bf16 *q, vhc_bf16 *k, vhc_bf16 *v,
+                       int T, int D);
+
+/* LLM: qkv [R, (Hq + 2 Hkv) * hd] fp32 (q | k | v). Applies HF rotate-half RoPE at rows[r].rope_pos
+ * to q and k (inv_freq = 1 / theta^(2i/hd) and pos * inv_freq in fp32, cos/sin in fp32), writes q
+ * as bf16 [R, Hq * hd], and k, v as bf16 into k_cache / v_cache at rows[r].kv_write. */
+void vhc_llm_rope_qkv(cudaStream_t s, const float *qkv, const vhc_row *rows, vhc_bf16 *q_out, vhc_bf16 *k_cache,
+                      vhc_bf16 *v_cache, int R, int n_heads, int n_kv_heads, int head_dim, float theta);
+
+/* Attention, fp32 online softmax, no score matrix in memory. Query row r, head h (kv head
+ * h / (n_heads / n_kv_heads)) attends to keys j < n_keys at k + base + j * kv_stride + kvh * hd, where
+ * with rows: base = rows[r].kv_seq_base, n_keys = rows[r].n_keys; without (rows NULL): base 0,
+ * n_keys = n_keys_dense. Output bf16 at out + r * out_stride + h * hd. head_dim <= 256. */
+void vhc_attention(cudaStream_t s, const vhc_bf16 *q, int64_t q_stride, const vhc_bf16 *k, const vhc_bf16 *v,
+                   int64_t kv_stride, const vhc_row *rows, int n_keys_dense, vhc_bf16 *out, int64_t out_stride,
+                   int R, int n_heads, int n_kv_heads, int head_dim, float scale);
+
+/* x[r, :] = float(table[rows[r].token, :]) or patch_embeds[rows[r].patch, :]. */
+void vhc_embed_rows(cudaStream_t s, const vhc_bf16 *table, const float *patch_embeds, const vhc_row *rows, float *x,
+                    int R, int dim);
+
+/* out[r] = first index of the maximum of logits[r, 0..n) (NaN counts as the maximum), as
+ * torch.argmax. */
+void vhc_argmax_rows(cudaStream_t s, const float *logits, int rows, int64_t n, int32_t *out);
+
+/* pixels [3, S, S] fp32 -> patches [(S/P)^2, 3 P P] bf16, columns in Conv2d weight order (c, ky, kx),
+ * patches row-major (gy, gx). */
+void vhc_im2col_bf16(cudaStream_t s, const float *pixels, int S, int P, vhc_bf16 *out);
+
+/* ViT token assembly in timm's order [cls, reg..., patches]: patch rows = patch_tokens + patch_bias;
+ * cls [D] and reg [n_reg, D] may be NULL/0; pos [L, D] is added to the last L tokens (L = patches when
+ * pos_covers_prefix is 0, prefix + patches when 1). x: [prefix + NP, D]. */
+void vhc_vit_assemble(cudaStream_t s, const float *patch_tokens, const float *patch_bias, const float *cls,
+                      const float *reg, int n_reg, const float *pos, int pos_covers_prefix, float *x, int NP, int D);
+
+/* out[n, out_col + c] = bf16(tokens[prefix + n, c]) for n < N, c < D; out is [N, Dv]. */
+void vhc_gather_patches_bf16(cudaStream_t s, const float *tokens, int prefix, int N, int D, vhc_bf16 *out, int out_col,
+                             int Dv);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

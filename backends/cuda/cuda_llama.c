@@ -1,0 +1,59 @@
+/*
+ * The Llama-2 side on the GPU, over a packed batch (per-row metadata in e->llm.rows):
+ *
+ *   x  = embed(token) or the image's patch embedding
+ *   x += o_proj(attention(rope(q), rope(k) -> cache, v -> cache))     (GEMM accumulates into x)
+ *   x += down_proj(silu(gate) * up)                                    (GEMM accumulates into x)
+ *   logits = lm_head(rmsnorm(each segment's last row)); token = argmax(logits)
+ */
+#include <math.h>
+
+#include "cuda_executor.h"
+
+vh_status cuda_llm_embed(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size)
+{
+    (void)err;
+    (void)err_size;
+    vhc_embed_rows(e->stream, b->mat[VH_LLM_EMBED_TOKENS], e->proj.patch_embeds, e->llm.rows, e->llm.x,
+                   (int)batch->n_rows, (int)e->model->llm.hidden);
+    return VH_OK;
+}
+
+vh_status cuda_llm_block(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size)
+{
+    const vh_llm_desc *l = &e->model->llm;
+    llm_buffers *s = &e->llm;
+    const int R = (int)batch->n_rows, Dl = (int)l->hidden, F = (int)l->intermediate, hd = (int)l->head_dim;
+    const int q_dim = (int)l->n_heads * hd, kv_dim = (int)l->n_kv_heads * hd, qkv_dim = q_dim + 2 * kv_dim;
+    const size_t layer_cache = (size_t)e->params.max_sequences * e->params.max_context * kv_dim;
+    vhc_bf16 *k_cache = e->k_cache + (size_t)(b->desc->layer - e->first_llm_layer) * layer_cache;
+    vhc_bf16 *v_cache = e->v_cache + (size_t)(b->desc->layer - e->first_llm_layer) * layer_cache;
+    vh_status st;
+
+    vhc_rmsnorm_bf16(e->stream, s->x, b->vec[VH_LLM_ATTN_NORM], s->xn, R, Dl, l->rms_eps, NULL);
+    if ((st = vhc_linear(e->gemm, s->xn, Dl, R, Dl, b->qkv_w, qkv_dim, s->qkv, qkv_dim, 0, err, err_size))) return st;
+    vhc_llm_rope_qkv(e->stream, s->qkv, s->rows, s->q, k_cache, v_cache, R, (int)l->n_heads, (int)l->n_kv_heads, hd,
+                     l->rope_theta);
+    vhc_attention(e->stream, s->q, q_dim, k_cache, v_cache, kv_dim, s->rows, 0, s->attn, q_dim, R, (int)l->n_heads,
+                  (int)l->n_kv_heads, hd, (float)(1.0 / sqrt((double)hd)));
+    if ((st = vhc_linear(e->gemm, s->attn, q_dim, R, q_dim, b->mat[VH_LLM_O], Dl, s->x, Dl, 1, err, err_size)))
+        return st;
+
+    vhc_rmsnorm_bf16(e->stream, s->x, b->vec[VH_LLM_MLP_NORM], s->xn, R, Dl, l->rms_eps, NULL);
+    if ((st = vhc_linear(e->gemm, s->xn, Dl, R, Dl, b->gate_up_w, 2 * F, s->gate_up, 2 * F, 0, err, err_size)))
+        return st;
+    vhc_silu_mul_bf16(e->stream, s->gate_up, s->act, R, F);
+    return vhc_linear(e->gemm, s->act, F, R, F, b->mat[VH_LLM_DOWN], Dl, s->x, Dl, 1, err, err_size);
+}
+
+vh_status cuda_llm_head(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size)
+{
+    const vh_llm_desc *l = &e->model->llm;
+    llm_buffers *s = &e->llm;
+    const int S = (int)batch->n_segments, Dl = (int)l->hidden, V = (int)l->vocab;
+    vhc_rmsnorm_bf16(e->stream, s->x, b->vec[VH_LLM_HEAD_NORM], s->head_in, S, Dl, l->rms_eps, s->last_rows);
+    vh_status st = vhc_linear(e->gemm, s->head_in, Dl, S, Dl, b->mat[VH_LLM_HEAD_LM], V, s->logits, V, 0, err, err_size);
+    if (st) return st;
+    vhc_argmax_rows(e->stream, s->logits, S, V, s->tokens);
+    return VH_OK;
+}

@@ -1,0 +1,109 @@
+/*
+ * The vision side on the GPU: timm ViT blocks (DINOv2 with registers and LayerScale, SigLIP) and
+ * Prismatic's MLP projector. Per image: T = prefix + patches tokens of width D.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_executor.h"
+
+static float *tower_tokens(vh_executor *e, uint32_t t, uint32_t image)
+{
+    const vh_vit_desc *v = &e->model->towers[t];
+    return e->vit.x[t] + (size_t)image * (v->n_prefix + v->n_patches) * v->embed_dim;
+}
+
+/* patch_embed (im2col + GEMM), then [cls, reg..., patches] with position embeddings. */
+vh_status cuda_vit_embed(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size)
+{
+    const uint32_t t = b->desc->tower;
+    const vh_vit_desc *v = &e->model->towers[t];
+    const int D = (int)v->embed_dim, P = (int)v->patch_size, S = (int)v->image_size, NP = (int)v->n_patches;
+    const int K = 3 * P * P;
+    for (uint32_t i = 0; i < batch->n_images; i++) {
+        const float *pixels = batch->pixels[(size_t)i * e->model->n_towers + t];
+        cudaError_t ce = cudaMemcpyAsync(e->vit.pixels, pixels, sizeof(float) * 3 * S * S, cudaMemcpyHostToDevice,
+                                         e->stream);
+        if (ce != cudaSuccess) {
+            snprintf(err, err_size, "cuda: uploading pixels: %s", cudaGetErrorString(ce));
+            return VH_ERR_BACKEND_FAILED;
+        }
+        vhc_im2col_bf16(e->stream, e->vit.pixels, S, P, e->vit.patches);
+        vh_status st = vhc_linear(e->gemm, e->vit.patches, K, NP, K, b->mat[VH_VIT_EMBED_PATCH_W], D, e->vit.tmp, D, 0,
+                                  err, err_size);
+        if (st) return st;
+        const int pos_covers_prefix = v->pos_embed_prefix ? 1 : 0;
+        vhc_vit_assemble(e->stream, e->vit.tmp, b->vec[VH_VIT_EMBED_PATCH_B], b->vec[VH_VIT_EMBED_CLS],
+                         b->vec[VH_VIT_EMBED_REG], (int)v->n_registers, b->vec[VH_VIT_EMBED_POS], pos_covers_prefix,
+                         tower_tokens(e, t, i), NP, D);
+    }
+    return VH_OK;
+}
+
+/* timm Block: x = x + ls1 * proj(attn(norm1(x))); x = x + ls2 * fc2(gelu(fc1(norm2(x)))) */
+vh_status cuda_vit_block(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size)
+{
+    const uint32_t t = b->desc->tower;
+    const vh_vit_desc *v = &e->model->towers[t];
+    const int D = (int)v->embed_dim, H = (int)v->mlp_hidden, T = (int)(v->n_prefix + v->n_patches);
+    vit_buffers *s = &e->vit;
+    const float scale = (float)(1.0 / sqrt((double)v->head_dim));
+    vh_status st;
+    for (uint32_t i = 0; i < batch->n_images; i++) {
+        float *x = tower_tokens(e, t, i);
+        vhc_layernorm_bf16(e->stream, x, b->vec[VH_VIT_NORM1_W], b->vec[VH_VIT_NORM1_B], s->xn, T, D, v->norm_eps);
+        if ((st = vhc_linear(e->gemm, s->xn, D, T, D, b->mat[VH_VIT_QKV_W], 3 * D, s->qkv, 3 * D, 0, err, err_size)))
+            return st;
+        vhc_vit_qkv_split(e->stream, s->qkv, b->vec[VH_VIT_QKV_B], s->q, s->k, s->v, T, D);
+        vhc_attention(e->stream, s->q, D, s->k, s->v, D, NULL, T, s->attn, D, T, (int)v->n_heads, (int)v->n_heads,
+                      (int)v->head_dim, scale);
+        if ((st = vhc_linear(e->gemm, s->attn, D, T, D, b->mat[VH_VIT_PROJ_W], D, s->tmp, D, 0, err, err_size)))
+            return st;
+        vhc_residual_add(e->stream, x, s->tmp, b->vec[VH_VIT_PROJ_B], b->vec[VH_VIT_LS1], T, D);
+
+        vhc_layernorm_bf16(e->stream, x, b->vec[VH_VIT_NORM2_W], b->vec[VH_VIT_NORM2_B], s->xn, T, D, v->norm_eps);
+        if ((st = vhc_linear(e->gemm, s->xn, D, T, D, b->mat[VH_VIT_FC1_W], H, s->mlp, H, 0, err, err_size))) return st;
+        vhc_bias_gelu_bf16(e->stream, s->mlp, b->vec[VH_VIT_FC1_B], s->mlp_bf16, T, H);
+        if ((st = vhc_linear(e->gemm, s->mlp_bf16, H, T, H, b->mat[VH_VIT_FC2_W], D, s->tmp, D, 0, err, err_size)))
+            return st;
+        vhc_residual_add(e->stream, x, s->tmp, b->vec[VH_VIT_FC2_B], b->vec[VH_VIT_LS2], T, D);
+    }
+    return VH_OK;
+}
+
+/* PrismaticProjector on the towers' patch tokens, concatenated on channels. */
+vh_status cuda_projector(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size)
+{
+    const vh_model_desc *m = e->model;
+    const int N = (int)m->n_image_tokens, Dv = (int)m->vision_dim, H1 = (int)m->projector_hidden;
+    const int Dl = (int)m->llm.hidden;
+    projector_buffers *p = &e->proj;
+    vh_status st;
+    for (uint32_t i = 0; i < batch->n_images; i++) {
+        int col = 0;
+        for (uint32_t t = 0; t < m->n_towers; t++) {
+            const vh_vit_desc *v = &m->towers[t];
+            vhc_gather_patches_bf16(e->stream, tower_tokens(e, t, i), (int)v->n_prefix, N, (int)v->embed_dim, p->in,
+                                    col, Dv);
+            col += (int)v->embed_dim;
+        }
+        float *out = p->patch_embeds + (size_t)i * N * Dl;
+        if ((st = vhc_linear(e->gemm, p->in, Dv, N, Dv, b->mat[VH_PROJ_FC1_W], H1, p->h1, H1, 0, err, err_size)))
+            return st;
+        vhc_bias_gelu_bf16(e->stream, p->h1, b->vec[VH_PROJ_FC1_B], p->h1_bf16, N, H1);
+        if (m->projector_layers == 3) {
+            if ((st = vhc_linear(e->gemm, p->h1_bf16, H1, N, H1, b->mat[VH_PROJ_FC2_W], Dl, p->h2, Dl, 0, err, err_size)))
+                return st;
+            vhc_bias_gelu_bf16(e->stream, p->h2, b->vec[VH_PROJ_FC2_B], p->h2_bf16, N, Dl);
+            if ((st = vhc_linear(e->gemm, p->h2_bf16, Dl, N, Dl, b->mat[VH_PROJ_FC3_W], Dl, out, Dl, 0, err, err_size)))
+                return st;
+            vhc_bias_add_f32(e->stream, out, b->vec[VH_PROJ_FC3_B], out, N, Dl);
+        } else {
+            if ((st = vhc_linear(e->gemm, p->h1_bf16, H1, N, H1, b->mat[VH_PROJ_FC2_W], Dl, out, Dl, 0, err, err_size)))
+                return st;
+            vhc_bias_add_f32(e->stream, out, b->vec[VH_PROJ_FC2_B], out, N, Dl);
+        }
+    }
+    return VH_OK;
+}

@@ -1,0 +1,69 @@
+/*
+ * cuda: OpenVLA's blocks on NVIDIA GPUs (cuBLASLt GEMMs, CUDA kernels), one executor per GPU.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_executor.h"
+
+static int32_t cuda_score(void)
+{
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess && n > 0 ? 100 : 0;
+}
+
+static uint32_t cuda_device_count(void)
+{
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess && n > 0 ? (uint32_t)n : 0;
+}
+
+static vh_status cuda_device_info(uint32_t device, vh_device_info *info)
+{
+    if (!info || device >= cuda_device_count()) return VH_ERR_INVALID_ARGUMENT;
+    memset(info, 0, sizeof *info);
+    info->kind = VH_DEVICE_GPU;
+    struct cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, (int)device) != cudaSuccess) return VH_ERR_BACKEND_FAILED;
+    snprintf(info->name, sizeof info->name, "%.100s (sm_%d%d)", prop.name, prop.major, prop.minor);
+    info->total_memory = prop.totalGlobalMem;
+    int current = 0;
+    size_t free_bytes = 0, total = 0;
+    if (cudaGetDevice(&current) == cudaSuccess && cudaSetDevice((int)device) == cudaSuccess &&
+        cudaMemGetInfo(&free_bytes, &total) == cudaSuccess)
+        info->free_memory = free_bytes;
+    cudaSetDevice(current);
+    return VH_OK;
+}
+
+static vh_status cuda_memory(vh_executor *e, vh_memory_report *report)
+{
+    if (!e || !report) return VH_ERR_INVALID_ARGUMENT;
+    report->weight_bytes = e->weights.size;
+    report->cache_bytes = e->cache_bytes;
+    report->work_bytes = e->work.size;
+    return VH_OK;
+}
+
+static const vh_backend_iface cuda_iface = {
+    .abi_major = VH_BACKEND_ABI_MAJOR,
+    .abi_minor = VH_BACKEND_ABI_MINOR,
+    .struct_size = sizeof(vh_backend_iface),
+    .name = "cuda",
+    .description = "NVIDIA GPUs: bf16 weights, cuBLASLt GEMMs with fp32 accumulation, CUDA kernels",
+    .score = cuda_score,
+    .device_count = cuda_device_count,
+    .device_info = cuda_device_info,
+    .executor_create = cuda_executor_create,
+    .executor_destroy = cuda_executor_destroy,
+    .executor_run = cuda_executor_run,
+    .read_hidden = cuda_read_hidden,
+    .write_hidden = cuda_write_hidden,
+    .memory = cuda_memory,
+};
+
+VH_PLUGIN_EXPORT const vh_backend_iface *vh_backend_entry(uint32_t core_abi_major, uint32_t core_abi_minor)
+{
+    (void)core_abi_minor;
+    return core_abi_major == VH_BACKEND_ABI_MAJOR ? &cuda_iface : NULL;
+}
