@@ -15,6 +15,7 @@ step() { echo "== $*"; }
 step gpu; nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv,noheader
 step kernels; "$BUILD/tests/test_cuda_kernels" > "$OUT/kernels.log" 2>&1; echo "rc=$?"; tail -n 40 "$OUT/kernels.log"
 step fixtures; "$BUILD/tests/test_cuda_fixtures" > "$OUT/fixtures.log" 2>&1; echo "rc=$?"; grep -E "runs|Checks|:F:|:E:" "$OUT/fixtures.log" | head -n 20
+step budget; "$BUILD/tests/test_cuda_budget" > "$OUT/budget.log" 2>&1; echo "rc=$?"; grep -E "Checks|:F:|:E:" "$OUT/budget.log"
 step vh-run; "$BUILD/tools/vh-run" --backend cuda --json > "$OUT/vh-run.jsonl" 2> "$OUT/vh-run.err"; echo "rc=$?"
 head -c 600 "$OUT/vh-run.jsonl"; tail -n 5 "$OUT/vh-run.err"
 [ "${SKIP_BENCH:-0}" = 1 ] && exit 0
