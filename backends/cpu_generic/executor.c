@@ -1,3 +1,4 @@
+#include "backend_error.h"
 #include "executor.h"
 
 #include <stdarg.h>
@@ -5,18 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static vh_status fail(char *err, size_t err_size, vh_status status, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static vh_status fail(char *err, size_t err_size, vh_status status, const char *fmt, ...)
-{
-    if (err && err_size) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, err_size, fmt, ap);
-        va_end(ap);
-    }
-    return status;
-}
 
 /* calloc of a * b * c floats, counting the bytes into *total; NULL (and no count) on overflow. */
 static float *alloc_floats(uint64_t a, uint64_t b, uint64_t c, uint64_t *total)
@@ -41,7 +30,7 @@ static vh_status prepare_block(vh_executor *e, cpu_block *cb, const vh_block_des
     for (uint32_t i = 0; i < d->n_tensors && i < VH_BLOCK_MAX_TENSORS; i++) {
         if (!is_vector_tensor(d, i)) continue;
         cb->vec[i] = alloc_floats((uint64_t)d->tensors[i].shape[0], 1, 1, &e->weight_bytes);
-        if (!cb->vec[i]) return fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "out of memory converting %s",
+        if (!cb->vec[i]) return vh_backend_fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "out of memory converting %s",
                                      d->tensors[i].name);
         vhk_convert_to_f32(d->tensors[i].data, d->tensors[i].dtype, cb->vec[i], d->tensors[i].shape[0]);
     }
@@ -121,7 +110,7 @@ static vh_status allocate_buffers(vh_executor *e, char *err, size_t err_size)
     }
     return VH_OK;
 oom:
-    return fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "cpu_generic: out of memory for activations and KV cache "
+    return vh_backend_fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "cpu_generic: out of memory for activations and KV cache "
                 "(%llu bytes allocated so far)", (unsigned long long)(e->work_bytes + e->cache_bytes));
 }
 
@@ -132,16 +121,16 @@ vh_status cpu_executor_create(const vh_executor_params *params, vh_executor **ou
     if (!m || params->n_blocks == 0 || params->first_block >= m->n_blocks ||
         params->n_blocks > m->n_blocks - params->first_block || params->max_rows == 0 ||
         params->max_sequences == 0 || params->max_context == 0 || params->device != 0)
-        return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: invalid executor parameters");
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: invalid executor parameters");
 
     vh_executor *e = calloc(1, sizeof *e);
-    if (!e) return fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "cpu_generic: out of memory");
+    if (!e) return vh_backend_fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "cpu_generic: out of memory");
     e->params = *params;
     e->model = m;
     vh_status st = VH_ERR_OUT_OF_MEMORY;
     e->pool = vh_thread_pool_create(params->n_threads);
     if (!e->pool) {
-        fail(err, err_size, st, "cpu_generic: cannot start %d threads", params->n_threads);
+        vh_backend_fail(err, err_size, st, "cpu_generic: cannot start %d threads", params->n_threads);
         goto fail;
     }
     int64_t max_in = 1;
@@ -154,7 +143,7 @@ vh_status cpu_executor_create(const vh_executor_params *params, vh_executor **ou
     e->matmul = vhk_matmul_create(e->pool, max_in);
     e->blocks = calloc(params->n_blocks, sizeof *e->blocks);
     if (!e->matmul || !e->blocks) {
-        fail(err, err_size, st, "cpu_generic: out of memory");
+        vh_backend_fail(err, err_size, st, "cpu_generic: out of memory");
         goto fail;
     }
     for (uint32_t i = 0; i < params->n_blocks; i++)
@@ -211,15 +200,15 @@ static vh_status validate_batch(const vh_executor *e, const vh_batch *b, int nee
     const vh_executor_params *p = &e->params;
     if (needs_images) {
         if (b->n_images == 0 || b->n_images > (p->max_images ? p->max_images : 1) || !b->pixels)
-            return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: batch has %u images (max %u)",
+            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: batch has %u images (max %u)",
                         b->n_images, p->max_images);
         for (uint32_t i = 0; i < b->n_images * e->model->n_towers; i++)
-            if (!b->pixels[i]) return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: pixels[%u] is NULL", i);
+            if (!b->pixels[i]) return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: pixels[%u] is NULL", i);
     }
     if (!needs_rows) return VH_OK;
     if (b->n_rows == 0 || b->n_rows > p->max_rows || !b->tokens || b->n_segments == 0 || !b->segments ||
         b->n_segments > e->max_segments)
-        return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: batch of %u rows in %u segments exceeds "
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: batch of %u rows in %u segments exceeds "
                     "the executor's limits (%u rows, %u segments)", b->n_rows, b->n_segments, p->max_rows,
                     e->max_segments);
     uint64_t rows = 0;
@@ -228,23 +217,23 @@ static vh_status validate_batch(const vh_executor *e, const vh_batch *b, int nee
         uint32_t image_rows = 0;
         if (seg->n_rows == 0 || seg->sequence >= p->max_sequences ||
             (uint64_t)seg->position + seg->n_rows > p->max_context || (int64_t)seg->position + seg->rope_delta < 0)
-            return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: segment %u (sequence %u, rows %u at "
+            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: segment %u (sequence %u, rows %u at "
                         "position %u) is outside the KV cache (%u sequences x %u positions)", s, seg->sequence,
                         seg->n_rows, seg->position, p->max_sequences, p->max_context);
         for (uint32_t r = 0; r < seg->n_rows; r++) {
             int32_t tok = b->tokens[rows + r];
             if (tok == VH_TOKEN_IMAGE) image_rows++;
             else if (tok < 0 || (uint32_t)tok >= e->model->llm.vocab)
-                return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: token %d out of the vocabulary", tok);
+                return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: token %d out of the vocabulary", tok);
         }
         if (image_rows && (seg->image < 0 || (uint32_t)seg->image >= (p->max_images ? p->max_images : 1) ||
                            image_rows > e->model->n_image_tokens))
-            return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: segment %u has %u image rows for image "
+            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: segment %u has %u image rows for image "
                         "%d", s, image_rows, seg->image);
         rows += seg->n_rows;
     }
     if (rows != b->n_rows)
-        return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: segments cover %llu rows, batch has %u",
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: segments cover %llu rows, batch has %u",
                     (unsigned long long)rows, b->n_rows);
     return VH_OK;
 }
@@ -255,7 +244,7 @@ vh_status cpu_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first
     const vh_executor_params *p = &e->params;
     if (!batch || n_blocks == 0 || first_block < p->first_block ||
         first_block - p->first_block > p->n_blocks || n_blocks > p->n_blocks - (first_block - p->first_block))
-        return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: blocks [%u, %u) are not all in this "
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: blocks [%u, %u) are not all in this "
                     "executor's [%u, %u)", first_block, first_block + n_blocks, p->first_block,
                     p->first_block + p->n_blocks);
     const cpu_block *blocks = &e->blocks[first_block - p->first_block];
@@ -265,7 +254,7 @@ vh_status cpu_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first
         needs_images |= k == VH_BLOCK_VIT_EMBED || k == VH_BLOCK_VIT || k == VH_BLOCK_PROJECTOR;
         needs_rows |= k == VH_BLOCK_LLM_EMBED || k == VH_BLOCK_LLM || k == VH_BLOCK_LLM_HEAD;
         if (k == VH_BLOCK_LLM_HEAD && !batch->out_tokens)
-            return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: the head needs out_tokens");
+            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: the head needs out_tokens");
     }
     vh_status st = validate_batch(e, batch, needs_images, needs_rows, err, err_size);
     if (st) return st;
@@ -279,7 +268,7 @@ vh_status cpu_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first
         case VH_BLOCK_LLM_EMBED: cpu_llm_embed(e, b, batch); break;
         case VH_BLOCK_LLM: cpu_llm_block(e, b, batch); break;
         case VH_BLOCK_LLM_HEAD: cpu_llm_head(e, b, batch); break;
-        default: return fail(err, err_size, VH_ERR_UNSUPPORTED, "cpu_generic: unknown block kind %d", b->desc->kind);
+        default: return vh_backend_fail(err, err_size, VH_ERR_UNSUPPORTED, "cpu_generic: unknown block kind %d", b->desc->kind);
         }
     }
     if (needs_rows) e->last_rows = batch->n_rows;

@@ -1,3 +1,4 @@
+#include "backend_error.h"
 #include "cuda_executor.h"
 
 #include <stdarg.h>
@@ -9,23 +10,11 @@
 #define GEMM_WORKSPACE_BYTES ((size_t)32 << 20)
 #define STAGING_BYTES ((size_t)64 << 20)
 
-static vh_status fail(char *err, size_t err_size, vh_status status, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static vh_status fail(char *err, size_t err_size, vh_status status, const char *fmt, ...)
-{
-    if (err && err_size) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, err_size, fmt, ap);
-        va_end(ap);
-    }
-    return status;
-}
 
 static vh_status cuda_fail(char *err, size_t err_size, cudaError_t e, const char *what)
 {
     vh_status st = e == cudaErrorMemoryAllocation ? VH_ERR_DEVICE_OUT_OF_MEMORY : VH_ERR_BACKEND_FAILED;
-    return fail(err, err_size, st, "cuda: %s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+    return vh_backend_fail(err, err_size, st, "cuda: %s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
 static size_t align_up(size_t n) { return (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1); }
@@ -263,15 +252,15 @@ vh_status cuda_executor_create(const vh_executor_params *params, vh_executor **o
     int n_devices = 0;
     cudaError_t ce = cudaGetDeviceCount(&n_devices);
     if (ce != cudaSuccess || n_devices == 0)
-        return fail(err, err_size, VH_ERR_BACKEND_FAILED, "cuda: no usable GPU (%s)",
+        return vh_backend_fail(err, err_size, VH_ERR_BACKEND_FAILED, "cuda: no usable GPU (%s)",
                     ce != cudaSuccess ? cudaGetErrorString(ce) : "none found");
     if (!m || params->n_blocks == 0 || params->first_block >= m->n_blocks ||
         params->n_blocks > m->n_blocks - params->first_block || params->max_rows == 0 ||
         params->max_sequences == 0 || params->max_context == 0 || (int)params->device >= n_devices)
-        return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: invalid executor parameters");
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: invalid executor parameters");
 
     vh_executor *e = calloc(1, sizeof *e);
-    if (!e) return fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "cuda: out of host memory");
+    if (!e) return vh_backend_fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "cuda: out of host memory");
     e->params = *params;
     e->model = m;
     e->device = (int)params->device;
@@ -281,7 +270,7 @@ vh_status cuda_executor_create(const vh_executor_params *params, vh_executor **o
     vh_status st = VH_ERR_OUT_OF_MEMORY;
     e->blocks = calloc(params->n_blocks, sizeof *e->blocks);
     if (!e->blocks) {
-        fail(err, err_size, st, "cuda: out of host memory");
+        vh_backend_fail(err, err_size, st, "cuda: out of host memory");
         goto fail;
     }
     for (uint32_t i = 0; i < params->n_blocks; i++) {
@@ -307,7 +296,7 @@ vh_status cuda_executor_create(const vh_executor_params *params, vh_executor **o
     size_t free_bytes = 0, total_bytes = 0;
     cudaMemGetInfo(&free_bytes, &total_bytes);
     if ((params->memory_budget && total > params->memory_budget) || total > free_bytes) {
-        st = fail(err, err_size, VH_ERR_DEVICE_OUT_OF_MEMORY,
+        st = vh_backend_fail(err, err_size, VH_ERR_DEVICE_OUT_OF_MEMORY,
                   "cuda: blocks %u..%u need %.3f GB (weights %.3f, KV cache %.3f, activations and workspace %.3f) "
                   "but %s is %.3f GB", params->first_block, params->first_block + params->n_blocks - 1, total / 1e9,
                   count_w.used / 1e9, e->cache_bytes / 1e9, count_x.used / 1e9,
@@ -364,7 +353,7 @@ static vh_status validate_and_stage_rows(vh_executor *e, const vh_batch *b, char
     const vh_llm_desc *l = &e->model->llm;
     if (b->n_rows == 0 || b->n_rows > p->max_rows || !b->tokens || b->n_segments == 0 || !b->segments ||
         b->n_segments > e->max_segments)
-        return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: batch of %u rows in %u segments exceeds the "
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: batch of %u rows in %u segments exceeds the "
                     "executor's limits (%u rows, %u segments)", b->n_rows, b->n_segments, p->max_rows, e->max_segments);
     const int64_t kv_dim = (int64_t)l->n_kv_heads * l->head_dim;
     uint32_t row = 0;
@@ -372,7 +361,7 @@ static vh_status validate_and_stage_rows(vh_executor *e, const vh_batch *b, char
         const vh_segment *seg = &b->segments[s];
         if (seg->n_rows == 0 || seg->sequence >= p->max_sequences || row + seg->n_rows > b->n_rows ||
             (uint64_t)seg->position + seg->n_rows > p->max_context || (int64_t)seg->position + seg->rope_delta < 0)
-            return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: segment %u (sequence %u, %u rows at %u) is "
+            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: segment %u (sequence %u, %u rows at %u) is "
                         "outside the KV cache (%u sequences x %u positions)", s, seg->sequence, seg->n_rows,
                         seg->position, p->max_sequences, p->max_context);
         uint32_t image_rows = 0;
@@ -383,11 +372,11 @@ static vh_status validate_and_stage_rows(vh_executor *e, const vh_batch *b, char
             if (tok == VH_TOKEN_IMAGE) {
                 if (seg->image < 0 || (uint32_t)seg->image >= (p->max_images ? p->max_images : 1) ||
                     image_rows >= e->model->n_image_tokens)
-                    return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: segment %u has image rows for image "
+                    return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: segment %u has image rows for image "
                                 "%d beyond its %u patches", s, seg->image, e->model->n_image_tokens);
                 r->patch = (int32_t)((uint32_t)seg->image * e->model->n_image_tokens + image_rows++);
             } else if (tok < 0 || (uint32_t)tok >= l->vocab) {
-                return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: token %d out of the vocabulary", tok);
+                return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: token %d out of the vocabulary", tok);
             } else {
                 r->patch = -1;
             }
@@ -400,7 +389,7 @@ static vh_status validate_and_stage_rows(vh_executor *e, const vh_batch *b, char
         e->llm.last_rows_host[s] = (int32_t)row - 1;
     }
     if (row != b->n_rows)
-        return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: segments cover %u rows, batch has %u", row, b->n_rows);
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: segments cover %u rows, batch has %u", row, b->n_rows);
     return VH_OK;
 }
 
@@ -425,7 +414,7 @@ static vh_status enqueue(vh_executor *e, const vh_batch *batch, const cuda_block
         case VH_BLOCK_LLM_EMBED: st = cuda_llm_embed(e, b, batch, err, err_size); break;
         case VH_BLOCK_LLM: st = cuda_llm_block(e, b, batch, err, err_size); break;
         case VH_BLOCK_LLM_HEAD: st = cuda_llm_head(e, b, batch, err, err_size); break;
-        default: st = fail(err, err_size, VH_ERR_UNSUPPORTED, "cuda: unknown block kind %d", b->desc->kind);
+        default: st = vh_backend_fail(err, err_size, VH_ERR_UNSUPPORTED, "cuda: unknown block kind %d", b->desc->kind);
         }
     }
     return st;
@@ -472,7 +461,7 @@ vh_status cuda_executor_run(vh_executor *e, const vh_batch *batch, uint32_t firs
     const vh_executor_params *p = &e->params;
     if (!batch || n_blocks == 0 || first_block < p->first_block || first_block - p->first_block > p->n_blocks ||
         n_blocks > p->n_blocks - (first_block - p->first_block))
-        return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: blocks [%u, %u) are not all in this executor's "
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: blocks [%u, %u) are not all in this executor's "
                     "[%u, %u)", first_block, first_block + n_blocks, p->first_block, p->first_block + p->n_blocks);
     cudaSetDevice(e->device);
     const cuda_block *blocks = &e->blocks[first_block - p->first_block];
@@ -485,13 +474,13 @@ vh_status cuda_executor_run(vh_executor *e, const vh_batch *batch, uint32_t firs
     }
     if (needs_images) {
         if (batch->n_images == 0 || batch->n_images > (p->max_images ? p->max_images : 1) || !batch->pixels)
-            return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: batch has %u images (max %u)", batch->n_images,
+            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: batch has %u images (max %u)", batch->n_images,
                         p->max_images);
         for (uint32_t i = 0; i < batch->n_images * e->model->n_towers; i++)
-            if (!batch->pixels[i]) return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: pixels[%u] is NULL", i);
+            if (!batch->pixels[i]) return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: pixels[%u] is NULL", i);
     }
     if (has_head && !batch->out_tokens)
-        return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: the head needs out_tokens");
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: the head needs out_tokens");
     vh_status st;
     if (needs_rows && (st = validate_and_stage_rows(e, batch, err, err_size))) return st;
 
@@ -518,7 +507,7 @@ vh_status cuda_executor_run(vh_executor *e, const vh_batch *batch, uint32_t firs
 vh_status cuda_read_hidden(vh_executor *e, float *dst, uint32_t n_rows, char *err, size_t err_size)
 {
     if (!e->llm.x || !dst || n_rows == 0 || n_rows > e->params.max_rows)
-        return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: read_hidden of %u rows (max %u)", n_rows,
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: read_hidden of %u rows (max %u)", n_rows,
                     e->params.max_rows);
     cudaSetDevice(e->device);
     cudaError_t ce = cudaMemcpyAsync(dst, e->llm.x, sizeof(float) * n_rows * e->model->llm.hidden,
@@ -530,7 +519,7 @@ vh_status cuda_read_hidden(vh_executor *e, float *dst, uint32_t n_rows, char *er
 vh_status cuda_write_hidden(vh_executor *e, const float *src, uint32_t n_rows, char *err, size_t err_size)
 {
     if (!e->llm.x || !src || n_rows == 0 || n_rows > e->params.max_rows)
-        return fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: write_hidden of %u rows (max %u)", n_rows,
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: write_hidden of %u rows (max %u)", n_rows,
                     e->params.max_rows);
     cudaSetDevice(e->device);
     cudaError_t ce = cudaMemcpyAsync(e->llm.x, src, sizeof(float) * n_rows * e->model->llm.hidden,

@@ -4,11 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include "backend/plugin_loader.h"
 #include "test_support.h"
+#include "vlahybrid/vlahybrid.h"
 
 static vh_status create(uint64_t budget, vh_session **s)
 {
@@ -42,29 +39,9 @@ START_TEST(test_budget_too_small)
 }
 END_TEST
 
-/* In a child: CUDA initialised here would not survive check's fork into the test. */
-static int gpu_usable(void)
-{
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        vh_plugin *p = NULL;
-        vh_error err;
-        if (vh_plugin_load("cuda", NULL, NULL, &p, &err) != VH_OK) {
-            printf("skipping: %s\n", err.message);
-            _exit(1);
-        }
-        int ok = p->iface->score() > 0;
-        if (!ok) printf("skipping: no usable GPU\n");
-        _exit(ok ? 0 : 1);
-    }
-    int status = 0;
-    return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
 int main(void)
 {
-    if (!gpu_usable()) return 77;
+    if (!vh_test_backend_usable("cuda")) return 77;
     Suite *s = suite_create("cuda_budget");
     TCase *tc = tcase_create("budget");
     tcase_set_timeout(tc, 300);

@@ -7,12 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "image_file.h"
 #include "model/openvla_model.h"
-#include "backend/plugin_loader.h"
 #include "pipeline/frame_runner.h"
 #include "test_support.h"
 #include "text/openvla_prompt.h"
@@ -352,39 +349,13 @@ START_TEST(test_unnorm_key_required)
 }
 END_TEST
 
-/* The backend must exist and have a device here; a GPU backend on a machine without a GPU is a
- * skip (exit 77), not a failure. */
-static int backend_usable(void)
-{
-    vh_plugin *p = NULL;
-    vh_error err;
-    if (vh_plugin_load(FIXTURE_BACKEND, NULL, NULL, &p, &err) != VH_OK) {
-        printf("skipping: %s\n", err.message);
-        return 0;
-    }
-    int usable = p->iface->score() > 0;
-    if (!usable) printf("skipping: backend %s has no usable device here\n", FIXTURE_BACKEND);
-    vh_plugin_unload(p);
-    return usable;
-}
-
-/* Ask in a child process: a GPU runtime initialised here would not survive check's fork into each
- * test (CUDA contexts do not cross fork). */
-static int backend_usable_in_child(void)
-{
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) _exit(backend_usable() ? 0 : 1);
-    int status = 0;
-    return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
 int main(void)
 {
+    /* a GPU backend on a machine without a GPU is a skip (exit 77); cpu_generic runs everywhere */
 #ifdef FIXTURE_SKIP_WITHOUT_DEVICE
-    if (!backend_usable_in_child()) return 77;
+    if (!vh_test_backend_usable(FIXTURE_BACKEND)) return 77;
 #else
-    if (!backend_usable_in_child()) return 1; /* cpu_generic runs everywhere: missing is a failure */
+    if (!vh_test_backend_usable(FIXTURE_BACKEND)) return 1;
 #endif
     Suite *s = suite_create("openvla_fixtures");
     TCase *tc = tcase_create("fixtures");

@@ -1,11 +1,14 @@
 #include "test_support.h"
 
+#include "backend/plugin_loader.h"
+
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char *join_path(const char *env_name, const char *fallback, const char *relative)
@@ -112,4 +115,24 @@ int vh_test_run_suite(Suite *suite)
     int failed = srunner_ntests_failed(runner);
     srunner_free(runner);
     return failed == 0 ? 0 : 1;
+}
+
+int vh_test_backend_usable(const char *name)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        vh_plugin *p = NULL;
+        vh_error err;
+        if (vh_plugin_load(name, NULL, NULL, &p, &err) != VH_OK) {
+            printf("backend %s: %s\n", name, err.message);
+            _exit(1);
+        }
+        int usable = p->iface->score() > 0;
+        if (!usable) printf("backend %s: no usable device here\n", name);
+        vh_plugin_unload(p);
+        _exit(usable ? 0 : 1);
+    }
+    int status = 0;
+    return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }

@@ -25,6 +25,11 @@ void vh_test_remove_tree(const char *path);
 /* Largest |a-b| / max(|b|, floor) over n values. */
 double vh_test_max_rel_error(const float *a, const double *b, size_t n, double floor);
 
+/* Whether backend `name` loads and has a usable device here. Asked in a child process, because a
+ * GPU runtime initialised in the test's main process would not survive check's fork into each
+ * test. Prints why not. */
+int vh_test_backend_usable(const char *name);
+
 /* Run a suite with check's default runner; returns the process exit status for main(). */
 int vh_test_run_suite(Suite *suite);
 
