@@ -126,11 +126,13 @@ int vh_test_backend_usable(const char *name)
         vh_error err;
         if (vh_plugin_load(name, NULL, NULL, &p, &err) != VH_OK) {
             printf("backend %s: %s\n", name, err.message);
+            fflush(stdout);
             _exit(1);
         }
         int usable = p->iface->score() > 0;
         if (!usable) printf("backend %s: no usable device here\n", name);
         vh_plugin_unload(p);
+        fflush(stdout);
         _exit(usable ? 0 : 1);
     }
     int status = 0;
