@@ -1,79 +1,65 @@
 /*
- * cpu_generic: the backend that runs anywhere. Its one device is the host CPU.
+ * cpu_generic: the backend that runs anywhere. Its one device is the host CPU; its linear layers
+ * are vhk_linear (a direct bf16/f16/f32 GEMM, or converted panels through OpenBLAS sgemm).
  */
-#include <stdio.h>
-#include <string.h>
-#include <unistd.h>
+#include "backend_error.h"
+#include "cpu_executor.h"
 
-#include "executor.h"
+static void *generic_linear_create(vh_thread_pool *pool, const vh_executor_params *params, int64_t max_in, char *err,
+                                   size_t err_size)
+{
+    (void)params;
+    vhk_matmul *m = vhk_matmul_create(pool, max_in);
+    if (!m) vh_backend_fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "cpu_generic: out of memory (matmul scratch)");
+    return m;
+}
 
-static int32_t cpu_score(void)
+static void generic_linear_destroy(void *ctx)
+{
+    vhk_matmul_destroy(ctx);
+}
+
+/* Weights are used in place, straight from the checkpoint's map. */
+static vh_status generic_linear_prepare(void *ctx, const vh_tensor_view *w, void **prepared, uint64_t *bytes,
+                                        char *err, size_t err_size)
+{
+    (void)ctx, (void)w, (void)bytes, (void)err, (void)err_size;
+    *prepared = NULL;
+    return VH_OK;
+}
+
+static void generic_linear_release(void *ctx, void *prepared)
+{
+    (void)ctx, (void)prepared;
+}
+
+static vh_status generic_linear(void *ctx, const float *x, int64_t x_stride, int64_t rows, int64_t in,
+                                const vh_tensor_view *w, const void *prepared, const float *bias, float *y,
+                                int64_t y_stride, char *err, size_t err_size)
+{
+    (void)prepared, (void)err, (void)err_size;
+    vhk_linear(ctx, x, x_stride, rows, in, w, bias, y, y_stride);
+    return VH_OK;
+}
+
+static const cpu_linear_ops generic_linear_ops = {
+    .backend = "cpu_generic",
+    .create = generic_linear_create,
+    .destroy = generic_linear_destroy,
+    .prepare = generic_linear_prepare,
+    .release = generic_linear_release,
+    .linear = generic_linear,
+};
+
+static int32_t generic_score(void)
 {
     return 10; /* always usable; specialised backends score higher where they apply */
 }
 
-static uint32_t cpu_device_count(void)
+static vh_status generic_executor_create(const vh_executor_params *params, vh_executor **out, char *err,
+                                         size_t err_size)
 {
-    return 1;
-}
-
-static void read_cpu_model_name(char *buf, size_t size)
-{
-    snprintf(buf, size, "CPU");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10) != 0) continue;
-        char *colon = strchr(line, ':');
-        if (!colon) break;
-        colon += 1 + (colon[1] == ' ');
-        colon[strcspn(colon, "\n")] = '\0';
-        snprintf(buf, size, "%s", colon);
-        break;
-    }
-    fclose(f);
-}
-
-static vh_status cpu_device_info(uint32_t device, vh_device_info *info)
-{
-    if (device != 0 || !info) return VH_ERR_INVALID_ARGUMENT;
-    memset(info, 0, sizeof *info);
-    info->kind = VH_DEVICE_CPU;
-    read_cpu_model_name(info->name, sizeof info->name);
-    long pages = sysconf(_SC_PHYS_PAGES), avail = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    if (pages > 0 && page > 0) info->total_memory = (uint64_t)pages * (uint64_t)page;
-    if (avail > 0 && page > 0) info->free_memory = (uint64_t)avail * (uint64_t)page;
-    return VH_OK;
-}
-
-static vh_status cpu_read_hidden(vh_executor *e, float *dst, uint32_t n_rows, char *err, size_t err_size)
-{
-    if (!e->llm.x || !dst || n_rows == 0 || n_rows > e->params.max_rows) {
-        snprintf(err, err_size, "cpu_generic: read_hidden of %u rows (max %u)", n_rows, e->params.max_rows);
-        return VH_ERR_INVALID_ARGUMENT;
-    }
-    memcpy(dst, e->llm.x, sizeof(float) * n_rows * e->model->llm.hidden);
-    return VH_OK;
-}
-
-static vh_status cpu_write_hidden(vh_executor *e, const float *src, uint32_t n_rows, char *err, size_t err_size)
-{
-    if (!e->llm.x || !src || n_rows == 0 || n_rows > e->params.max_rows) {
-        snprintf(err, err_size, "cpu_generic: write_hidden of %u rows (max %u)", n_rows, e->params.max_rows);
-        return VH_ERR_INVALID_ARGUMENT;
-    }
-    memcpy(e->llm.x, src, sizeof(float) * n_rows * e->model->llm.hidden);
-    return VH_OK;
-}
-
-static vh_status cpu_memory(vh_executor *e, vh_memory_report *report)
-{
-    if (!e || !report) return VH_ERR_INVALID_ARGUMENT;
-    report->weight_bytes = e->weight_bytes;
-    report->cache_bytes = e->cache_bytes;
-    report->work_bytes = e->work_bytes;
-    return VH_OK;
+    return cpu_executor_create(params, &generic_linear_ops, out, err, err_size);
 }
 
 static const vh_backend_iface cpu_generic_iface = {
@@ -82,10 +68,10 @@ static const vh_backend_iface cpu_generic_iface = {
     .struct_size = sizeof(vh_backend_iface),
     .name = "cpu_generic",
     .description = "portable CPU backend: OpenBLAS GEMMs, C kernels, fp32 compute over bf16/f16/f32 weights",
-    .score = cpu_score,
+    .score = generic_score,
     .device_count = cpu_device_count,
     .device_info = cpu_device_info,
-    .executor_create = cpu_executor_create,
+    .executor_create = generic_executor_create,
     .executor_destroy = cpu_executor_destroy,
     .executor_run = cpu_executor_run,
     .read_hidden = cpu_read_hidden,

@@ -10,7 +10,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "executor.h"
+#include "cpu_executor.h"
 
 static const vh_tensor_view *W(const cpu_block *b, int i) { return &b->desc->tensors[i]; }
 
@@ -53,9 +53,9 @@ void cpu_llm_block(vh_executor *e, const cpu_block *b, const vh_batch *batch)
 
     /* attention */
     vhk_rmsnorm(e->pool, s->x, s->norm, R, Dl, b->vec[VH_LLM_ATTN_NORM], l->rms_eps);
-    vhk_linear(e->matmul, s->norm, Dl, R, Dl, W(b, VH_LLM_Q), NULL, s->q, q_dim);
-    vhk_linear(e->matmul, s->norm, Dl, R, Dl, W(b, VH_LLM_K), NULL, s->k, kv_dim);
-    vhk_linear(e->matmul, s->norm, Dl, R, Dl, W(b, VH_LLM_V), NULL, s->v, kv_dim);
+    cpu_linear(e, b, VH_LLM_Q, s->norm, Dl, R, NULL, s->q, q_dim);
+    cpu_linear(e, b, VH_LLM_K, s->norm, Dl, R, NULL, s->k, kv_dim);
+    cpu_linear(e, b, VH_LLM_V, s->norm, Dl, R, NULL, s->v, kv_dim);
     vhk_rope(e->pool, s->q, q_dim, R, l->n_heads, l->head_dim, s->positions, l->rope_theta);
     vhk_rope(e->pool, s->k, kv_dim, R, l->n_kv_heads, l->head_dim, s->positions, l->rope_theta);
 
@@ -76,15 +76,15 @@ void cpu_llm_block(vh_executor *e, const cpu_block *b, const vh_batch *batch)
         vhk_attention(e->pool, &a);
         row += seg->n_rows;
     }
-    vhk_linear(e->matmul, s->attn, q_dim, R, q_dim, W(b, VH_LLM_O), NULL, s->norm, Dl);
+    cpu_linear(e, b, VH_LLM_O, s->attn, q_dim, R, NULL, s->norm, Dl);
     vhk_add(e->pool, s->x, s->norm, R * Dl);
 
     /* MLP */
     vhk_rmsnorm(e->pool, s->x, s->norm, R, Dl, b->vec[VH_LLM_MLP_NORM], l->rms_eps);
-    vhk_linear(e->matmul, s->norm, Dl, R, Dl, W(b, VH_LLM_GATE), NULL, s->gate, F);
-    vhk_linear(e->matmul, s->norm, Dl, R, Dl, W(b, VH_LLM_UP), NULL, s->up, F);
+    cpu_linear(e, b, VH_LLM_GATE, s->norm, Dl, R, NULL, s->gate, F);
+    cpu_linear(e, b, VH_LLM_UP, s->norm, Dl, R, NULL, s->up, F);
     vhk_silu_mul(e->pool, s->gate, s->up, s->gate, R * F);
-    vhk_linear(e->matmul, s->gate, F, R, F, W(b, VH_LLM_DOWN), NULL, s->norm, Dl);
+    cpu_linear(e, b, VH_LLM_DOWN, s->gate, F, R, NULL, s->norm, Dl);
     vhk_add(e->pool, s->x, s->norm, R * Dl);
 }
 
@@ -100,7 +100,7 @@ void cpu_llm_head(vh_executor *e, const cpu_block *b, const vh_batch *batch)
         memcpy(s->head_in + (size_t)g * Dl, s->x + (size_t)(row - 1) * Dl, sizeof(float) * Dl);
     }
     vhk_rmsnorm(e->pool, s->head_in, s->head_in, S, Dl, b->vec[VH_LLM_HEAD_NORM], l->rms_eps);
-    vhk_linear(e->matmul, s->head_in, Dl, S, Dl, W(b, VH_LLM_HEAD_LM), NULL, s->logits, V);
+    cpu_linear(e, b, VH_LLM_HEAD_LM, s->head_in, Dl, S, NULL, s->logits, V);
     for (uint32_t g = 0; g < batch->n_segments; g++) {
         const float *logits = s->logits + (size_t)g * V;
         batch->out_tokens[g] = vhk_argmax(logits, V);

@@ -1,11 +1,12 @@
+#include "cpu_executor.h"
+
 #include "backend_error.h"
-#include "executor.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
+#include <unistd.h>
 
 /* calloc of a * b * c floats, counting the bytes into *total; NULL (and no count) on overflow. */
 static float *alloc_floats(uint64_t a, uint64_t b, uint64_t c, uint64_t *total)
@@ -24,17 +25,45 @@ static int is_vector_tensor(const vh_block_desc *d, uint32_t i)
     return d->tensors[i].data && d->tensors[i].ndim == 1;
 }
 
+/* The matrices a linear layer multiplies by, as 2-D [out, in] views (the patch embedding's
+ * [D, 3, P, P] convolution weight is a [D, 3 P P] matrix). Position/class/register embeddings
+ * are added, not multiplied, and are not matrices. */
+static int matrix_view(const vh_block_desc *d, uint32_t i, vh_tensor_view *out)
+{
+    const vh_tensor_view *t = &d->tensors[i];
+    if (!t->data || t->ndim < 2) return 0;
+    if (d->kind == VH_BLOCK_VIT_EMBED && i != VH_VIT_EMBED_PATCH_W) return 0;
+    if (d->kind == VH_BLOCK_LLM_EMBED) return 0; /* a lookup table */
+    *out = *t;
+    out->ndim = 2;
+    for (uint32_t k = 2; k < t->ndim; k++) out->shape[1] *= t->shape[k];
+    return 1;
+}
+
 static vh_status prepare_block(vh_executor *e, cpu_block *cb, const vh_block_desc *d, char *err, size_t err_size)
 {
     cb->desc = d;
     for (uint32_t i = 0; i < d->n_tensors && i < VH_BLOCK_MAX_TENSORS; i++) {
+        if (matrix_view(d, i, &cb->mat[i])) {
+            vh_status st = e->ops->prepare(e->linear, &cb->mat[i], &cb->prepared[i], &e->weight_bytes, err, err_size);
+            if (st) return st;
+        }
         if (!is_vector_tensor(d, i)) continue;
         cb->vec[i] = alloc_floats((uint64_t)d->tensors[i].shape[0], 1, 1, &e->weight_bytes);
         if (!cb->vec[i]) return vh_backend_fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "out of memory converting %s",
-                                     d->tensors[i].name);
+                                                d->tensors[i].name);
         vhk_convert_to_f32(d->tensors[i].data, d->tensors[i].dtype, cb->vec[i], d->tensors[i].shape[0]);
     }
     return VH_OK;
+}
+
+void cpu_linear(vh_executor *e, const cpu_block *b, int tensor, const float *x, int64_t x_stride, int64_t rows,
+                const float *bias, float *y, int64_t y_stride)
+{
+    if (e->failed) return;
+    const vh_tensor_view *w = &b->mat[tensor];
+    e->failed = e->ops->linear(e->linear, x, x_stride, rows, w->shape[1], w, b->prepared[tensor], bias, y, y_stride,
+                               e->failure, sizeof e->failure);
 }
 
 static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
@@ -110,27 +139,30 @@ static vh_status allocate_buffers(vh_executor *e, char *err, size_t err_size)
     }
     return VH_OK;
 oom:
-    return vh_backend_fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "cpu_generic: out of memory for activations and KV cache "
-                "(%llu bytes allocated so far)", (unsigned long long)(e->work_bytes + e->cache_bytes));
+    return vh_backend_fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "%s: out of memory for activations and KV cache "
+                "(%llu bytes allocated so far)", e->ops->backend, (unsigned long long)(e->work_bytes + e->cache_bytes));
 }
 
-vh_status cpu_executor_create(const vh_executor_params *params, vh_executor **out, char *err, size_t err_size)
+vh_status cpu_executor_create(const vh_executor_params *params, const cpu_linear_ops *ops, vh_executor **out,
+                              char *err, size_t err_size)
 {
     *out = NULL;
     const vh_model_desc *m = params->model;
     if (!m || params->n_blocks == 0 || params->first_block >= m->n_blocks ||
         params->n_blocks > m->n_blocks - params->first_block || params->max_rows == 0 ||
         params->max_sequences == 0 || params->max_context == 0 || params->device != 0)
-        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: invalid executor parameters");
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: invalid executor parameters",
+                               ops->backend);
 
     vh_executor *e = calloc(1, sizeof *e);
-    if (!e) return vh_backend_fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "cpu_generic: out of memory");
+    if (!e) return vh_backend_fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "%s: out of memory", ops->backend);
     e->params = *params;
     e->model = m;
+    e->ops = ops;
     vh_status st = VH_ERR_OUT_OF_MEMORY;
     e->pool = vh_thread_pool_create(params->n_threads);
     if (!e->pool) {
-        vh_backend_fail(err, err_size, st, "cpu_generic: cannot start %d threads", params->n_threads);
+        vh_backend_fail(err, err_size, st, "%s: cannot start %d threads", ops->backend, params->n_threads);
         goto fail;
     }
     int64_t max_in = 1;
@@ -140,10 +172,13 @@ vh_status cpu_executor_create(const vh_executor_params *params, vh_executor **ou
             if (d->tensors[t].data && d->tensors[t].ndim >= 2 && d->tensors[t].shape[1] > max_in)
                 max_in = d->tensors[t].shape[1] * (d->tensors[t].ndim == 4 ? d->tensors[t].shape[2] * d->tensors[t].shape[3] : 1);
     }
-    e->matmul = vhk_matmul_create(e->pool, max_in);
     e->blocks = calloc(params->n_blocks, sizeof *e->blocks);
-    if (!e->matmul || !e->blocks) {
-        vh_backend_fail(err, err_size, st, "cpu_generic: out of memory");
+    if (!e->blocks) {
+        vh_backend_fail(err, err_size, st, "%s: out of memory", ops->backend);
+        goto fail;
+    }
+    if (!(e->linear = ops->create(e->pool, params, max_in, err, err_size))) {
+        st = VH_ERR_BACKEND_FAILED;
         goto fail;
     }
     for (uint32_t i = 0; i < params->n_blocks; i++)
@@ -161,7 +196,10 @@ void cpu_executor_destroy(vh_executor *e)
     if (!e) return;
     if (e->blocks) {
         for (uint32_t i = 0; i < e->params.n_blocks; i++)
-            for (uint32_t t = 0; t < VH_BLOCK_MAX_TENSORS; t++) free(e->blocks[i].vec[t]);
+            for (uint32_t t = 0; t < VH_BLOCK_MAX_TENSORS; t++) {
+                free(e->blocks[i].vec[t]);
+                if (e->blocks[i].prepared[t]) e->ops->release(e->linear, e->blocks[i].prepared[t]);
+            }
         free(e->blocks);
     }
     for (uint32_t t = 0; t < VH_MAX_TOWERS; t++) free(e->vit_tokens[t]);
@@ -188,7 +226,7 @@ void cpu_executor_destroy(vh_executor *e)
     free(e->llm.logits);
     free(e->k_cache);
     free(e->v_cache);
-    vhk_matmul_destroy(e->matmul);
+    if (e->linear) e->ops->destroy(e->linear);
     vh_thread_pool_destroy(e->pool);
     free(e);
 }
@@ -200,16 +238,16 @@ static vh_status validate_batch(const vh_executor *e, const vh_batch *b, int nee
     const vh_executor_params *p = &e->params;
     if (needs_images) {
         if (b->n_images == 0 || b->n_images > (p->max_images ? p->max_images : 1) || !b->pixels)
-            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: batch has %u images (max %u)",
+            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: batch has %u images (max %u)", e->ops->backend,
                         b->n_images, p->max_images);
         for (uint32_t i = 0; i < b->n_images * e->model->n_towers; i++)
-            if (!b->pixels[i]) return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: pixels[%u] is NULL", i);
+            if (!b->pixels[i]) return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: pixels[%u] is NULL", e->ops->backend, i);
     }
     if (!needs_rows) return VH_OK;
     if (b->n_rows == 0 || b->n_rows > p->max_rows || !b->tokens || b->n_segments == 0 || !b->segments ||
         b->n_segments > e->max_segments)
-        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: batch of %u rows in %u segments exceeds "
-                    "the executor's limits (%u rows, %u segments)", b->n_rows, b->n_segments, p->max_rows,
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: batch of %u rows in %u segments exceeds "
+                    "the executor's limits (%u rows, %u segments)", e->ops->backend, b->n_rows, b->n_segments, p->max_rows,
                     e->max_segments);
     uint64_t rows = 0;
     for (uint32_t s = 0; s < b->n_segments; s++) {
@@ -217,23 +255,23 @@ static vh_status validate_batch(const vh_executor *e, const vh_batch *b, int nee
         uint32_t image_rows = 0;
         if (seg->n_rows == 0 || seg->sequence >= p->max_sequences ||
             (uint64_t)seg->position + seg->n_rows > p->max_context || (int64_t)seg->position + seg->rope_delta < 0)
-            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: segment %u (sequence %u, rows %u at "
-                        "position %u) is outside the KV cache (%u sequences x %u positions)", s, seg->sequence,
+            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: segment %u (sequence %u, rows %u at "
+                        "position %u) is outside the KV cache (%u sequences x %u positions)", e->ops->backend, s, seg->sequence,
                         seg->n_rows, seg->position, p->max_sequences, p->max_context);
         for (uint32_t r = 0; r < seg->n_rows; r++) {
             int32_t tok = b->tokens[rows + r];
             if (tok == VH_TOKEN_IMAGE) image_rows++;
             else if (tok < 0 || (uint32_t)tok >= e->model->llm.vocab)
-                return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: token %d out of the vocabulary", tok);
+                return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: token %d out of the vocabulary", e->ops->backend, tok);
         }
         if (image_rows && (seg->image < 0 || (uint32_t)seg->image >= (p->max_images ? p->max_images : 1) ||
                            image_rows > e->model->n_image_tokens))
-            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: segment %u has %u image rows for image "
-                        "%d", s, image_rows, seg->image);
+            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: segment %u has %u image rows for image "
+                        "%d", e->ops->backend, s, image_rows, seg->image);
         rows += seg->n_rows;
     }
     if (rows != b->n_rows)
-        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: segments cover %llu rows, batch has %u",
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: segments cover %llu rows, batch has %u", e->ops->backend,
                     (unsigned long long)rows, b->n_rows);
     return VH_OK;
 }
@@ -244,8 +282,8 @@ vh_status cpu_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first
     const vh_executor_params *p = &e->params;
     if (!batch || n_blocks == 0 || first_block < p->first_block ||
         first_block - p->first_block > p->n_blocks || n_blocks > p->n_blocks - (first_block - p->first_block))
-        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: blocks [%u, %u) are not all in this "
-                    "executor's [%u, %u)", first_block, first_block + n_blocks, p->first_block,
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: blocks [%u, %u) are not all in this "
+                    "executor's [%u, %u)", e->ops->backend, first_block, first_block + n_blocks, p->first_block,
                     p->first_block + p->n_blocks);
     const cpu_block *blocks = &e->blocks[first_block - p->first_block];
     int needs_images = 0, needs_rows = 0;
@@ -254,12 +292,13 @@ vh_status cpu_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first
         needs_images |= k == VH_BLOCK_VIT_EMBED || k == VH_BLOCK_VIT || k == VH_BLOCK_PROJECTOR;
         needs_rows |= k == VH_BLOCK_LLM_EMBED || k == VH_BLOCK_LLM || k == VH_BLOCK_LLM_HEAD;
         if (k == VH_BLOCK_LLM_HEAD && !batch->out_tokens)
-            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cpu_generic: the head needs out_tokens");
+            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: the head needs out_tokens", e->ops->backend);
     }
     vh_status st = validate_batch(e, batch, needs_images, needs_rows, err, err_size);
     if (st) return st;
 
-    for (uint32_t i = 0; i < n_blocks; i++) {
+    e->failed = VH_OK;
+    for (uint32_t i = 0; i < n_blocks && !e->failed; i++) {
         const cpu_block *b = &blocks[i];
         switch (b->desc->kind) {
         case VH_BLOCK_VIT_EMBED: cpu_vit_embed(e, b, batch); break;
@@ -268,9 +307,74 @@ vh_status cpu_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first
         case VH_BLOCK_LLM_EMBED: cpu_llm_embed(e, b, batch); break;
         case VH_BLOCK_LLM: cpu_llm_block(e, b, batch); break;
         case VH_BLOCK_LLM_HEAD: cpu_llm_head(e, b, batch); break;
-        default: return vh_backend_fail(err, err_size, VH_ERR_UNSUPPORTED, "cpu_generic: unknown block kind %d", b->desc->kind);
+        default:
+            return vh_backend_fail(err, err_size, VH_ERR_UNSUPPORTED, "%s: unknown block kind %d", e->ops->backend,
+                                   b->desc->kind);
         }
     }
+    if (e->failed) return vh_backend_fail(err, err_size, e->failed, "%s", e->failure);
     if (needs_rows) e->last_rows = batch->n_rows;
+    return VH_OK;
+}
+
+vh_status cpu_read_hidden(vh_executor *e, float *dst, uint32_t n_rows, char *err, size_t err_size)
+{
+    if (!e->llm.x || !dst || n_rows == 0 || n_rows > e->params.max_rows)
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: read_hidden of %u rows (max %u)",
+                               e->ops->backend, n_rows, e->params.max_rows);
+    memcpy(dst, e->llm.x, sizeof(float) * n_rows * e->model->llm.hidden);
+    return VH_OK;
+}
+
+vh_status cpu_write_hidden(vh_executor *e, const float *src, uint32_t n_rows, char *err, size_t err_size)
+{
+    if (!e->llm.x || !src || n_rows == 0 || n_rows > e->params.max_rows)
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: write_hidden of %u rows (max %u)",
+                               e->ops->backend, n_rows, e->params.max_rows);
+    memcpy(e->llm.x, src, sizeof(float) * n_rows * e->model->llm.hidden);
+    return VH_OK;
+}
+
+vh_status cpu_memory(vh_executor *e, vh_memory_report *report)
+{
+    if (!e || !report) return VH_ERR_INVALID_ARGUMENT;
+    report->weight_bytes = e->weight_bytes;
+    report->cache_bytes = e->cache_bytes;
+    report->work_bytes = e->work_bytes;
+    return VH_OK;
+}
+
+uint32_t cpu_device_count(void)
+{
+    return 1;
+}
+
+static void read_cpu_model_name(char *buf, size_t size)
+{
+    snprintf(buf, size, "CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) != 0) continue;
+        char *colon = strchr(line, ':');
+        if (!colon) break;
+        colon += 1 + (colon[1] == ' ');
+        colon[strcspn(colon, "\n")] = '\0';
+        snprintf(buf, size, "%s", colon);
+        break;
+    }
+    fclose(f);
+}
+
+vh_status cpu_device_info(uint32_t device, vh_device_info *info)
+{
+    if (device != 0 || !info) return VH_ERR_INVALID_ARGUMENT;
+    memset(info, 0, sizeof *info);
+    info->kind = VH_DEVICE_CPU;
+    read_cpu_model_name(info->name, sizeof info->name);
+    long pages = sysconf(_SC_PHYS_PAGES), avail = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0) info->total_memory = (uint64_t)pages * (uint64_t)page;
+    if (avail > 0 && page > 0) info->free_memory = (uint64_t)avail * (uint64_t)page;
     return VH_OK;
 }

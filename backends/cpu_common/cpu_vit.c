@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "executor.h"
+#include "cpu_executor.h"
 
 static const vh_tensor_view *W(const cpu_block *b, int i) { return &b->desc->tensors[i]; }
 
@@ -24,17 +24,13 @@ void cpu_vit_embed(vh_executor *e, const cpu_block *b, const vh_batch *batch)
     const vh_vit_desc *v = &e->model->towers[t];
     const int64_t D = v->embed_dim, P = v->patch_size, NP = v->n_patches, R = v->n_registers;
     const int64_t prefix = v->n_prefix;
-    vh_tensor_view patch_w = *W(b, VH_VIT_EMBED_PATCH_W); /* [D, 3, P, P] seen as [D, 3 P P] */
-    patch_w.ndim = 2;
-    patch_w.shape[1] = 3 * P * P;
     float *pos = NULL; /* fp32 position embeddings, converted per call (small: L x D) */
 
     for (uint32_t i = 0; i < batch->n_images; i++) {
         float *x = tower_tokens(e, t, i);
         const float *pixels = batch->pixels[(size_t)i * e->model->n_towers + t];
         vhk_im2col_patches(pixels, v->image_size, P, e->vit.patches);
-        vhk_linear(e->matmul, e->vit.patches, 3 * P * P, NP, 3 * P * P, &patch_w, b->vec[VH_VIT_EMBED_PATCH_B],
-                   x + prefix * D, D);
+        cpu_linear(e, b, VH_VIT_EMBED_PATCH_W, e->vit.patches, 3 * P * P, NP, b->vec[VH_VIT_EMBED_PATCH_B], x + prefix * D, D);
         if (v->has_class_token)
             vhk_convert_to_f32(W(b, VH_VIT_EMBED_CLS)->data, W(b, VH_VIT_EMBED_CLS)->dtype, x, D);
         if (R) vhk_convert_to_f32(W(b, VH_VIT_EMBED_REG)->data, W(b, VH_VIT_EMBED_REG)->dtype,
@@ -62,7 +58,7 @@ void cpu_vit_block(vh_executor *e, const cpu_block *b, const vh_batch *batch)
         float *x = tower_tokens(e, t, i);
 
         vhk_layernorm(e->pool, x, s->norm, T, D, b->vec[VH_VIT_NORM1_W], b->vec[VH_VIT_NORM1_B], v->norm_eps);
-        vhk_linear(e->matmul, s->norm, D, T, D, W(b, VH_VIT_QKV_W), b->vec[VH_VIT_QKV_B], s->qkv, 3 * D);
+        cpu_linear(e, b, VH_VIT_QKV_W, s->norm, D, T, b->vec[VH_VIT_QKV_B], s->qkv, 3 * D);
         /* qkv rows are [q | k | v], each [heads, head_dim]: attention over all T tokens */
         vhk_attention_args a = {
             .q = s->qkv, .q_stride = 3 * D, .k = s->qkv + D, .v = s->qkv + 2 * D, .kv_stride = 3 * D,
@@ -71,13 +67,13 @@ void cpu_vit_block(vh_executor *e, const cpu_block *b, const vh_batch *batch)
             .scale = (float)(1.0 / sqrt((double)v->head_dim)),
         };
         vhk_attention(e->pool, &a);
-        vhk_linear(e->matmul, s->attn, D, T, D, W(b, VH_VIT_PROJ_W), b->vec[VH_VIT_PROJ_B], s->proj, D);
+        cpu_linear(e, b, VH_VIT_PROJ_W, s->attn, D, T, b->vec[VH_VIT_PROJ_B], s->proj, D);
         vhk_add_scaled(e->pool, x, s->proj, b->vec[VH_VIT_LS1], T, D);
 
         vhk_layernorm(e->pool, x, s->norm, T, D, b->vec[VH_VIT_NORM2_W], b->vec[VH_VIT_NORM2_B], v->norm_eps);
-        vhk_linear(e->matmul, s->norm, D, T, D, W(b, VH_VIT_FC1_W), b->vec[VH_VIT_FC1_B], s->mlp, H);
+        cpu_linear(e, b, VH_VIT_FC1_W, s->norm, D, T, b->vec[VH_VIT_FC1_B], s->mlp, H);
         vhk_gelu_exact(e->pool, s->mlp, T * H);
-        vhk_linear(e->matmul, s->mlp, H, T, H, W(b, VH_VIT_FC2_W), b->vec[VH_VIT_FC2_B], s->proj, D);
+        cpu_linear(e, b, VH_VIT_FC2_W, s->mlp, H, T, b->vec[VH_VIT_FC2_B], s->proj, D);
         vhk_add_scaled(e->pool, x, s->proj, b->vec[VH_VIT_LS2], T, D);
     }
 }
@@ -99,15 +95,14 @@ void cpu_projector(vh_executor *e, const cpu_block *b, const vh_batch *batch)
             col += v->embed_dim;
         }
         float *out = e->patch_embeds + (size_t)i * N * Dl;
-        vhk_linear(e->matmul, e->proj_in, Dv, N, Dv, W(b, VH_PROJ_FC1_W), b->vec[VH_PROJ_FC1_B], e->proj_hidden, H1);
+        cpu_linear(e, b, VH_PROJ_FC1_W, e->proj_in, Dv, N, b->vec[VH_PROJ_FC1_B], e->proj_hidden, H1);
         vhk_gelu_exact(e->pool, e->proj_hidden, N * H1);
         if (m->projector_layers == 3) {
-            vhk_linear(e->matmul, e->proj_hidden, H1, N, H1, W(b, VH_PROJ_FC2_W), b->vec[VH_PROJ_FC2_B],
-                       e->proj_out, Dl);
+            cpu_linear(e, b, VH_PROJ_FC2_W, e->proj_hidden, H1, N, b->vec[VH_PROJ_FC2_B], e->proj_out, Dl);
             vhk_gelu_exact(e->pool, e->proj_out, N * Dl);
-            vhk_linear(e->matmul, e->proj_out, Dl, N, Dl, W(b, VH_PROJ_FC3_W), b->vec[VH_PROJ_FC3_B], out, Dl);
+            cpu_linear(e, b, VH_PROJ_FC3_W, e->proj_out, Dl, N, b->vec[VH_PROJ_FC3_B], out, Dl);
         } else {
-            vhk_linear(e->matmul, e->proj_hidden, H1, N, H1, W(b, VH_PROJ_FC2_W), b->vec[VH_PROJ_FC2_B], out, Dl);
+            cpu_linear(e, b, VH_PROJ_FC2_W, e->proj_hidden, H1, N, b->vec[VH_PROJ_FC2_B], out, Dl);
         }
     }
 }

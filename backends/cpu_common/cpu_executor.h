@@ -1,19 +1,24 @@
 /*
- * The cpu_generic block executor: fp32 activations over weights kept in the checkpoint's dtype
- * (read straight from the memory map), OpenBLAS for large GEMMs, portable C kernels for the rest.
+ * The CPU block executor shared by the CPU backends (cpu_generic, cpu_amx): fp32 activations,
+ * portable kernels (backends/cpu_kernels) on the backend's own thread pool, and linear
+ * layers through the backend's cpu_linear_ops. Weights stay in the checkpoint's memory map unless
+ * the backend's `prepare` makes its own copy.
  */
-#ifndef VH_CPU_GENERIC_EXECUTOR_H
-#define VH_CPU_GENERIC_EXECUTOR_H
+#ifndef VH_CPU_EXECUTOR_H
+#define VH_CPU_EXECUTOR_H
 
 #include "cpu_kernels.h"
+#include "cpu_linear.h"
 #include "thread_pool.h"
 #include "vlahybrid/backend.h"
 
-/* One block as this executor runs it: the weights' views, with the small vectors (norm weights,
- * biases, LayerScale) converted to fp32 once. */
+/* One block as this executor runs it: its matrices as 2-D views with whatever the backend prepared
+ * for them, and its small vectors (norm weights, biases, LayerScale) converted to fp32 once. */
 typedef struct cpu_block {
     const vh_block_desc *desc;
-    float *vec[VH_BLOCK_MAX_TENSORS];  /* fp32 copies of 1-D tensors; NULL for matrices/absent */
+    vh_tensor_view mat[VH_BLOCK_MAX_TENSORS]; /* 2-D [out, in] views; data NULL for non-matrices */
+    void *prepared[VH_BLOCK_MAX_TENSORS];     /* the backend's form of each matrix, or NULL */
+    float *vec[VH_BLOCK_MAX_TENSORS];         /* fp32 copies of 1-D tensors; NULL otherwise */
 } cpu_block;
 
 /* Scratch for the vision towers, sized for one image of the largest tower. */
@@ -43,7 +48,10 @@ struct vh_executor {
     vh_executor_params params;
     const vh_model_desc *model;
     vh_thread_pool *pool;
-    vhk_matmul *matmul;
+    const cpu_linear_ops *ops;
+    void *linear;                      /* the ops' context */
+    vh_status failed;                  /* first failure of a linear layer in this run */
+    char failure[256];
     cpu_block *blocks;                 /* [params.n_blocks], block i = model block first_block + i */
 
     /* vision: tokens of each tower for each image, then the projector's patch embeddings */
@@ -63,12 +71,25 @@ struct vh_executor {
     uint64_t weight_bytes, cache_bytes, work_bytes;
 };
 
-vh_status cpu_executor_create(const vh_executor_params *params, vh_executor **out, char *err, size_t err_size);
+/* The executor functions of the plugin ABI; a CPU plugin passes its linear ops to create. */
+vh_status cpu_executor_create(const vh_executor_params *params, const cpu_linear_ops *ops, vh_executor **out,
+                              char *err, size_t err_size);
 void cpu_executor_destroy(vh_executor *e);
 vh_status cpu_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first_block, uint32_t n_blocks,
                            char *err, size_t err_size);
+vh_status cpu_read_hidden(vh_executor *e, float *dst, uint32_t n_rows, char *err, size_t err_size);
+vh_status cpu_write_hidden(vh_executor *e, const float *src, uint32_t n_rows, char *err, size_t err_size);
+vh_status cpu_memory(vh_executor *e, vh_memory_report *report);
+/* The host CPU as the one device of a CPU backend. */
+uint32_t cpu_device_count(void);
+vh_status cpu_device_info(uint32_t device, vh_device_info *info);
 
-/* Block kinds (vit_forward.c, llama_forward.c). Inputs were validated by cpu_executor_run. */
+/* A linear layer of block b: y = x W^T + bias with the block's matrix `tensor`. A failure is
+ * recorded in e->failed (the run reports it after the block). */
+void cpu_linear(vh_executor *e, const cpu_block *b, int tensor, const float *x, int64_t x_stride, int64_t rows,
+                const float *bias, float *y, int64_t y_stride);
+
+/* Block kinds (cpu_vit.c, cpu_llama.c). Inputs were validated by cpu_executor_run. */
 void cpu_vit_embed(vh_executor *e, const cpu_block *b, const vh_batch *batch);
 void cpu_vit_block(vh_executor *e, const cpu_block *b, const vh_batch *batch);
 void cpu_projector(vh_executor *e, const cpu_block *b, const vh_batch *batch);
