@@ -1,0 +1,58 @@
+/*
+ * cpu_amx: the CPU backend for Intel CPUs with AMX (and others with AVX-512 bf16): linear layers
+ * on oneDNN's bf16 matmul over weights reordered once into oneDNN's layout; the rest of each block
+ * on the shared CPU executor and kernels. Refused (score 0) where the CPU has neither.
+ */
+#include <stdio.h>
+
+#include "cpu_executor.h"
+#include "cpu_features.h"
+#include "onednn_linear.h"
+
+static const cpu_linear_ops amx_linear_ops = {
+    .backend = "cpu_amx",
+    .create = amx_linear_create,
+    .destroy = amx_linear_destroy,
+    .prepare = amx_linear_prepare,
+    .release = amx_linear_release,
+    .linear = amx_linear_run,
+};
+
+/* Above cpu_generic (10) where bf16 matrix instructions exist; AMX above AVX-512 bf16 alone. */
+static int32_t amx_score(void)
+{
+    cpu_bf16_features f = cpu_bf16_detect();
+    return f.amx_bf16 ? 50 : f.avx512_bf16 ? 30 : 0;
+}
+
+static vh_status amx_executor_create(const vh_executor_params *params, vh_executor **out, char *err, size_t err_size)
+{
+    if (amx_score() <= 0) {
+        snprintf(err, err_size, "cpu_amx: this CPU has neither AMX nor AVX-512 bf16 (use cpu_generic)");
+        return VH_ERR_BACKEND_FAILED;
+    }
+    return cpu_executor_create(params, &amx_linear_ops, out, err, err_size);
+}
+
+static const vh_backend_iface cpu_amx_iface = {
+    .abi_major = VH_BACKEND_ABI_MAJOR,
+    .abi_minor = VH_BACKEND_ABI_MINOR,
+    .struct_size = sizeof(vh_backend_iface),
+    .name = "cpu_amx",
+    .description = "Intel AMX / AVX-512 bf16 CPU backend: oneDNN bf16 matmul (fp32 accumulation), shared CPU kernels",
+    .score = amx_score,
+    .device_count = cpu_device_count,
+    .device_info = cpu_device_info,
+    .executor_create = amx_executor_create,
+    .executor_destroy = cpu_executor_destroy,
+    .executor_run = cpu_executor_run,
+    .read_hidden = cpu_read_hidden,
+    .write_hidden = cpu_write_hidden,
+    .memory = cpu_memory,
+};
+
+VH_PLUGIN_EXPORT const vh_backend_iface *vh_backend_entry(uint32_t core_abi_major, uint32_t core_abi_minor)
+{
+    (void)core_abi_minor;
+    return core_abi_major == VH_BACKEND_ABI_MAJOR ? &cpu_amx_iface : NULL;
+}
