@@ -34,22 +34,10 @@ static vh_status amx_executor_create(const vh_executor_params *params, vh_execut
     return cpu_executor_create(params, &amx_linear_ops, out, err, err_size);
 }
 
-static const vh_backend_iface cpu_amx_iface = {
-    .abi_major = VH_BACKEND_ABI_MAJOR,
-    .abi_minor = VH_BACKEND_ABI_MINOR,
-    .struct_size = sizeof(vh_backend_iface),
-    .name = "cpu_amx",
-    .description = "Intel AMX / AVX-512 bf16 CPU backend: oneDNN bf16 matmul (fp32 accumulation), shared CPU kernels",
-    .score = amx_score,
-    .device_count = cpu_device_count,
-    .device_info = cpu_device_info,
-    .executor_create = amx_executor_create,
-    .executor_destroy = cpu_executor_destroy,
-    .executor_run = cpu_executor_run,
-    .read_hidden = cpu_read_hidden,
-    .write_hidden = cpu_write_hidden,
-    .memory = cpu_memory,
-};
+static const vh_backend_iface cpu_amx_iface = VH_CPU_BACKEND_IFACE(
+    "cpu_amx",
+    "Intel AMX / AVX-512 bf16 CPU backend: oneDNN bf16 matmul (fp32 accumulation), shared CPU kernels",
+    amx_score, amx_executor_create);
 
 VH_PLUGIN_EXPORT const vh_backend_iface *vh_backend_entry(uint32_t core_abi_major, uint32_t core_abi_minor)
 {

@@ -84,6 +84,26 @@ vh_status cpu_memory(vh_executor *e, vh_memory_report *report);
 uint32_t cpu_device_count(void);
 vh_status cpu_device_info(uint32_t device, vh_device_info *info);
 
+/* The plugin table of a CPU backend: everything but its name, description, score and create (which
+ * passes the backend's cpu_linear_ops to cpu_executor_create) is the shared executor's. */
+#define VH_CPU_BACKEND_IFACE(NAME, DESCRIPTION, SCORE_FN, CREATE_FN) \
+    {                                                               \
+        .abi_major = VH_BACKEND_ABI_MAJOR,                          \
+        .abi_minor = VH_BACKEND_ABI_MINOR,                          \
+        .struct_size = sizeof(vh_backend_iface),                    \
+        .name = (NAME),                                             \
+        .description = (DESCRIPTION),                               \
+        .score = (SCORE_FN),                                        \
+        .device_count = cpu_device_count,                           \
+        .device_info = cpu_device_info,                             \
+        .executor_create = (CREATE_FN),                             \
+        .executor_destroy = cpu_executor_destroy,                   \
+        .executor_run = cpu_executor_run,                           \
+        .read_hidden = cpu_read_hidden,                             \
+        .write_hidden = cpu_write_hidden,                           \
+        .memory = cpu_memory,                                       \
+    }
+
 /* A linear layer of block b: y = x W^T + bias with the block's matrix `tensor`. A failure is
  * recorded in e->failed (the run reports it after the block). */
 void cpu_linear(vh_executor *e, const cpu_block *b, int tensor, const float *x, int64_t x_stride, int64_t rows,

@@ -62,22 +62,10 @@ static vh_status generic_executor_create(const vh_executor_params *params, vh_ex
     return cpu_executor_create(params, &generic_linear_ops, out, err, err_size);
 }
 
-static const vh_backend_iface cpu_generic_iface = {
-    .abi_major = VH_BACKEND_ABI_MAJOR,
-    .abi_minor = VH_BACKEND_ABI_MINOR,
-    .struct_size = sizeof(vh_backend_iface),
-    .name = "cpu_generic",
-    .description = "portable CPU backend: OpenBLAS GEMMs, C kernels, fp32 compute over bf16/f16/f32 weights",
-    .score = generic_score,
-    .device_count = cpu_device_count,
-    .device_info = cpu_device_info,
-    .executor_create = generic_executor_create,
-    .executor_destroy = cpu_executor_destroy,
-    .executor_run = cpu_executor_run,
-    .read_hidden = cpu_read_hidden,
-    .write_hidden = cpu_write_hidden,
-    .memory = cpu_memory,
-};
+static const vh_backend_iface cpu_generic_iface = VH_CPU_BACKEND_IFACE(
+    "cpu_generic",
+    "portable CPU backend: OpenBLAS GEMMs, C kernels, fp32 compute over bf16/f16/f32 weights",
+    generic_score, generic_executor_create);
 
 VH_PLUGIN_EXPORT const vh_backend_iface *vh_backend_entry(uint32_t core_abi_major, uint32_t core_abi_minor)
 {
