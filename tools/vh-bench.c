@@ -15,14 +15,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "bundled_data.h"
 #include "image_file.h"
 #include "vlahybrid/vlahybrid.h"
-
-static const char *bundled(const char *installed, const char *source)
-{
-    struct stat st;
-    return stat(installed, &st) == 0 ? installed : source;
-}
 
 typedef struct options {
     const char *model, *image, *backends, *plugin_path, *instruction, *unnorm_key;
@@ -99,11 +94,11 @@ int main(int argc, char **argv)
                         "                [--unnorm-key KEY] [--json]\n");
         return 2;
     }
-    if (!o.model) o.model = bundled(VH_INSTALLED_MODEL_DIR, VH_SOURCE_MODEL_DIR);
+    if (!o.model) o.model = VH_BUNDLED_MODEL_DIR;
     char default_image[4096];
     if (!o.image) {
         snprintf(default_image, sizeof default_image, "%s/frame_0.png",
-                 bundled(VH_INSTALLED_FRAMES_DIR, VH_SOURCE_FRAMES_DIR));
+                 VH_BUNDLED_FRAMES_DIR);
         o.image = default_image;
     }
     uint8_t *rgb = NULL;

@@ -20,19 +20,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "bundled_data.h"
 #include "image_file.h"
 #include "vlahybrid/vlahybrid.h"
 
 #define MAX_IMAGES 4096
 
-/* The bundled model and frames: installed copies first, else the source tree's. */
-static const char *bundled(const char *installed, const char *source)
-{
-    struct stat st;
-    return stat(installed, &st) == 0 ? installed : source;
-}
-#define VH_DEFAULT_MODEL_DIR bundled(VH_INSTALLED_MODEL_DIR, VH_SOURCE_MODEL_DIR)
-#define VH_DEFAULT_FRAMES_DIR bundled(VH_INSTALLED_FRAMES_DIR, VH_SOURCE_FRAMES_DIR)
+
 #define MAX_PROMPT_IDS 4096
 
 typedef struct options {
@@ -57,7 +51,7 @@ static void usage(FILE *out)
             "              [--decode-positions contiguous|openvla-hf440]\n"
             "Runs a Vision-Language-Action model on the images, in order, and prints one action per image.\n"
             "Without --model/--image: the bundled tiny OpenVLA model (%s) on the bundled frames (%s).\n",
-            VH_DEFAULT_MODEL_DIR, VH_DEFAULT_FRAMES_DIR);
+            VH_BUNDLED_MODEL_DIR, VH_BUNDLED_FRAMES_DIR);
 }
 
 static int parse_args(int argc, char **argv, options *o)
@@ -124,7 +118,7 @@ static int compare_strings(const void *a, const void *b)
 /* The bundled frames: every .png/.jpg of the folder, sorted by name. */
 static int add_default_frames(options *o, char ***owned)
 {
-    const char *frames_dir = VH_DEFAULT_FRAMES_DIR;
+    const char *frames_dir = VH_BUNDLED_FRAMES_DIR;
     DIR *d = opendir(frames_dir);
     if (!d) {
         fprintf(stderr, "vh-run: no --image given and the bundled frames (%s) are missing\n", frames_dir);
@@ -243,7 +237,7 @@ int main(int argc, char **argv)
         return 2;
     }
     char **owned_paths = NULL;
-    if (!o.model) o.model = VH_DEFAULT_MODEL_DIR;
+    if (!o.model) o.model = VH_BUNDLED_MODEL_DIR;
     if (o.n_images == 0 && add_default_frames(&o, &owned_paths)) return 2;
     if (!o.instruction) o.instruction = "pick up the red block";
 
