@@ -11,6 +11,7 @@
 #ifndef VH_IMAGE_BICUBIC_RESIZE_H
 #define VH_IMAGE_BICUBIC_RESIZE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,5 +32,21 @@
 vh_status vh_resize_bicubic_rgb8(const uint8_t *src, uint32_t src_w, uint32_t src_h,
                                  size_t src_stride, uint8_t *dst, uint32_t dst_w, uint32_t dst_h,
                                  vh_error *err);
+
+/* The machine code that does the arithmetic. Every one gives the same bytes; tests run each one the
+ * CPU has, benchmarks compare them. */
+typedef enum vh_resize_code {
+    VH_RESIZE_CODE_BEST = 0, /* the fastest this CPU runs: what vh_resize_bicubic_rgb8 uses */
+    VH_RESIZE_CODE_PORTABLE, /* plain C for the build's baseline instruction set */
+    VH_RESIZE_CODE_AVX2,     /* AVX2 intrinsics across, the vertical C compiled for AVX2 (x86-64) */
+} vh_resize_code;
+
+/* Whether this build and CPU can run `code`. */
+bool vh_resize_code_available(vh_resize_code code);
+
+/* vh_resize_bicubic_rgb8 with the given code; VH_ERR_INVALID_ARGUMENT if it is not available. */
+vh_status vh_resize_bicubic_rgb8_code(const uint8_t *src, uint32_t src_w, uint32_t src_h,
+                                      size_t src_stride, uint8_t *dst, uint32_t dst_w,
+                                      uint32_t dst_h, vh_resize_code code, vh_error *err);
 
 #endif

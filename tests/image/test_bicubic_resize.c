@@ -1,6 +1,7 @@
 /* vh_resize_bicubic_rgb8 against Pillow 9.4: every job in images/resize/manifest.txt (source,
  * target size, PIL's Image.resize(size, Image.BICUBIC) saved losslessly by
- * make_image_reference.py) must match every byte, with packed rows and with a row stride. */
+ * make_image_reference.py) must match every byte, with packed rows and with a row stride, with
+ * every code path (vh_resize_code) this CPU runs. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,15 @@
 #include "test_support.h"
 
 static size_t n_resize_jobs;
+
+/* The code paths to test besides the default one (which is one of them). */
+static const struct {
+    vh_resize_code code;
+    const char *name;
+} codes[] = {
+    {VH_RESIZE_CODE_PORTABLE, "portable"},
+    {VH_RESIZE_CODE_AVX2, "avx2"},
+};
 
 static uint8_t *load_image(const char *relative, uint32_t *w, uint32_t *h)
 {
@@ -73,11 +83,24 @@ START_TEST(resizes_like_pillow)
     memset(strided, 0xa5, stride * src_h);
     for (uint32_t y = 0; y < src_h; y++)
         memcpy(strided + y * stride, src + (size_t)y * src_w * 3, (size_t)src_w * 3);
-    memset(dst, 0, dst_bytes);
-    ck_assert_int_eq(vh_resize_bicubic_rgb8(strided, src_w, src_h, stride, dst, dst_w, dst_h, &err),
-                     VH_OK);
-    strcat(what, " (strided)");
-    assert_same_pixels(dst, ref, dst_w, dst_h, what);
+
+    for (size_t c = 0; c < sizeof codes / sizeof codes[0]; c++) {
+        if (!vh_resize_code_available(codes[c].code))
+            continue;
+        char what_code[300];
+        snprintf(what_code, sizeof what_code, "%s (%s)", what, codes[c].name);
+        memset(dst, 0, dst_bytes);
+        ck_assert_msg(vh_resize_bicubic_rgb8_code(src, src_w, src_h, 0, dst, dst_w, dst_h,
+                                                  codes[c].code, &err) == VH_OK,
+                      "%s: %s", what_code, err.message);
+        assert_same_pixels(dst, ref, dst_w, dst_h, what_code);
+        memset(dst, 0, dst_bytes);
+        ck_assert_int_eq(vh_resize_bicubic_rgb8_code(strided, src_w, src_h, stride, dst, dst_w,
+                                                     dst_h, codes[c].code, &err),
+                         VH_OK);
+        strcat(what_code, " (strided)");
+        assert_same_pixels(dst, ref, dst_w, dst_h, what_code);
+    }
 
     free(strided);
     free(dst);
@@ -118,17 +141,28 @@ START_TEST(extreme_sizes)
     vh_error err = {0};
     uint32_t wide = VH_RESIZE_MAX_SIDE;
     uint8_t *row = malloc((size_t)wide * 3 * 2);
-    for (size_t i = 0; i < (size_t)wide * 3 * 2; i++)
-        row[i] = (uint8_t)(i * 7);
-    uint8_t one[3];
-    ck_assert_int_eq(vh_resize_bicubic_rgb8(row, wide, 2, 0, one, 1, 1, &err), VH_OK);
-    uint8_t column[2 * 3 * 5];
-    ck_assert_int_eq(vh_resize_bicubic_rgb8(row, 2, wide, 0, column, 2, 5, &err), VH_OK);
+    for (size_t c = 0; c < sizeof codes / sizeof codes[0]; c++) {
+        if (!vh_resize_code_available(codes[c].code))
+            continue;
+        for (size_t i = 0; i < (size_t)wide * 3 * 2; i++)
+            row[i] = (uint8_t)(i * 7);
+        uint8_t one[3];
+        ck_assert_int_eq(vh_resize_bicubic_rgb8_code(row, wide, 2, 0, one, 1, 1, codes[c].code,
+                                                     &err),
+                         VH_OK);
+        uint8_t column[2 * 3 * 5];
+        ck_assert_int_eq(vh_resize_bicubic_rgb8_code(row, 2, wide, 0, column, 2, 5,
+                                                     codes[c].code, &err),
+                         VH_OK);
 
-    static const uint8_t flat[3] = {200, 3, 77};
-    ck_assert_int_eq(vh_resize_bicubic_rgb8(flat, 1, 1, 0, row, wide, 2, &err), VH_OK);
-    for (size_t i = 0; i < (size_t)wide * 2; i++)
-        ck_assert_msg(memcmp(row + 3 * i, flat, 3) == 0, "pixel %zu not flat", i);
+        static const uint8_t flat[3] = {200, 3, 77};
+        ck_assert_int_eq(vh_resize_bicubic_rgb8_code(flat, 1, 1, 0, row, wide, 2, codes[c].code,
+                                                     &err),
+                         VH_OK);
+        for (size_t i = 0; i < (size_t)wide * 2; i++)
+            ck_assert_msg(memcmp(row + 3 * i, flat, 3) == 0, "%s: pixel %zu not flat",
+                          codes[c].name, i);
+    }
     free(row);
 }
 END_TEST
