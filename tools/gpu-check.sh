@@ -21,4 +21,11 @@ head -c 600 "$OUT/vh-run.jsonl"; tail -n 5 "$OUT/vh-run.err"
 [ "${SKIP_BENCH:-0}" = 1 ] && exit 0
 step synth; "$BUILD/tools/vh-synth-checkpoint" --out /tmp/openvla-7b-synth --tokenizer models/openvla-tiny/tokenizer.model --no-sync > "$OUT/synth.log" 2>&1; echo "rc=$?"; tail -n 3 "$OUT/synth.log"
 step bench; "$BUILD/tools/vh-bench" --model /tmp/openvla-7b-synth --backend cuda --frames ${FRAMES:-30} --warmup 3 > "$OUT/bench.txt" 2>&1; echo "rc=$?"; cat "$OUT/bench.txt"
+step bench-decode-on-cublaslt; VH_CUDA_GEMV=0 "$BUILD/tools/vh-bench" --model /tmp/openvla-7b-synth --backend cuda --frames 10 --warmup 2 > "$OUT/bench-cublaslt.txt" 2>&1; echo "rc=$?"; cat "$OUT/bench-cublaslt.txt"
+NSYS=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -n 1)
+if [ -n "$NSYS" ] && [ "${PROFILE:-1}" = 1 ]; then
+  step profile "$NSYS"
+  "$NSYS" profile -o "$OUT/prof" --force-overwrite true "$BUILD/tools/vh-bench" --model /tmp/openvla-7b-synth --backend cuda --frames 5 --warmup 1 > "$OUT/prof.log" 2>&1; echo "rc=$?"
+  "$NSYS" stats --report cuda_gpu_kern_sum --format csv "$OUT/prof.nsys-rep" > "$OUT/kernels-profile.csv" 2>/dev/null; head -n 30 "$OUT/kernels-profile.csv" | cut -c1-220
+fi
 step peer; PYTHONUNBUFFERED=1 python3 tools/bench_transformers.py --json "$OUT/peer.json" > "$OUT/peer.log" 2>&1; echo "rc=$?"; tail -n 8 "$OUT/peer.log"

@@ -23,6 +23,7 @@ struct vhc_gemm {
     size_t workspace_bytes;
     gemm_shape shapes[MAX_SHAPES];
     int n_shapes;
+    int use_gemv; /* few-row layers on vhc_gemv (VH_CUDA_GEMV=0: all on cuBLASLt, to compare) */
 };
 
 vh_status vhc_gemm_create(cudaStream_t stream, void *workspace, size_t workspace_bytes, vhc_gemm **out, char *err,
@@ -41,6 +42,8 @@ vh_status vhc_gemm_create(cudaStream_t stream, void *workspace, size_t workspace
         return VH_ERR_BACKEND_FAILED;
     }
     g->stream = stream;
+    const char *gemv = getenv("VH_CUDA_GEMV");
+    g->use_gemv = !(gemv && !strcmp(gemv, "0"));
     g->workspace = workspace;
     g->workspace_bytes = workspace_bytes;
     *out = g;
@@ -128,6 +131,10 @@ vh_status vhc_linear(vhc_gemm *g, const vhc_bf16 *A, int64_t lda, int64_t M, int
                      float *D, int64_t ldd, int accumulate, char *err, size_t err_size)
 {
     if (M == 0) return VH_OK;
+    if (g->use_gemv && vhc_gemv_supported(A, lda, M, K, W, N, D, ldd)) {
+        vhc_gemv(g->stream, A, lda, M, K, W, N, D, ldd, accumulate);
+        return VH_OK;
+    }
     gemm_shape *s = find_shape(g, M, N, K, lda, ldd, accumulate, err, err_size);
     if (!s) return VH_ERR_BACKEND_FAILED;
     const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;

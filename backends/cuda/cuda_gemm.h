@@ -5,7 +5,9 @@
  *     D[M, N] = A[M, K] . W[N, K]^T  (+ D when accumulating: a fused residual add)
  *
  * The matmul descriptor, layouts and algorithm are chosen once per shape (cuBLASLt's heuristic)
- * and cached, so the hot path is one cublasLtMatmul call, which CUDA graphs can capture.
+ * and cached, so the hot path is one cublasLtMatmul call, which CUDA graphs can capture. Layers of
+ * at most VHC_GEMV_MAX_ROWS rows (decode steps) go to vhc_gemv instead, which streams the weights
+ * faster (set VH_CUDA_GEMV=0 to run them on cuBLASLt too, for comparison).
  * Not thread-safe: one per executor (stream).
  */
 #ifndef VH_CUDA_GEMM_H

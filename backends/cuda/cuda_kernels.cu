@@ -449,8 +449,9 @@ extern "C" void vhc_vit_qkv_split(cudaStream_t s, const float *qkv, const float 
 }
 
 /* ------------------------------------------------------------------------------------------------
- * LLM RoPE + cache write: one block per row. The row's cos / sin (one pair per frequency) go to
- * shared memory first; then thread = one (i, i + hd/2) pair of one head of q | k | v.
+ * LLM RoPE + cache write: blocks (row, slice): the row's (i, i + hd/2) pairs of q | k | v are cut into
+ * slices of blockDim pairs (so a decode step's single row still fills many SMs). Each block puts the
+ * row's cos / sin (one pair per frequency) in shared memory, then thread = one pair of its slice.
  */
 
 #define ROPE_MAX_THREADS 256
@@ -477,7 +478,8 @@ k_llm_rope_qkv(const float *__restrict__ qkv, const vhc_row *__restrict__ rows, 
     __syncthreads();
     const int width = n_heads + 2 * n_kv_heads, units = width * half;
     const float *row = qkv + (int64_t)r * width * hd;
-    for (int u = threadIdx.x; u < units; u += blockDim.x) {
+    const int u = blockIdx.y * blockDim.x + threadIdx.x;
+    if (u < units) {
         const int head = u / half, i = u - head * half;
         const float a = row[head * hd + i], b = row[head * hd + i + half];
         vhc_bf16 *dst;
@@ -505,8 +507,11 @@ extern "C" void vhc_llm_rope_qkv(cudaStream_t s, const float *qkv, const vhc_row
     if (R <= 0 || n_heads <= 0 || n_kv_heads < 0 || head_dim < 2 || (head_dim & 1)) return;
     int64_t units = (int64_t)(n_heads + 2 * n_kv_heads) * (head_dim / 2);
     int threads = row_threads(units, ROPE_MAX_THREADS);
+    int64_t slices = (units + threads - 1) / threads;
+    if (slices > 65535) return; /* > 16M pairs per row: no such model */
     size_t smem = (size_t)head_dim * sizeof(float);
-    k_llm_rope_qkv<<<(unsigned)R, threads, smem, s>>>(qkv, rows, q_out, k_cache, v_cache, n_heads, n_kv_heads,
+    dim3 grid((unsigned)R, (unsigned)slices, 1);
+    k_llm_rope_qkv<<<grid, threads, smem, s>>>(qkv, rows, q_out, k_cache, v_cache, n_heads, n_kv_heads,
                                                       head_dim, theta);
 }
 
@@ -648,8 +653,8 @@ static __device__ __forceinline__ void att_step(const unsigned kw[ATT_KB][ATT_MA
  * block of keys while computing the current one (more registers: for launches with few warps). */
 static __device__ __forceinline__ void att_keys(const vhc_bf16 *__restrict__ kp, const vhc_bf16 *__restrict__ vp,
                                                 int64_t kv_stride, int n, int nvalid, const float *qf, float *acc,
-                                                float *l, float scale, int lane, const int E, const int VEC,
-                                                const int PF)
+                                                float *m_out, float *l, float scale, int lane, const int E,
+                                                const int VEC, const int PF)
 {
     float m = -INFINITY;
     unsigned kc[ATT_KB][ATT_MAXW], vc[ATT_KB][ATT_MAXW];
@@ -683,6 +688,7 @@ static __device__ __forceinline__ void att_keys(const vhc_bf16 *__restrict__ kp,
         att_load_block(kp, vp, kv_stride, j0, n - j0, nvalid, kc, vc, E, VEC);
         att_step(kc, vc, n - j0, qf, acc, &m, l, scale, lane, E);
     }
+    *m_out = m;
 }
 
 static __device__ __forceinline__ void att_warp(const vhc_bf16 *__restrict__ q, int64_t q_stride,
@@ -711,20 +717,103 @@ static __device__ __forceinline__ void att_warp(const vhc_bf16 *__restrict__ q, 
         qf[e] = e < nvalid ? bf2f(qp[e]) : 0.0f;
         acc[e] = 0.0f;
     }
-    float l = 0.0f;
+    float l = 0.0f, m;
     const vhc_bf16 *kp = k + base + (int64_t)kvh * hd, *vp = v + base + (int64_t)kvh * hd;
     const uintptr_t al = (uintptr_t)kp | (uintptr_t)vp | (uintptr_t)(kv_stride * 2);
     const bool vec = E > 1 && hd % E == 0 && (al & (uintptr_t)(2 * E - 1)) == 0;
     if (vec)
-        att_keys(kp + d0, vp + d0, kv_stride, n, nvalid, qf, acc, &l, scale, lane, E, 1, PF);
+        att_keys(kp + d0, vp + d0, kv_stride, n, nvalid, qf, acc, &m, &l, scale, lane, E, 1, PF);
     else
-        att_keys(kp + d0, vp + d0, kv_stride, n, nvalid, qf, acc, &l, scale, lane, E, 0, PF);
+        att_keys(kp + d0, vp + d0, kv_stride, n, nvalid, qf, acc, &m, &l, scale, lane, E, 0, PF);
 
     vhc_bf16 *op = out + (int64_t)r * out_stride + (int64_t)h * hd + d0;
 #pragma unroll
     for (int e = 0; e < E; e++)
         if (e < nvalid) op[e] = f2bf(n > 0 ? acc[e] / l : 0.0f);
 }
+
+/*
+ * Attention of rows with their own sequences (LLM batches): one block per (row, head), its keys cut
+ * into up to ATT_SPLIT contiguous slices of whole ATT_KB-key blocks, one warp each (the per-warp
+ * loop above, prefetching), so a decode step's few (row, head) pairs still fill the GPU. The slices
+ * merge in shared memory, in warp order: M = max m_w, L = sum_w l_w e^(m_w - M),
+ * out = sum_w acc_w e^(m_w - M) / L. The slicing depends on the row's n_keys only, so a row's
+ * result does not depend on the other rows of the batch.
+ */
+#define ATT_SPLIT 8          /* warps per (row, head) */
+#define ATT_SPLIT_MIN_KEYS 32 /* keys per warp at least, before another warp joins */
+
+static __device__ __forceinline__ void att_split(const vhc_bf16 *__restrict__ q, int64_t q_stride,
+                                                 const vhc_bf16 *__restrict__ k, const vhc_bf16 *__restrict__ v,
+                                                 int64_t kv_stride, const vhc_row *__restrict__ rows,
+                                                 vhc_bf16 *__restrict__ out, int64_t out_stride, int group, int hd,
+                                                 float scale, const int E, const int PF)
+{
+    __shared__ float sm_m[ATT_SPLIT], sm_l[ATT_SPLIT], sm_acc[ATT_SPLIT][256];
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const int r = blockIdx.x, h = blockIdx.y, kvh = h / group;
+    const int64_t base = rows[r].kv_seq_base;
+    const int n = rows[r].n_keys;
+    int nsplit = (n + ATT_SPLIT_MIN_KEYS - 1) / ATT_SPLIT_MIN_KEYS;
+    nsplit = nsplit < 1 ? 1 : nsplit > ATT_SPLIT ? ATT_SPLIT : nsplit;
+    const int per = n <= 0 ? 0 : ((n + nsplit - 1) / nsplit + ATT_KB - 1) / ATT_KB * ATT_KB;
+    const int j0 = w * per, j1 = j0 + per < n ? j0 + per : n;
+    const int d0 = lane * E;
+    const int nvalid = hd - d0 <= 0 ? 0 : (hd - d0 >= E ? E : hd - d0);
+
+    float qf[8], acc[8], l = 0.0f, m = -INFINITY;
+    const vhc_bf16 *qp = q + (int64_t)r * q_stride + (int64_t)h * hd + d0;
+#pragma unroll
+    for (int e = 0; e < E; e++) {
+        qf[e] = e < nvalid ? bf2f(qp[e]) : 0.0f;
+        acc[e] = 0.0f;
+    }
+    if (j1 > j0) {
+        const vhc_bf16 *kp = k + base + (int64_t)kvh * hd + (int64_t)j0 * kv_stride;
+        const vhc_bf16 *vp = v + base + (int64_t)kvh * hd + (int64_t)j0 * kv_stride;
+        const uintptr_t al = (uintptr_t)kp | (uintptr_t)vp | (uintptr_t)(kv_stride * 2);
+        const bool vec = E > 1 && hd % E == 0 && (al & (uintptr_t)(2 * E - 1)) == 0;
+        if (vec)
+            att_keys(kp + d0, vp + d0, kv_stride, j1 - j0, nvalid, qf, acc, &m, &l, scale, lane, E, 1, PF);
+        else
+            att_keys(kp + d0, vp + d0, kv_stride, j1 - j0, nvalid, qf, acc, &m, &l, scale, lane, E, 0, PF);
+    }
+    if (lane == 0) sm_m[w] = m, sm_l[w] = l;
+#pragma unroll
+    for (int e = 0; e < E; e++)
+        if (e < nvalid) sm_acc[w][d0 + e] = acc[e];
+    __syncthreads();
+    const int nw = (int)(blockDim.x >> 5);
+    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+        float mx = -INFINITY;
+        for (int i = 0; i < nw; i++) mx = fmaxf(mx, sm_m[i]);
+        float o = 0.0f;
+        if (mx != -INFINITY) {
+            float sum = 0.0f, a = 0.0f;
+            for (int i = 0; i < nw; i++) {
+                const float c = expf(sm_m[i] - mx); /* 0 for an empty slice (m = -inf) */
+                sum = fmaf(sm_l[i], c, sum);
+                a = fmaf(sm_acc[i][d], c, a);
+            }
+            o = a / sum;
+        }
+        out[(int64_t)r * out_stride + (int64_t)h * hd + d] = f2bf(o);
+    }
+}
+
+#define ATT_SPLIT_PARAMS                                                                                            \
+    const vhc_bf16 *__restrict__ q, int64_t q_stride, const vhc_bf16 *__restrict__ k, const vhc_bf16 *__restrict__ v, \
+        int64_t kv_stride, const vhc_row *__restrict__ rows, vhc_bf16 *__restrict__ out, int64_t out_stride,          \
+        int group, int hd, float scale
+#define ATT_SPLIT_KERNEL(name, E, PF)                                                                              \
+    __global__ void __launch_bounds__(ATT_SPLIT * 32) name(ATT_SPLIT_PARAMS)                                       \
+    {                                                                                                              \
+        att_split(q, q_stride, k, v, kv_stride, rows, out, out_stride, group, hd, scale, E, PF);                  \
+    }
+ATT_SPLIT_KERNEL(k_attention_split_e1, 1, 1)
+ATT_SPLIT_KERNEL(k_attention_split_e2, 2, 1)
+ATT_SPLIT_KERNEL(k_attention_split_e4, 4, 1)
+ATT_SPLIT_KERNEL(k_attention_split_e8, 8, 0)
 
 #define ATT_PARAMS                                                                                                 \
     const vhc_bf16 *__restrict__ q, int64_t q_stride, const vhc_bf16 *__restrict__ k, const vhc_bf16 *__restrict__ v, \
@@ -767,6 +856,21 @@ extern "C" void vhc_attention(cudaStream_t s, const vhc_bf16 *q, int64_t q_strid
         n_heads > 65535)
         return;
     const int group = n_heads / n_kv_heads;
+    if (rows) {
+        void (*split)(ATT_SPLIT_PARAMS) = head_dim <= 32   ? k_attention_split_e1
+                                          : head_dim <= 64  ? k_attention_split_e2
+                                          : head_dim <= 128 ? k_attention_split_e4
+                                                            : k_attention_split_e8;
+        dim3 sgrid((unsigned)R, (unsigned)n_heads, 1);
+        split<<<sgrid, ATT_SPLIT * 32, 0, s>>>(q, q_stride, k, v, kv_stride, rows, out, out_stride, group, head_dim,
+                                               scale);
+        return;
+    }
+    if (vhc_flash_attention_supported(q, q_stride, k, v, kv_stride, out_stride, n_heads, n_kv_heads, head_dim)) {
+        vhc_flash_attention(s, q, q_stride, k, v, kv_stride, out, out_stride, R, n_heads, n_kv_heads, head_dim, scale,
+                            n_keys_dense, -1);
+        return;
+    }
     const int wpb = R < ATT_WARPS ? R : ATT_WARPS;
     dim3 grid((unsigned)((R + wpb - 1) / wpb), (unsigned)n_heads, 1);
     const int threads = 32 * wpb;

@@ -71,10 +71,36 @@ void vhc_llm_rope_qkv(cudaStream_t s, const float *qkv, const vhc_row *rows, vhc
 /* Attention, fp32 online softmax, no score matrix in memory. Query row r, head h (kv head
  * h / (n_heads / n_kv_heads)) attends to keys j < n_keys at k + base + j * kv_stride + kvh * hd, where
  * with rows: base = rows[r].kv_seq_base, n_keys = rows[r].n_keys; without (rows NULL): base 0,
- * n_keys = n_keys_dense. Output bf16 at out + r * out_stride + h * hd. head_dim <= 256. */
+ * n_keys = n_keys_dense. Output bf16 at out + r * out_stride + h * hd. head_dim <= 256. With rows, a
+ * row's keys are split over up to 8 warps whose partial softmax sums merge at the end, the split
+ * depending on the row's n_keys only (a row's bits do not depend on the rest of the batch). */
 void vhc_attention(cudaStream_t s, const vhc_bf16 *q, int64_t q_stride, const vhc_bf16 *k, const vhc_bf16 *v,
                    int64_t kv_stride, const vhc_row *rows, int n_keys_dense, vhc_bf16 *out, int64_t out_stride,
                    int R, int n_heads, int n_kv_heads, int head_dim, float scale);
+
+/* Attention on tensor cores for many rows (cuda_flash_attention.cu): the layout of vhc_attention
+ * without row metadata; query row r uses keys j < n_keys_dense (first_position < 0) or, causally,
+ * j < first_position + r + 1 (a prefill segment whose row 0 is at first_position, its sequence's
+ * keys at k / v). P enters P.V rounded to bf16 (FlashAttention's precision). Served when
+ * vhc_flash_attention_supported: head_dim a multiple of 8 up to 128, K / V rows 16-byte aligned,
+ * q 4-byte aligned with an even stride; vhc_flash_attention enqueues nothing otherwise. vhc_attention
+ * takes this path itself for calls without rows that it serves. */
+int vhc_flash_attention_supported(const vhc_bf16 *q, int64_t q_stride, const vhc_bf16 *k, const vhc_bf16 *v,
+                                  int64_t kv_stride, int64_t out_stride, int n_heads, int n_kv_heads, int head_dim);
+void vhc_flash_attention(cudaStream_t s, const vhc_bf16 *q, int64_t q_stride, const vhc_bf16 *k, const vhc_bf16 *v,
+                         int64_t kv_stride, vhc_bf16 *out, int64_t out_stride, int R, int n_heads, int n_kv_heads,
+                         int head_dim, float scale, int n_keys_dense, int first_position);
+
+/* Linear layer for a few rows (cuda_gemv.cu): D[m, n] = sum_k A[m, k] W[n, k] (+ D[m, n] when
+ * accumulate) for m < M, n < N; A rows lda apart, W [N, K] contiguous, D rows ldd apart, fp32 FMA
+ * chains whose order depends on K only. Served when vhc_gemv_supported: 1 <= M <= VHC_GEMV_MAX_ROWS,
+ * K a multiple of 8, lda a multiple of 8, A and W 16-byte aligned; vhc_gemv enqueues nothing
+ * otherwise. */
+#define VHC_GEMV_MAX_ROWS 8
+int vhc_gemv_supported(const vhc_bf16 *A, int64_t lda, int64_t M, int64_t K, const vhc_bf16 *W, int64_t N,
+                       const float *D, int64_t ldd);
+void vhc_gemv(cudaStream_t s, const vhc_bf16 *A, int64_t lda, int64_t M, int64_t K, const vhc_bf16 *W, int64_t N,
+              float *D, int64_t ldd, int accumulate);
 
 /* x[r, :] = float(table[rows[r].token, :]) or patch_embeds[rows[r].patch, :]. */
 void vhc_embed_rows(cudaStream_t s, const vhc_bf16 *table, const float *patch_embeds, const vhc_row *rows, float *x,

@@ -3,6 +3,7 @@
  *
  *   x  = embed(token) or the image's patch embedding
  *   x += o_proj(attention(rope(q), rope(k) -> cache, v -> cache))     (GEMM accumulates into x)
+ *        attention: prefill segments on tensor cores, decode rows on the row kernel
  *   x += down_proj(silu(gate) * up)                                    (GEMM accumulates into x)
  *   logits = lm_head(rmsnorm(each segment's last row)); token = argmax(logits)
  */
@@ -17,6 +18,38 @@ vh_status cuda_llm_embed(vh_executor *e, const cuda_block *b, const vh_batch *ba
     vhc_embed_rows(e->stream, b->mat[VH_LLM_EMBED_TOKENS], e->proj.patch_embeds, e->llm.rows, e->llm.x,
                    (int)batch->n_rows, (int)e->model->llm.hidden);
     return VH_OK;
+}
+
+/* Segments of at least this many rows (prefills) take the tensor-core kernel, one launch each; runs
+ * of shorter ones (decode rows) take the row kernel, which splits each row's keys over warps. */
+#define FLASH_MIN_ROWS 16
+
+static void llm_attention(vh_executor *e, const vh_batch *batch, const vhc_bf16 *k_cache, const vhc_bf16 *v_cache)
+{
+    const vh_llm_desc *l = &e->model->llm;
+    llm_buffers *s = &e->llm;
+    const int hd = (int)l->head_dim, H = (int)l->n_heads, Hkv = (int)l->n_kv_heads;
+    const int64_t q_dim = (int64_t)H * hd, kv_dim = (int64_t)Hkv * hd;
+    const float scale = (float)(1.0 / sqrt((double)hd));
+    uint32_t row = 0, run_start = 0;
+    for (uint32_t i = 0; i <= batch->n_segments; i++) {
+        const vh_segment *seg = i < batch->n_segments ? &batch->segments[i] : NULL;
+        const int64_t base = seg ? (int64_t)seg->sequence * e->params.max_context * kv_dim : 0;
+        const int flash = seg && seg->n_rows >= FLASH_MIN_ROWS &&
+                          vhc_flash_attention_supported(s->q + row * q_dim, q_dim, k_cache + base, v_cache + base,
+                                                        kv_dim, q_dim, H, Hkv, hd);
+        if ((!seg || flash) && row > run_start) /* the run of short segments before this one */
+            vhc_attention(e->stream, s->q + run_start * q_dim, q_dim, k_cache, v_cache, kv_dim, s->rows + run_start, 0,
+                          s->attn + run_start * q_dim, q_dim, (int)(row - run_start), H, Hkv, hd, scale);
+        if (!seg) break;
+        if (flash) {
+            vhc_flash_attention(e->stream, s->q + row * q_dim, q_dim, k_cache + base, v_cache + base, kv_dim,
+                                s->attn + row * q_dim, q_dim, (int)seg->n_rows, H, Hkv, hd, scale, 0,
+                                (int)seg->position);
+            run_start = row + seg->n_rows;
+        }
+        row += seg->n_rows;
+    }
 }
 
 vh_status cuda_llm_block(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size)
@@ -34,8 +67,7 @@ vh_status cuda_llm_block(vh_executor *e, const cuda_block *b, const vh_batch *ba
     if ((st = vhc_linear(e->gemm, s->xn, Dl, R, Dl, b->qkv_w, qkv_dim, s->qkv, qkv_dim, 0, err, err_size))) return st;
     vhc_llm_rope_qkv(e->stream, s->qkv, s->rows, s->q, k_cache, v_cache, R, (int)l->n_heads, (int)l->n_kv_heads, hd,
                      l->rope_theta);
-    vhc_attention(e->stream, s->q, q_dim, k_cache, v_cache, kv_dim, s->rows, 0, s->attn, q_dim, R, (int)l->n_heads,
-                  (int)l->n_kv_heads, hd, (float)(1.0 / sqrt((double)hd)));
+    llm_attention(e, batch, k_cache, v_cache);
     if ((st = vhc_linear(e->gemm, s->attn, q_dim, R, q_dim, b->mat[VH_LLM_O], Dl, s->x, Dl, 1, err, err_size)))
         return st;
 

@@ -37,7 +37,7 @@
 
 enum {
     K_RMS, K_LN, K_GELU, K_BIAS, K_RES, K_SILU, K_CVT, K_QKV, K_ROPE, K_ATT, K_EMB, K_ARGMAX, K_IM2COL, K_ASM,
-    K_GATHER, K_COUNT
+    K_GATHER, K_GEMV, K_COUNT
 };
 
 typedef struct kstat {
@@ -54,6 +54,7 @@ static kstat g_stats[K_COUNT] = {
     {"vhc_f32_to_bf16", 0, 0, 0, 0},    {"vhc_vit_qkv_split", 0, 0, 0, 0},  {"vhc_llm_rope_qkv", 0, 0, 0, 0},
     {"vhc_attention", 0, 0, 0, 0},      {"vhc_embed_rows", 0, 0, 0, 0},     {"vhc_argmax_rows", 0, 0, 0, 0},
     {"vhc_im2col_bf16", 0, 0, 0, 0},    {"vhc_vit_assemble", 0, 0, 0, 0},   {"vhc_gather_patches_bf16", 0, 0, 0, 0},
+    {"vhc_gemv", 0, 0, 0, 0},
 };
 
 static long g_failures;
@@ -722,11 +723,19 @@ typedef struct att_args {
     int64_t out_stride;
     int R, n_heads, n_kv_heads, head_dim;
     float scale;
+    int segment;                /* 1: vhc_flash_attention on one causal segment (kv_base, first_position) */
+    int64_t kv_base;
+    int first_position;
 } att_args;
 
 static void att_launch(void *ctx)
 {
     const att_args *a = ctx;
+    if (a->segment) {
+        vhc_flash_attention(0, a->q, a->q_stride, a->k + a->kv_base, a->v + a->kv_base, a->kv_stride, a->out,
+                            a->out_stride, a->R, a->n_heads, a->n_kv_heads, a->head_dim, a->scale, 0, a->first_position);
+        return;
+    }
     vhc_attention(0, a->q, a->q_stride, a->k, a->v, a->kv_stride, a->rows, a->n_keys_dense, a->out, a->out_stride, a->R,
                   a->n_heads, a->n_kv_heads, a->head_dim, a->scale);
 }
@@ -739,21 +748,38 @@ static void att_launch(void *ctx)
  * at most E_s = (hd/16 + 8) u scale sum_d |q_d k_jd| + u |s_j| (per-lane FMA chains of <= 2 hd/32
  * terms, a 5-level shuffle tree, the scale); softmax weights then carry a relative error of at
  * most 2 E_s + a few u (expf 2 ulp, the rescaling); the weighted sum of n keys accumulates <= n +
- * n/8 + 2 roundings of at most u max|v| (FMA chains, rescaling, the final division):
- * err32 = max|v_d| (4 max_j E_s + 2 (n + 8) u). An off-by-one key, a wrong kv head, a wrong scale
+ * n/8 + 2 roundings of at most u max|v| (FMA chains, rescaling, the final division), and a split
+ * row (up to 8 warps) adds the merge: 8 more rescalings (expf, 2 ulp) and 16 roundings:
+ * err32 = max|v_d| (4 max_j E_s + 2 (n + 32) u). An off-by-one key, a wrong kv head, a wrong scale
  * or a missing rescale moves outputs by ~max|v| / n or more, far above this.
+ *
+ * The tensor-core kernel (segment mode, and dense calls it serves) sums the hd products of a score
+ * in the tensor cores' order (bounded here as 2 hd + 8 roundings) and rounds P to bf16 before P.V:
+ * err32 grows by 2^-8 sum_j p_j |v_jd| / sum_j p_j (twice the 2^-9 relative rounding of each p_j).
+ *
+ * segment: run vhc_flash_attention on rows 0..R-1 of one sequence, causally (hrows give the
+ * reference: row r's base and n_keys, which must be hrows[0]'s base and n_keys + r).
  */
 static void run_attention(const char *what, const vhc_bf16 *dq, const uint16_t *hq, int64_t q_stride,
                           const vhc_bf16 *dk, const uint16_t *hk, const vhc_bf16 *dv, const uint16_t *hv,
                           int64_t kv_stride, const vhc_row *hrows, int n_dense, int64_t out_stride, int R, int H,
-                          int Hkv, int hd, int time_it)
+                          int Hkv, int hd, int segment, int time_it)
 {
     const float scale = (float)(1.0 / sqrt((double)hd));
     const size_t nout = (size_t)R * out_stride;
     gbuf dout = gb_new(2, nout), drows = gb_new(4, hrows ? (size_t)R * sizeof(vhc_row) / 4 : 1);
     if (hrows) gb_upload(&drows, 0, hrows, (size_t)R * sizeof(vhc_row) / 4);
     att_args a = {dq, q_stride, dk, dv, kv_stride, hrows ? (const vhc_row *)gb_at(&drows, 0) : NULL, n_dense,
-                  gb_at(&dout, 0), out_stride, R, H, Hkv, hd, scale};
+                  gb_at(&dout, 0), out_stride, R, H, Hkv, hd, scale, segment, segment ? hrows[0].kv_seq_base : 0,
+                  segment ? hrows[0].n_keys - 1 : 0};
+    const int flash = segment || (!hrows && vhc_flash_attention_supported(dq, q_stride, dk, dv, kv_stride, out_stride,
+                                                                          H, Hkv, hd));
+    if (segment)
+        for (int r = 0; r < R; r++)
+            if (hrows[r].kv_seq_base != hrows[0].kv_seq_base || hrows[r].n_keys != hrows[0].n_keys + r) {
+                printf("FAIL %s: test bug: rows are not one segment\n", what);
+                exit(1);
+            }
     att_launch(&a);
     launch_check(what);
     uint16_t *all = gb_download(&dout);
@@ -764,7 +790,8 @@ static void run_attention(const char *what, const vhc_bf16 *dq, const uint16_t *
     for (int r = 0; hrows && r < R; r++)
         if (hrows[r].n_keys > max_n) max_n = hrows[r].n_keys;
     double *s = xmalloc(((size_t)max_n + 1) * sizeof *s), *acc = xmalloc((size_t)hd * sizeof *acc),
-           *vmax = xmalloc((size_t)hd * sizeof *vmax), *qv = xmalloc((size_t)hd * sizeof *qv);
+           *vmax = xmalloc((size_t)hd * sizeof *vmax), *qv = xmalloc((size_t)hd * sizeof *qv),
+           *pv = xmalloc((size_t)hd * sizeof *pv);
     const int group = H / Hkv;
     for (int r = 0; r < R; r++) {
         const int n = hrows ? hrows[r].n_keys : n_dense;
@@ -790,12 +817,12 @@ static void run_attention(const char *what, const vhc_bf16 *dq, const uint16_t *
                     mag += fabs(p);
                 }
                 s[j] = dot * scale;
-                double es = (hd / 16.0 + 8) * U32 * scale * mag + U32 * fabs(s[j]);
+                double es = ((flash ? 2.0 * hd : hd / 16.0) + 8) * U32 * scale * mag + U32 * fabs(s[j]);
                 if (es > max_es) max_es = es;
                 if (s[j] > m) m = s[j];
             }
             double sum = 0;
-            for (int d = 0; d < hd; d++) acc[d] = 0, vmax[d] = 0;
+            for (int d = 0; d < hd; d++) acc[d] = 0, vmax[d] = 0, pv[d] = 0;
             for (int j = 0; j < n; j++) {
                 double p = exp(s[j] - m);
                 sum += p;
@@ -803,19 +830,20 @@ static void run_attention(const char *what, const vhc_bf16 *dq, const uint16_t *
                 for (int d = 0; d < hd; d++) {
                     double vv = h_bf2f(vr[d]);
                     acc[d] += p * vv;
+                    pv[d] += p * fabs(vv);
                     if (fabs(vv) > vmax[d]) vmax[d] = fabs(vv);
                 }
             }
             for (int d = 0; d < hd; d++) {
                 ref[o + d] = acc[d] / sum;
-                err[o + d] = vmax[d] * (4 * max_es + 2 * (n + 8.0) * U32);
+                err[o + d] = vmax[d] * (4 * max_es + 2 * (n + 32.0) * U32) + (flash ? ldexp(pv[d] / sum, -8) : 0.0);
             }
         }
     }
     cmp_bf16(K_ATT, what, all + GUARD, ref, err, nout, mask, 1, 0);
     check_guards(what, all, &dout);
     if (time_it) printf("  time %-58s %9.1f us\n", what, time_launches(att_launch, &a, 20));
-    free(all), free(ref), free(err), free(mask), free(s), free(acc), free(vmax), free(qv);
+    free(all), free(ref), free(err), free(mask), free(s), free(acc), free(vmax), free(qv), free(pv);
     gb_free(&dout), gb_free(&drows);
 }
 
@@ -862,7 +890,7 @@ static void test_attention_dense(int T, int D, int H, int fused, int out_pad, in
         gb_upload(&bv, 0, hv, len);
         dq = gb_at(&bq, 0), dk = gb_at(&bk, 0), dv = gb_at(&bv, 0);
     }
-    run_attention(what, dq, hq, stride, dk, hk, dv, hv, stride, NULL, n_dense, D + out_pad, T, H, H, hd, time_it);
+    run_attention(what, dq, hq, stride, dk, hk, dv, hv, stride, NULL, n_dense, D + out_pad, T, H, H, hd, 0, time_it);
     gb_free(&bq);
     if (fused) {
         free(hbuf);
@@ -899,7 +927,7 @@ static void test_attention_rows(int H, int Hkv, int hd, int kv_pad, uint64_t see
     gb_upload(&bv, 0, hv, len);
     gb_upload(&bq, 0, hq, qlen);
     run_attention(what, gb_at(&bq, 0), hq, (int64_t)H * hd, gb_at(&bk, 0), hk, gb_at(&bv, 0), hv, kv_stride, rows, 0,
-                  (int64_t)H * hd + 3, R, H, Hkv, hd, 0);
+                  (int64_t)H * hd + 3, R, H, Hkv, hd, 0, 0);
     gb_free(&bk), gb_free(&bv), gb_free(&bq);
     free(hk), free(hv), free(hq);
 }
@@ -1082,11 +1110,100 @@ static void llm_step(const char *name, llm_cache *c, const step_part *parts, int
 
     snprintf(what, sizeof what, "attention %s R=%d heads=%d/%d hd=%d", name, R, hq, hkv, hd);
     run_attention(what, gb_at(&dq, 0), gq, (int64_t)hq * hd, gb_at(&c->k, 0), c->hk, gb_at(&c->v, 0), c->hv,
-                  c->kv_stride, rows, 0, (int64_t)hq * hd, R, hq, hkv, hd, time_it);
+                  c->kv_stride, rows, 0, (int64_t)hq * hd, R, hq, hkv, hd, 0, time_it);
+    /* one in-order segment of one sequence: also the tensor-core kernel, causally */
+    const vhc_bf16 *seg_k = (const vhc_bf16 *)gb_at(&c->k, 0) + rows[0].kv_seq_base,
+                   *seg_v = (const vhc_bf16 *)gb_at(&c->v, 0) + rows[0].kv_seq_base;
+    if (n_parts == 1 && !perm_rows && R > 1 &&
+        vhc_flash_attention_supported(gb_at(&dq, 0), (int64_t)hq * hd, seg_k, seg_v, c->kv_stride, (int64_t)hq * hd,
+                                      hq, hkv, hd)) {
+        snprintf(what, sizeof what, "flash attention %s R=%d heads=%d/%d hd=%d from %d", name, R, hq, hkv, hd,
+                 rows[0].n_keys - 1);
+        run_attention(what, gb_at(&dq, 0), gq, (int64_t)hq * hd, gb_at(&c->k, 0), c->hk, gb_at(&c->v, 0), c->hv,
+                      c->kv_stride, rows, 0, (int64_t)hq * hd, R, hq, hkv, hd, 1, time_it);
+    }
 
     free(qall), free(kall), free(vall), free(qref), free(qerr), free(kref), free(kerr), free(vref), free(wmask);
     free(cs), free(ang), free(qkv), free(rows);
     gb_free(&dqkv), gb_free(&drows), gb_free(&dq);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Few-row linear layers: D[m, n] (+)= sum_k A[m, k] W[n, k]
+ */
+
+typedef struct gemv_args {
+    const vhc_bf16 *A, *W;
+    int64_t lda, M, K, N, ldd;
+    float *D;
+    int accumulate;
+} gemv_args;
+
+static void gemv_launch(void *ctx)
+{
+    const gemv_args *a = ctx;
+    vhc_gemv(0, a->A, a->lda, a->M, a->K, a->W, a->N, a->D, a->ldd, a->accumulate);
+}
+
+/*
+ * err32: each lane's FMA chain has K/32 terms, then a 5-level warp sum, then (accumulating) one
+ * addition; every rounding is at most u times a partial sum bounded by sum_k |a_k w_k| (+ |D|):
+ * err32 = (K/32 + 6) u (sum_k |a_k w_k| + |D0|). A wrong column, a skipped piece or a row mixed
+ * up moves results by a whole product, far above this. time_it: also report the bandwidth of
+ * reading W (the decode steps' shapes).
+ */
+static void test_gemv(int M, int N, int K, int lda_pad, int ldd_pad, int accumulate, uint64_t seed, int time_it)
+{
+    char what[160];
+    snprintf(what, sizeof what, "gemv M=%d N=%d K=%d lda=%d ldd=%d%s", M, N, K, K + lda_pad, N + ldd_pad,
+             accumulate ? " accumulate" : "");
+    rng_seed(seed);
+    const int64_t lda = K + lda_pad, ldd = N + ldd_pad;
+    const size_t na = (size_t)M * lda, nw = (size_t)N * K, nd = (size_t)M * ldd;
+    uint16_t *ha = random_bf16(na, -1, 1), *hw = random_bf16(nw, -1, 1);
+    float *hd = xmalloc(nd * sizeof *hd);
+    fill_uniform(hd, nd, -4, 4);
+    gbuf ba = gb_new(2, na), bw = gb_new(2, nw), bd = gb_new(4, nd);
+    gb_upload(&ba, 0, ha, na);
+    gb_upload(&bw, 0, hw, nw);
+    if (accumulate)
+        for (int m = 0; m < M; m++) gb_upload(&bd, (size_t)m * ldd, hd + (size_t)m * ldd, (size_t)N);
+    if (!vhc_gemv_supported(gb_at(&ba, 0), lda, M, K, gb_at(&bw, 0), N, gb_at(&bd, 0), ldd)) {
+        fail_line(what, "shape not supported");
+        g_failures++;
+        goto out;
+    }
+    gemv_args a = {gb_at(&ba, 0), gb_at(&bw, 0), lda, M, K, N, ldd, gb_at(&bd, 0), accumulate};
+    gemv_launch(&a);
+    launch_check(what);
+    float *all = gb_download(&bd);
+    double *ref = xmalloc((size_t)N * sizeof *ref), *err = xmalloc((size_t)N * sizeof *err);
+    for (int m = 0; m < M; m++) {
+        for (int n = 0; n < N; n++) {
+            double sum = 0, mag = 0;
+            for (int k = 0; k < K; k++) {
+                double p = (double)h_bf2f(ha[(size_t)m * lda + k]) * h_bf2f(hw[(size_t)n * K + k]);
+                sum += p;
+                mag += fabs(p);
+            }
+            double d0 = accumulate ? hd[(size_t)m * ldd + n] : 0.0;
+            ref[n] = sum + d0;
+            err[n] = (K / 32.0 + 6) * U32 * (mag + fabs(d0));
+        }
+        cmp_f32(K_GEMV, what, all + GUARD + (size_t)m * ldd, ref, err, (size_t)N);
+        g_failures += check_poison_range(what, all, 4, GUARD + (size_t)m * ldd + N, GUARD + (size_t)(m + 1) * ldd,
+                                         "row padding");
+    }
+    check_guards(what, all, &bd);
+    if (time_it) {
+        /* the accumulating launch grows D each time: harmless for timing */
+        double us = time_launches(gemv_launch, &a, 50);
+        printf("  time %-58s %9.1f us  %7.0f GB/s of weights\n", what, us, 2.0 * (double)nw / us / 1e3);
+    }
+    free(all), free(ref), free(err);
+out:
+    free(ha), free(hw), free(hd);
+    gb_free(&ba), gb_free(&bw), gb_free(&bd);
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -1463,6 +1580,26 @@ int main(void)
         llm_step("7B decode", &c, &decode, 1, 10000.0f, 3.0f, 0, seed++, 1);
         llm_cache_free(&c);
     }
+    /* prefill in chunks (segments starting past position 0), GQA, then decode rows */
+    {
+        static const int hds[3] = {64, 128, 72}, hqs[3] = {4, 8, 6}, hkvs[3] = {4, 2, 3};
+        for (int cfg = 0; cfg < 3; cfg++) {
+            llm_cache c;
+            int cap[2] = {300, 40};
+            llm_cache_init(&c, hqs[cfg], hkvs[cfg], hds[cfg], 0, 2, cap);
+            step_part a = {0, 70}, b = {0, 129}, d = {0, 1}, e = {0, 17};
+            char name[64];
+            snprintf(name, sizeof name, "chunked cfg%d part1", cfg);
+            llm_step(name, &c, &a, 1, 10000.0f, 3.0f, 0, seed++, 0);
+            snprintf(name, sizeof name, "chunked cfg%d part2", cfg);
+            llm_step(name, &c, &b, 1, 10000.0f, 3.0f, 0, seed++, 0);
+            snprintf(name, sizeof name, "chunked cfg%d decode", cfg);
+            llm_step(name, &c, &d, 1, 10000.0f, 3.0f, 0, seed++, 0);
+            snprintf(name, sizeof name, "chunked cfg%d part3", cfg);
+            llm_step(name, &c, &e, 1, 10000.0f, 3.0f, 0, seed++, 0);
+            llm_cache_free(&c);
+        }
+    }
     /* several sequences per launch (different bases, fills, n_keys), GQA, padded kv rows */
     {
         static const int hds[3] = {16, 8, 128}, hqs[3] = {4, 4, 8}, hkvs[3] = {2, 2, 2}, pads[3] = {3, 0, 0};
@@ -1519,6 +1656,22 @@ int main(void)
     test_attention_rows(4, 1, 128, 1, seed++);
     test_attention_rows(6, 3, 16, 2, seed++);
     test_attention_rows(2, 1, 33, 0, seed++);
+
+    /* few-row linear layers: odd sizes, padded rows, every M, accumulate; then the decode step's
+     * shapes of Llama-2 7B (q|k|v, o, gate|up, down, LM head), timed */
+    test_gemv(1, 37, 64, 0, 0, 0, seed++, 0);
+    test_gemv(3, 45, 136, 8, 5, 1, seed++, 0);
+    test_gemv(8, 129, 1032, 16, 1, 0, seed++, 0);
+    test_gemv(5, 64, 8, 0, 3, 1, seed++, 0);
+    test_gemv(2, 300, 11008, 0, 0, 1, seed++, 0);
+    test_gemv(7, 17, 4096, 8, 0, 0, seed++, 0);
+    test_gemv(1, 12288, 4096, 0, 0, 0, seed++, 1);
+    test_gemv(1, 4096, 4096, 0, 0, 1, seed++, 1);
+    test_gemv(1, 22016, 4096, 0, 0, 0, seed++, 1);
+    test_gemv(1, 4096, 11008, 0, 0, 1, seed++, 1);
+    test_gemv(1, 32000, 4096, 0, 0, 0, seed++, 1);
+    test_gemv(4, 22016, 4096, 0, 0, 0, seed++, 1);
+    test_gemv(8, 4096, 11008, 0, 0, 1, seed++, 1);
 
     /* embeddings, argmax, ViT input side */
     test_embed_rows(1000, 4096, 20, 0, seed++);

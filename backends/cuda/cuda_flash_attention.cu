@@ -1,0 +1,238 @@
+/*
+ * Attention for many query rows (ViT tokens, a prefill segment) on tensor cores: FlashAttention-2's
+ * scheme with mma.sync m16n8k16 (bf16 operands, fp32 accumulation); no score matrix in memory.
+ *
+ * A block owns FA_ROWS query rows (FA_WARPS warps x 16) of one head. Key tiles of FA_KEYS keys are
+ * staged in shared memory, K as is and V transposed, so that both are read as the mma's B operand
+ * with 32-bit loads (rows padded by 8 elements against bank conflicts). Per warp and tile: S = Q K^T
+ * in registers (fp32), scaled and masked; online softmax per row in fp32 (running max m, sum l,
+ * the accumulator rescaled by expf(m_old - m_new)); P rounded to bf16 becomes the A operand of
+ * O += P V. Head dims are padded to a multiple of 16 with zeros.
+ *
+ * Masks: query row i uses keys j < n_keys(i): n_keys_dense for every row (first_position < 0), or
+ * first_position + i + 1 (causal: a prefill segment whose row 0 sits at first_position). A row with
+ * n_keys <= 0 gets zeros.
+ *
+ * Precision against the fp32 kernel (cuda_kernels.cu): the same fp32 softmax, but P enters P V
+ * rounded to bf16 (relative error <= 2^-9 per weight, as in FlashAttention), and the tensor cores'
+ * fp32 sums run in their own order.
+ */
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "cuda_kernels.h"
+
+#define FULL_MASK 0xffffffffu
+#define FA_WARPS 4
+#define FA_ROWS (16 * FA_WARPS)
+#define FA_KEYS 64
+#define FA_PAD 8 /* elements added to each shared row: rows 16 bytes apart mod 128 -> no bank conflicts */
+
+static __device__ __forceinline__ unsigned pack_bf2(float lo, float hi)
+{
+    unsigned a = __float_as_uint(lo), b = __float_as_uint(hi);
+    /* round to nearest even, as __float2bfloat16_rn (inputs are finite or +-0 here: p in [0, 1]) */
+    a = (a + 0x7fffu + ((a >> 16) & 1u)) >> 16;
+    b = (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
+    return a | (b << 16);
+}
+
+static __device__ __forceinline__ unsigned short f2bf(float f)
+{
+    unsigned u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u); /* NaN stays NaN */
+    return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+/* c (16x8 fp32) += a (16x16 bf16, row) . b (16x8 bf16, col) */
+static __device__ __forceinline__ void mma_bf16(float *c, const unsigned *a, unsigned b0, unsigned b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+static __device__ __forceinline__ unsigned ld32(const unsigned short *p)
+{
+    return *(const unsigned *)p;
+}
+
+/* HDP: head_dim padded to a multiple of 16 (a compile-time constant per kernel). */
+static __device__ __forceinline__ void fa_block(const vhc_bf16 *__restrict__ q, int64_t q_stride,
+                                                const vhc_bf16 *__restrict__ k, const vhc_bf16 *__restrict__ v,
+                                                int64_t kv_stride, vhc_bf16 *__restrict__ out, int64_t out_stride,
+                                                int R, int group, int hd, float scale, int n_keys_dense,
+                                                int first_position, const int HDP)
+{
+    __shared__ __align__(16) unsigned short ks[FA_KEYS][128 + FA_PAD];
+    __shared__ __align__(16) unsigned short vt[128][FA_KEYS + FA_PAD];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int gid = lane >> 2, tig = lane & 3;
+    const int h = blockIdx.y, kvh = h / group;
+    const int r0 = blockIdx.x * FA_ROWS + warp * 16; /* this warp's first row */
+    const vhc_bf16 *kh = k + (int64_t)kvh * hd, *vh = v + (int64_t)kvh * hd;
+
+    /* rows gid and gid + 8 of the warp: their key limits */
+    const int ra = r0 + gid, rb = r0 + gid + 8;
+    const int na = ra >= R ? 0 : first_position < 0 ? n_keys_dense : first_position + ra + 1;
+    const int nb = rb >= R ? 0 : first_position < 0 ? n_keys_dense : first_position + rb + 1;
+    /* keys the block needs (its last row's limit) and keys that exist */
+    const int last = min(R, (int)(blockIdx.x + 1) * FA_ROWS) - 1;
+    const int n_block = first_position < 0 ? n_keys_dense : first_position + last + 1;
+
+    /* Q fragments (A operand): rows gid / gid + 8, columns kc * 16 + tig * 2 (+8) */
+    unsigned qa[8][4];
+#pragma unroll
+    for (int kc = 0; kc < HDP / 16; kc++) {
+#pragma unroll
+        for (int part = 0; part < 4; part++) {
+            const int row = (part & 1) ? rb : ra, col = kc * 16 + tig * 2 + ((part & 2) ? 8 : 0);
+            qa[kc][part] = row < R && col < hd ? ld32(q + (int64_t)row * q_stride + (int64_t)h * hd + col) : 0u;
+        }
+    }
+
+    float o[16][4];
+#pragma unroll
+    for (int dn = 0; dn < HDP / 8; dn++) o[dn][0] = o[dn][1] = o[dn][2] = o[dn][3] = 0.0f;
+    float ma = -INFINITY, mb = -INFINITY, la = 0.0f, lb = 0.0f;
+
+    for (int t0 = 0; t0 < n_block; t0 += FA_KEYS) {
+        __syncthreads(); /* the previous tile is consumed */
+        /* stage keys t0 .. t0 + FA_KEYS - 1: 16-byte pieces, zeros beyond n_block or hd; consecutive
+         * threads take consecutive keys, so the transposed V stores of a warp hit distinct banks */
+        for (int p = threadIdx.x; p < FA_KEYS * (HDP / 8); p += FA_WARPS * 32) {
+            const int j = p % FA_KEYS, c = p / FA_KEYS * 8;
+            uint4 kv4 = make_uint4(0, 0, 0, 0), vv4 = make_uint4(0, 0, 0, 0);
+            if (t0 + j < n_block && c < hd) {
+                const int64_t off = (int64_t)(t0 + j) * kv_stride + c;
+                kv4 = *(const uint4 *)(kh + off);
+                vv4 = *(const uint4 *)(vh + off);
+            }
+            *(uint4 *)&ks[j][c] = kv4;
+            const unsigned w[4] = {vv4.x, vv4.y, vv4.z, vv4.w};
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                vt[c + 2 * e][j] = (unsigned short)(w[e] & 0xffffu);
+                vt[c + 2 * e + 1][j] = (unsigned short)(w[e] >> 16);
+            }
+        }
+        __syncthreads();
+        if (r0 >= R) continue; /* a warp past the last row only helps staging */
+
+        /* S = Q K^T: 8 tiles of 8 keys */
+        float s[8][4];
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++) {
+            s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+#pragma unroll
+            for (int kc = 0; kc < HDP / 16; kc++)
+                mma_bf16(s[nt], qa[kc], ld32(&ks[nt * 8 + gid][kc * 16 + tig * 2]),
+                         ld32(&ks[nt * 8 + gid][kc * 16 + 8 + tig * 2]));
+        }
+        /* scale, mask, row maxima (each row's 64 scores live in the 4 threads of a group) */
+        float xa = -INFINITY, xb = -INFINITY;
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++) {
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int j = t0 + nt * 8 + tig * 2 + (e & 1);
+                const float sc = j < ((e & 2) ? nb : na) ? s[nt][e] * scale : -INFINITY;
+                s[nt][e] = sc;
+                if (e & 2) xb = fmaxf(xb, sc);
+                else xa = fmaxf(xa, sc);
+            }
+        }
+        xa = fmaxf(xa, __shfl_xor_sync(FULL_MASK, xa, 1));
+        xa = fmaxf(xa, __shfl_xor_sync(FULL_MASK, xa, 2));
+        xb = fmaxf(xb, __shfl_xor_sync(FULL_MASK, xb, 1));
+        xb = fmaxf(xb, __shfl_xor_sync(FULL_MASK, xb, 2));
+        const float mna = fmaxf(ma, xa), mnb = fmaxf(mb, xb);
+        const float ua = mna == -INFINITY ? 0.0f : mna, ub = mnb == -INFINITY ? 0.0f : mnb; /* keep NaN out */
+        const float ca = expf(ma - ua), cb = expf(mb - ub);
+        ma = mna, mb = mnb;
+        float sa = 0.0f, sb = 0.0f;
+        unsigned pa[4][4]; /* P as A operand: 4 chunks of 16 keys */
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++) {
+            const float p0 = expf(s[nt][0] - ua), p1 = expf(s[nt][1] - ua);
+            const float p2 = expf(s[nt][2] - ub), p3 = expf(s[nt][3] - ub);
+            sa += p0 + p1;
+            sb += p2 + p3;
+            pa[nt >> 1][(nt & 1) * 2 + 0] = pack_bf2(p0, p1);
+            pa[nt >> 1][(nt & 1) * 2 + 1] = pack_bf2(p2, p3);
+        }
+        sa += __shfl_xor_sync(FULL_MASK, sa, 1);
+        sa += __shfl_xor_sync(FULL_MASK, sa, 2);
+        sb += __shfl_xor_sync(FULL_MASK, sb, 1);
+        sb += __shfl_xor_sync(FULL_MASK, sb, 2);
+        la = la * ca + sa;
+        lb = lb * cb + sb;
+        /* O = O * corr + P V */
+#pragma unroll
+        for (int dn = 0; dn < HDP / 8; dn++) {
+            o[dn][0] *= ca, o[dn][1] *= ca, o[dn][2] *= cb, o[dn][3] *= cb;
+#pragma unroll
+            for (int kc = 0; kc < FA_KEYS / 16; kc++)
+                mma_bf16(o[dn], pa[kc], ld32(&vt[dn * 8 + gid][kc * 16 + tig * 2]),
+                         ld32(&vt[dn * 8 + gid][kc * 16 + 8 + tig * 2]));
+        }
+    }
+    if (r0 >= R) return;
+#pragma unroll
+    for (int dn = 0; dn < HDP / 8; dn++) {
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int row = (e & 2) ? rb : ra, col = dn * 8 + tig * 2 + (e & 1);
+            const int n = (e & 2) ? nb : na;
+            const float l = (e & 2) ? lb : la;
+            if (row < R && col < hd) out[(int64_t)row * out_stride + (int64_t)h * hd + col] = f2bf(n > 0 ? o[dn][e] / l : 0.0f);
+        }
+    }
+}
+
+#define FA_PARAMS                                                                                                   \
+    const vhc_bf16 *__restrict__ q, int64_t q_stride, const vhc_bf16 *__restrict__ k, const vhc_bf16 *__restrict__ v, \
+        int64_t kv_stride, vhc_bf16 *__restrict__ out, int64_t out_stride, int R, int group, int hd, float scale,     \
+        int n_keys_dense, int first_position
+#define FA_KERNEL(HDP)                                                                                              \
+    __global__ void __launch_bounds__(FA_WARPS * 32) k_flash_attention_##HDP(FA_PARAMS)                            \
+    {                                                                                                               \
+        fa_block(q, q_stride, k, v, kv_stride, out, out_stride, R, group, hd, scale, n_keys_dense, first_position,   \
+                 HDP);                                                                                              \
+    }
+FA_KERNEL(16)
+FA_KERNEL(32)
+FA_KERNEL(48)
+FA_KERNEL(64)
+FA_KERNEL(80)
+FA_KERNEL(96)
+FA_KERNEL(112)
+FA_KERNEL(128)
+
+extern "C" int vhc_flash_attention_supported(const vhc_bf16 *q, int64_t q_stride, const vhc_bf16 *k,
+                                             const vhc_bf16 *v, int64_t kv_stride, int64_t out_stride, int n_heads,
+                                             int n_kv_heads, int head_dim)
+{
+    return head_dim >= 8 && head_dim <= 128 && head_dim % 8 == 0 && n_heads > 0 && n_heads <= 65535 &&
+           n_kv_heads > 0 && n_heads % n_kv_heads == 0 && ((uintptr_t)q & 3) == 0 && q_stride % 2 == 0 &&
+           ((uintptr_t)k & 15) == 0 && ((uintptr_t)v & 15) == 0 && kv_stride % 8 == 0 && out_stride >= 0;
+}
+
+extern "C" void vhc_flash_attention(cudaStream_t s, const vhc_bf16 *q, int64_t q_stride, const vhc_bf16 *k,
+                                    const vhc_bf16 *v, int64_t kv_stride, vhc_bf16 *out, int64_t out_stride, int R,
+                                    int n_heads, int n_kv_heads, int head_dim, float scale, int n_keys_dense,
+                                    int first_position)
+{
+    static void (*const kernels[8])(FA_PARAMS) = {k_flash_attention_16, k_flash_attention_32, k_flash_attention_48,
+                                                  k_flash_attention_64, k_flash_attention_80, k_flash_attention_96,
+                                                  k_flash_attention_112, k_flash_attention_128};
+    if (R <= 0 ||
+        !vhc_flash_attention_supported(q, q_stride, k, v, kv_stride, out_stride, n_heads, n_kv_heads, head_dim))
+        return;
+    dim3 grid((unsigned)((R + FA_ROWS - 1) / FA_ROWS), (unsigned)n_heads, 1);
+    kernels[(head_dim + 15) / 16 - 1]<<<grid, FA_WARPS * 32, 0, s>>>(q, q_stride, k, v, kv_stride, out, out_stride, R,
+                                                                    n_heads / n_kv_heads, head_dim, scale,
+                                                                    n_keys_dense, first_position);
+}
