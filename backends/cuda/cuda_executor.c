@@ -193,6 +193,7 @@ static void plan_work(vh_executor *e, cuda_arena *a)
         e->llm.tokens = arena_take(a, S * 4);
         e->llm.rows = arena_take(a, R * sizeof(vhc_row));
         e->llm.last_rows = arena_take(a, S * 4);
+        e->llm.rope_inv_freq = arena_take(a, (uint64_t)l->head_dim / 2 * 4);
     }
     arena_take(a, GEMM_WORKSPACE_BYTES); /* the last piece: cuBLASLt's workspace */
 }
@@ -232,6 +233,24 @@ static vh_status upload_weights(vh_executor *e, char *err, size_t err_size)
     }
     cudaFreeHost(u.staging);
     return st;
+}
+
+#define CUDA_MAX_HEAD_DIM 256 /* the attention kernels' limit */
+
+/* RoPE's inverse frequencies, computed once on the host (cuda_kernels.h). */
+static vh_status upload_rope_table(vh_executor *e, char *err, size_t err_size)
+{
+    if (!e->llm.x) return VH_OK;
+    cudaError_t ce;
+    const vh_llm_desc *l = &e->model->llm;
+    float inv_freq[CUDA_MAX_HEAD_DIM / 2];
+    if (l->head_dim > CUDA_MAX_HEAD_DIM)
+        return vh_backend_fail(err, err_size, VH_ERR_UNSUPPORTED, "cuda: head_dim %u > %d", l->head_dim,
+                               CUDA_MAX_HEAD_DIM);
+    vhc_rope_inv_freq(l->rope_theta, (int)l->head_dim, inv_freq);
+    if ((ce = cudaMemcpy(e->llm.rope_inv_freq, inv_freq, sizeof(float) * (l->head_dim / 2), cudaMemcpyHostToDevice)))
+        return cuda_fail(err, err_size, ce, "RoPE frequencies");
+    return VH_OK;
 }
 
 static vh_status allocate_host_mirrors(vh_executor *e, char *err, size_t err_size)
@@ -317,6 +336,7 @@ vh_status cuda_executor_create(const vh_executor_params *params, vh_executor **o
     plan_work(e, &e->work);
     void *workspace = e->work.base + e->work.used - align_up(GEMM_WORKSPACE_BYTES);
     if ((st = upload_weights(e, err, err_size)) || (st = allocate_host_mirrors(e, err, err_size)) ||
+        (st = upload_rope_table(e, err, err_size)) ||
         (st = vhc_gemm_create(e->stream, workspace, GEMM_WORKSPACE_BYTES, &e->gemm, err, err_size)))
         goto fail;
     *out = e;

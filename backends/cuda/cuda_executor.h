@@ -60,6 +60,7 @@ typedef struct llm_buffers {
     int32_t *tokens;                   /* [S] argmax */
     vhc_row *rows;                     /* [R] per-row metadata */
     int32_t *last_rows;                /* [S] each segment's last row */
+    float *rope_inv_freq;              /* [hd / 2] */
     /* pinned host mirrors */
     vhc_row *rows_host;
     int32_t *last_rows_host;

@@ -19,7 +19,7 @@
 
 #define FULL_MASK 0xffffffffu
 #define GEMV_WARPS 4  /* output columns per block */
-#define GEMV_UNROLL 4 /* 16-byte weight pieces in flight per lane */
+#define GEMV_UNROLL 8 /* 16-byte weight pieces in flight per lane */
 #define PIECE 8       /* bf16 per 16-byte piece */
 
 static __device__ __forceinline__ float lo(unsigned w)

@@ -459,19 +459,14 @@ extern "C" void vhc_vit_qkv_split(cudaStream_t s, const float *qkv, const float 
 __global__ void __launch_bounds__(ROPE_MAX_THREADS)
 k_llm_rope_qkv(const float *__restrict__ qkv, const vhc_row *__restrict__ rows, vhc_bf16 *__restrict__ q_out,
                vhc_bf16 *__restrict__ k_cache, vhc_bf16 *__restrict__ v_cache, int n_heads, int n_kv_heads,
-               int hd, float theta)
+               int hd, const float *__restrict__ inv_freq)
 {
     extern __shared__ float cs[]; /* cos [half] | sin [half] */
     const int r = blockIdx.x, half = hd >> 1;
     const float pos = (float)rows[r].rope_pos;
     const int64_t kv_write = rows[r].kv_write;
     for (int i = threadIdx.x; i < half; i += blockDim.x) {
-        /* transformers: inv_freq = 1.0 / (base ** (arange(0, dim, 2).float() / dim)), all fp32; the
-         * fp32 power comes from the double one, rounded once (what a correctly rounded powf gives) */
-        const float e = (float)(2 * i) / (float)hd;
-        const float pw = (float)pow((double)theta, (double)e);
-        const float inv_freq = 1.0f / pw;
-        const float angle = pos * inv_freq;
+        const float angle = pos * inv_freq[i]; /* fp32, as transformers' (t * inv_freq) */
         cs[i] = cosf(angle);
         cs[half + i] = sinf(angle);
     }
@@ -499,9 +494,20 @@ k_llm_rope_qkv(const float *__restrict__ qkv, const vhc_row *__restrict__ rows, 
     }
 }
 
+extern "C" void vhc_rope_inv_freq(float theta, int head_dim, float *out)
+{
+    /* transformers: inv_freq = 1.0 / (base ** (arange(0, dim, 2).float() / dim)), all fp32; the fp32
+     * power comes from the double one, rounded once (what a correctly rounded powf gives) */
+    for (int i = 0; i < head_dim / 2; i++) {
+        const float e = (float)(2 * i) / (float)head_dim;
+        const float pw = (float)pow((double)theta, (double)e);
+        out[i] = 1.0f / pw;
+    }
+}
+
 extern "C" void vhc_llm_rope_qkv(cudaStream_t s, const float *qkv, const vhc_row *rows, vhc_bf16 *q_out,
                                  vhc_bf16 *k_cache, vhc_bf16 *v_cache, int R, int n_heads, int n_kv_heads,
-                                 int head_dim, float theta)
+                                 int head_dim, const float *inv_freq)
 {
     /* rotate-half RoPE needs an even head_dim */
     if (R <= 0 || n_heads <= 0 || n_kv_heads < 0 || head_dim < 2 || (head_dim & 1)) return;
@@ -511,8 +517,8 @@ extern "C" void vhc_llm_rope_qkv(cudaStream_t s, const float *qkv, const vhc_row
     if (slices > 65535) return; /* > 16M pairs per row: no such model */
     size_t smem = (size_t)head_dim * sizeof(float);
     dim3 grid((unsigned)R, (unsigned)slices, 1);
-    k_llm_rope_qkv<<<grid, threads, smem, s>>>(qkv, rows, q_out, k_cache, v_cache, n_heads, n_kv_heads,
-                                                      head_dim, theta);
+    k_llm_rope_qkv<<<grid, threads, smem, s>>>(qkv, rows, q_out, k_cache, v_cache, n_heads, n_kv_heads, head_dim,
+                                               inv_freq);
 }
 
 /* ------------------------------------------------------------------------------------------------

@@ -62,11 +62,16 @@ void vhc_f32_to_bf16(cudaStream_t s, const float *in, vhc_bf16 *out, int64_t n);
 void vhc_vit_qkv_split(cudaStream_t s, const float *qkv, const float *bias, vhc_bf16 *q, vhc_bf16 *k, vhc_bf16 *v,
                        int T, int D);
 
+/* Host: RoPE's inverse frequencies, out[i] = 1 / theta^(2i/hd) in fp32 as transformers computes
+ * them, i < head_dim / 2 (made once per executor and kept on the device). */
+void vhc_rope_inv_freq(float theta, int head_dim, float *out);
+
 /* LLM: qkv [R, (Hq + 2 Hkv) * hd] fp32 (q | k | v). Applies HF rotate-half RoPE at rows[r].rope_pos
- * to q and k (inv_freq = 1 / theta^(2i/hd) and pos * inv_freq in fp32, cos/sin in fp32), writes q
- * as bf16 [R, Hq * hd], and k, v as bf16 into k_cache / v_cache at rows[r].kv_write. */
+ * to q and k (angle = pos * inv_freq[i] in fp32, inv_freq: device [hd/2] from vhc_rope_inv_freq;
+ * cos/sin in fp32), writes q as bf16 [R, Hq * hd], and k, v as bf16 into k_cache / v_cache at
+ * rows[r].kv_write. */
 void vhc_llm_rope_qkv(cudaStream_t s, const float *qkv, const vhc_row *rows, vhc_bf16 *q_out, vhc_bf16 *k_cache,
-                      vhc_bf16 *v_cache, int R, int n_heads, int n_kv_heads, int head_dim, float theta);
+                      vhc_bf16 *v_cache, int R, int n_heads, int n_kv_heads, int head_dim, const float *inv_freq);
 
 /* Attention, fp32 online softmax, no score matrix in memory. Query row r, head h (kv head
  * h / (n_heads / n_kv_heads)) attends to keys j < n_keys at k + base + j * kv_stride + kvh * hd, where

@@ -66,7 +66,7 @@ vh_status cuda_llm_block(vh_executor *e, const cuda_block *b, const vh_batch *ba
     vhc_rmsnorm_bf16(e->stream, s->x, b->vec[VH_LLM_ATTN_NORM], s->xn, R, Dl, l->rms_eps, NULL);
     if ((st = vhc_linear(e->gemm, s->xn, Dl, R, Dl, b->qkv_w, qkv_dim, s->qkv, qkv_dim, 0, err, err_size))) return st;
     vhc_llm_rope_qkv(e->stream, s->qkv, s->rows, s->q, k_cache, v_cache, R, (int)l->n_heads, (int)l->n_kv_heads, hd,
-                     l->rope_theta);
+                     s->rope_inv_freq);
     llm_attention(e, batch, k_cache, v_cache);
     if ((st = vhc_linear(e->gemm, s->attn, q_dim, R, q_dim, b->mat[VH_LLM_O], Dl, s->x, Dl, 1, err, err_size)))
         return st;

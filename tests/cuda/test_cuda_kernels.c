@@ -982,13 +982,13 @@ typedef struct rope_args {
     const vhc_row *rows;
     vhc_bf16 *q, *k, *v;
     int R, hq, hkv, hd;
-    float theta;
+    const float *inv_freq; /* device, from vhc_rope_inv_freq */
 } rope_args;
 
 static void rope_launch(void *ctx)
 {
     const rope_args *a = ctx;
-    vhc_llm_rope_qkv(0, a->qkv, a->rows, a->q, a->k, a->v, a->R, a->hq, a->hkv, a->hd, a->theta);
+    vhc_llm_rope_qkv(0, a->qkv, a->rows, a->q, a->k, a->v, a->R, a->hq, a->hkv, a->hd, a->inv_freq);
 }
 
 /*
@@ -1040,8 +1040,12 @@ static void llm_step(const char *name, llm_cache *c, const step_part *parts, int
     gbuf dqkv = gb_new(4, nqkv), drows = gb_new(4, (size_t)R * sizeof(vhc_row) / 4), dq = gb_new(2, nq);
     gb_upload(&dqkv, 0, qkv, nqkv);
     gb_upload(&drows, 0, rows, (size_t)R * sizeof(vhc_row) / 4);
+    float *inv_freq = xmalloc((size_t)half * sizeof *inv_freq);
+    vhc_rope_inv_freq(theta, hd, inv_freq);
+    gbuf dfreq = gb_new(4, (size_t)half);
+    gb_upload(&dfreq, 0, inv_freq, (size_t)half);
     rope_args ra = {gb_at(&dqkv, 0), gb_at(&drows, 0), gb_at(&dq, 0), gb_at(&c->k, 0), gb_at(&c->v, 0), R, hq, hkv, hd,
-                    theta};
+                    gb_at(&dfreq, 0)};
     char what[200];
     snprintf(what, sizeof what, "rope %s R=%d heads=%d/%d hd=%d", name, R, hq, hkv, hd);
     rope_launch(&ra);
@@ -1125,7 +1129,8 @@ static void llm_step(const char *name, llm_cache *c, const step_part *parts, int
 
     free(qall), free(kall), free(vall), free(qref), free(qerr), free(kref), free(kerr), free(vref), free(wmask);
     free(cs), free(ang), free(qkv), free(rows);
-    gb_free(&dqkv), gb_free(&drows), gb_free(&dq);
+    gb_free(&dqkv), gb_free(&drows), gb_free(&dq), gb_free(&dfreq);
+    free(inv_freq);
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -1446,8 +1451,10 @@ static void test_empty(void)
     vhc_silu_mul_bf16(0, fp, obp, 0, 64);
     vhc_f32_to_bf16(0, fp, obp, 0);
     vhc_vit_qkv_split(0, fp, fp, obp, obp, obp, 0, 64);
-    vhc_llm_rope_qkv(0, fp, rows, obp, obp, obp, 0, 4, 2, 16, 10000.0f);
+    vhc_llm_rope_qkv(0, fp, rows, obp, obp, obp, 0, 4, 2, 16, fp);
     vhc_attention(0, bp, 64, bp, bp, 64, NULL, 8, obp, 64, 0, 4, 2, 16, 0.25f);
+    vhc_flash_attention(0, bp, 64, bp, bp, 64, obp, 64, 0, 4, 2, 16, 0.25f, 8, -1);
+    vhc_gemv(0, bp, 64, 0, 64, bp, 64, ofp, 64, 0);
     vhc_embed_rows(0, bp, fp, rows, ofp, 0, 64);
     vhc_argmax_rows(0, fp, 0, 100, gb_at(&o32, 0));
     vhc_vit_assemble(0, fp, fp, NULL, NULL, 0, fp, 0, ofp, 0, 64);
