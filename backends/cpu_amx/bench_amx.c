@@ -3,8 +3,12 @@
  *   - cpu_amx as the executor uses it (oneDNN bf16 matmul on weights packed once; the direct
  *     kernel below VH_AMX_MIN_ROWS rows),
  *   - oneDNN's plain matmul (bf16 weights left in their [out, in] layout, no packing),
+ *   - oneDNN with the weights in the layout it picks for this row count ("own layout": what packing
+ *     per row count would give; "same" where that is the layout cpu_amx packs for 256 rows),
  *   - cpu_generic's vhk_linear (direct bf16 kernel / OpenBLAS),
  * at 1, 8, 64 and 286 rows, with every online core (or --threads N). Prints ms, GFLOP/s, GB/s.
+ * Every path runs on the executor's thread team (OpenMP's, pinned), activations converted to bf16
+ * on it as cpu_amx does.
  *
  *   bench_amx [--threads N]
  */
@@ -66,10 +70,12 @@ typedef struct job {
     /* plain oneDNN */
     dnnl_engine_t engine;
     dnnl_stream_t stream;
-    dnnl_primitive_t plain;
-    dnnl_memory_t src, wei, dst;
+    dnnl_primitive_t plain, own;
+    dnnl_memory_t src, wei, dst, own_wei;
+    void *own_data;                    /* the weights in the row count's own layout */
     uint16_t *x_bf16;
     int threads;
+    vh_thread_pool *pool;
 } job;
 
 static void run_amx(void *p)
@@ -85,14 +91,82 @@ static void run_direct(void *p)
     vhk_linear(j->direct, j->x, j->in, j->rows, j->in, j->w, NULL, j->y, j->out);
 }
 
+static void to_bf16(void *ctx, int64_t begin, int64_t end, int thread_index)
+{
+    (void)thread_index;
+    job *j = ctx;
+    for (int64_t i = begin * j->in; i < end * j->in; i++) j->x_bf16[i] = vh_f32_to_bf16(j->x[i]);
+}
+
+static void run_onednn(job *j, dnnl_primitive_t primitive, dnnl_memory_t weights)
+{
+    vh_parallel_for(j->pool, j->rows, 8, to_bf16, j);
+    dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, j->src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, j->dst}};
+    omp_set_num_threads(j->threads);
+    dnnl_primitive_execute(primitive, j->stream, 3, args);
+    dnnl_stream_wait(j->stream);
+}
+
 static void run_plain(void *p)
 {
     job *j = p;
-    for (int64_t i = 0; i < j->rows * j->in; i++) j->x_bf16[i] = vh_f32_to_bf16(j->x[i]);
-    dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, j->src}, {DNNL_ARG_WEIGHTS, j->wei}, {DNNL_ARG_DST, j->dst}};
-    omp_set_num_threads(j->threads);
-    dnnl_primitive_execute(j->plain, j->stream, 3, args);
-    dnnl_stream_wait(j->stream);
+    run_onednn(j, j->plain, j->wei);
+}
+
+static void run_own(void *p)
+{
+    job *j = p;
+    run_onednn(j, j->own, j->own_wei);
+}
+
+/* The matmul descriptor of this job with weights `wei`. */
+static int matmul_pd(job *j, int64_t rows, const dnnl_memory_desc_t *wei, dnnl_primitive_desc_t *pd)
+{
+    dnnl_memory_desc_t src, dst;
+    dnnl_dims_t sd = {rows, j->in}, dd = {rows, j->out};
+    dnnl_memory_desc_init_by_tag(&src, 2, sd, dnnl_bf16, dnnl_ab);
+    dnnl_memory_desc_init_by_tag(&dst, 2, dd, dnnl_f32, dnnl_ab);
+    dnnl_matmul_desc_t md;
+    if (dnnl_matmul_desc_init(&md, &src, wei, NULL, &dst)) return -1;
+    return dnnl_primitive_desc_create(pd, &md, NULL, j->engine, NULL) == dnnl_success ? 0 : -1;
+}
+
+/* The weights reordered into the layout oneDNN picks for j->rows rows. Returns 1 when that is the
+ * layout it picks for 256 rows (cpu_amx's), 0 when another (then j->own is set), -1 on failure. */
+static int make_own(job *j, const uint16_t *w_bf16)
+{
+    dnnl_memory_desc_t any, ba;
+    dnnl_dims_t wd = {j->in, j->out};
+    dnnl_memory_desc_init_by_tag(&any, 2, wd, dnnl_bf16, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&ba, 2, wd, dnnl_bf16, dnnl_ba);
+    dnnl_primitive_desc_t pd = NULL, ref = NULL, rpd = NULL;
+    if (matmul_pd(j, j->rows, &any, &pd) || matmul_pd(j, 256, &any, &ref)) return -1;
+    const dnnl_memory_desc_t *own = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    int same = dnnl_memory_desc_equal(own, dnnl_primitive_desc_query_md(ref, dnnl_query_weights_md, 0));
+    dnnl_primitive_desc_destroy(ref);
+    int bad = 0;
+    if (!same) {
+        size_t size = dnnl_memory_desc_get_size(own);
+        j->own_data = aligned_alloc(64, (size + 63) / 64 * 64);
+        dnnl_memory_t from = NULL;
+        dnnl_primitive_t reorder = NULL;
+        bad |= !j->own_data;
+        bad |= !bad && dnnl_memory_create(&from, &ba, j->engine, (void *)w_bf16) != dnnl_success;
+        bad |= !bad && dnnl_memory_create(&j->own_wei, own, j->engine, j->own_data) != dnnl_success;
+        bad |= !bad && dnnl_reorder_primitive_desc_create(&rpd, &ba, j->engine, own, j->engine, NULL) != dnnl_success;
+        bad |= !bad && dnnl_primitive_create(&reorder, rpd) != dnnl_success;
+        if (!bad) {
+            dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, j->own_wei}};
+            bad |= dnnl_primitive_execute(reorder, j->stream, 2, args) != dnnl_success;
+            dnnl_stream_wait(j->stream);
+        }
+        bad |= !bad && dnnl_primitive_create(&j->own, pd) != dnnl_success;
+        dnnl_primitive_destroy(reorder);
+        dnnl_primitive_desc_destroy(rpd);
+        dnnl_memory_destroy(from);
+    }
+    dnnl_primitive_desc_destroy(pd);
+    return bad ? -1 : same;
 }
 
 /* oneDNN matmul with the weights as they are in the checkpoint: [out, in] row-major = `ba`. */
@@ -125,7 +199,7 @@ int main(int argc, char **argv)
     printf("bench_amx: %d threads; AMX-bf16 %s, AVX512-bf16 %s; oneDNN %d.%d.%d (%s runtime)\n", threads,
            f.amx_bf16 ? "yes" : "no", f.avx512_bf16 ? "yes" : "no", v->major, v->minor, v->patch,
            v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other");
-    vh_thread_pool *pool = vh_thread_pool_create(threads);
+    vh_thread_pool *pool = amx_create_pool(threads); /* as the executor: OpenMP's team, pinned */
     vh_executor_params params = {.max_rows = 512, .n_threads = threads};
     char err[256];
     void *amx = amx_linear_create(pool, &params, 11008, err, sizeof err);
@@ -135,8 +209,8 @@ int main(int argc, char **argv)
     }
     static const int64_t shapes[3][2] = {{4096, 4096}, {4096, 11008}, {11008, 4096}};
     static const int64_t row_counts[4] = {1, 8, 64, 286};
-    printf("%-13s %5s | %10s %9s | %10s %9s | %10s %9s\n", "in->out", "rows", "cpu_amx ms", "GFLOP/s", "plain ms",
-           "GFLOP/s", "direct ms", "GFLOP/s");
+    printf("%-13s %5s | %10s %9s | %10s %9s | %10s %9s | %10s %9s\n", "in->out", "rows", "cpu_amx ms", "GFLOP/s",
+           "plain ms", "GFLOP/s", "own lay ms", "GFLOP/s", "direct ms", "GFLOP/s");
     for (int s = 0; s < 3; s++) {
         const int64_t in = shapes[s][0], out = shapes[s][1];
         uint16_t *wdata = malloc(sizeof(uint16_t) * in * out);
@@ -150,7 +224,8 @@ int main(int argc, char **argv)
         }
         for (int r = 0; r < 4; r++) {
             const int64_t rows = row_counts[r];
-            job j = {.amx = amx, .w = &w, .prepared = prepared, .rows = rows, .in = in, .out = out, .threads = threads};
+            job j = {.amx = amx, .w = &w, .prepared = prepared, .rows = rows, .in = in, .out = out, .threads = threads,
+                     .pool = pool};
             float *x = malloc(sizeof(float) * rows * in);
             for (int64_t i = 0; i < rows * in; i++) x[i] = uniform();
             j.x = x;
@@ -163,10 +238,20 @@ int main(int argc, char **argv)
             double flop = 2.0 * rows * in * out;
             double t_amx = median_ms(run_amx, &j);
             double t_plain = have_plain ? median_ms(run_plain, &j) : 0;
+            int own = make_own(&j, wdata);
+            double t_own = own == 0 ? median_ms(run_own, &j) : 0;
             double t_direct = median_ms(run_direct, &j);
-            printf("%5lld->%-6lld %5lld | %10.3f %9.1f | %10.3f %9.1f | %10.3f %9.1f\n", (long long)in, (long long)out,
-                   (long long)rows, t_amx, flop / t_amx / 1e6, t_plain, have_plain ? flop / t_plain / 1e6 : 0, t_direct,
-                   flop / t_direct / 1e6);
+            char own_ms[16] = "      same", own_gflops[16] = "";
+            if (own != 1) {
+                snprintf(own_ms, sizeof own_ms, "%10.3f", t_own);
+                snprintf(own_gflops, sizeof own_gflops, "%9.1f", own == 0 ? flop / t_own / 1e6 : 0);
+            }
+            printf("%5lld->%-6lld %5lld | %10.3f %9.1f | %10.3f %9.1f | %10s %9s | %10.3f %9.1f\n", (long long)in,
+                   (long long)out, (long long)rows, t_amx, flop / t_amx / 1e6, t_plain,
+                   have_plain ? flop / t_plain / 1e6 : 0, own_ms, own_gflops, t_direct, flop / t_direct / 1e6);
+            dnnl_primitive_destroy(j.own);
+            dnnl_memory_destroy(j.own_wei);
+            free(j.own_data);
             dnnl_primitive_destroy(j.plain);
             dnnl_memory_destroy(j.src);
             dnnl_memory_destroy(j.wei);

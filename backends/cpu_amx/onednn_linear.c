@@ -5,6 +5,12 @@
  * the way in (the precision AMX computes in). Few-row products (decode steps) skip oneDNN: AMX
  * tiles are wasted on a row or two, and the portable direct bf16 kernel (AVX-512) streams the
  * mapped weights at memory speed; the crossover is VH_AMX_MIN_ROWS (default 16), to be measured.
+ *
+ * Threads: the executor's pool is the calling thread's OpenMP team (thread_pool_openmp.h), and
+ * oneDNN (OpenMP runtime) runs on that same team: before oneDNN creates or runs a primitive,
+ * omp_set_num_threads sets the calling thread's team size to the pool's (that thread's ICV only,
+ * nothing process-wide), so the kernels and the GEMMs reuse the same threads and no second team
+ * spins beside them.
  */
 #include "onednn_linear.h"
 
@@ -13,10 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "backend_error.h"
 #include "cpu_kernels.h"
+#include "thread_pool_openmp.h"
 
 #define MAX_PRIMITIVES 256
 #define REFERENCE_ROWS 256 /* the row count whose preferred weight layout is chosen at load */
@@ -38,7 +44,7 @@ struct amx_linear {
     vh_thread_pool *pool;
     dnnl_engine_t engine;
     dnnl_stream_t stream;
-    int n_threads;
+    int n_threads;                     /* the pool's size: oneDNN's team is the pool's team */
     int64_t min_rows;
     vhk_matmul *direct;                /* few rows: the portable direct bf16 kernel */
     uint16_t *src_bf16;                /* [max rows, max in] activations rounded to bf16 */
@@ -58,6 +64,11 @@ static const char *dnnl_error(dnnl_status_t s)
     }
 }
 
+vh_thread_pool *amx_create_pool(int n_threads)
+{
+    return vh_thread_pool_create_openmp(n_threads, VH_POOL_PIN_CORES);
+}
+
 void *amx_linear_create(vh_thread_pool *pool, const vh_executor_params *params, int64_t max_in, char *err,
                         size_t err_size)
 {
@@ -67,8 +78,7 @@ void *amx_linear_create(vh_thread_pool *pool, const vh_executor_params *params, 
         return NULL;
     }
     a->pool = pool;
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    a->n_threads = params->n_threads > 0 ? params->n_threads : (online > 0 ? (int)online : 1);
+    a->n_threads = vh_thread_pool_size(pool);
     const char *min_rows = getenv("VH_AMX_MIN_ROWS");
     a->min_rows = min_rows && atoi(min_rows) > 0 ? atoi(min_rows) : 16;
     dnnl_status_t s = dnnl_engine_create(&a->engine, dnnl_cpu, 0);
@@ -151,6 +161,7 @@ vh_status amx_linear_prepare(void *ctx, const vh_tensor_view *w, void **prepared
 {
     amx_linear *a = ctx;
     *prepared = NULL;
+    omp_set_num_threads(a->n_threads); /* oneDNN sizes primitives by it: this thread's ICV only */
     const int64_t out = w->shape[0], in = w->shape[1];
     dnnl_memory_desc_t any, user;
     dnnl_dims_t dims = {in, out};
@@ -184,7 +195,6 @@ vh_status amx_linear_prepare(void *ctx, const vh_tensor_view *w, void **prepared
     if (s == dnnl_success) s = dnnl_primitive_create(&reorder, rpd);
     if (s == dnnl_success) {
         dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
-        omp_set_num_threads(a->n_threads);
         s = dnnl_primitive_execute(reorder, a->stream, 2, args);
         if (s == dnnl_success) s = dnnl_stream_wait(a->stream);
     }
@@ -201,6 +211,14 @@ vh_status amx_linear_prepare(void *ctx, const vh_tensor_view *w, void **prepared
     *bytes += size;
     *prepared = pw;
     return VH_OK;
+}
+
+/* The reorders ran on the creating thread's OpenMP team, which runs (on the session's thread) do
+ * not use: let it go (thread_pool_openmp.h says why it matters). */
+void amx_linear_finish_load(void *ctx)
+{
+    (void)ctx;
+    vh_openmp_release_team();
 }
 
 void amx_linear_release(void *ctx, void *prepared)
@@ -289,6 +307,7 @@ vh_status amx_linear_run(void *ctx, const float *x, int64_t x_stride, int64_t ro
         vhk_linear(a->direct, x, x_stride, rows, in, w, bias, y, y_stride);
         return VH_OK;
     }
+    omp_set_num_threads(a->n_threads); /* oneDNN sizes primitives by it: this thread's ICV only */
     amx_primitive *p = find_primitive(a, rows, in, w->shape[0], y_stride, bias != NULL, pw, err, err_size);
     if (!p) return VH_ERR_BACKEND_FAILED;
     to_bf16_job job = {x, x_stride, in, a->src_bf16}; /* activations in the precision the tiles use */
@@ -302,7 +321,6 @@ vh_status amx_linear_run(void *ctx, const float *x, int64_t x_stride, int64_t ro
         dnnl_memory_set_data_handle(p->bias, (void *)bias);
         args[n_args++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, p->bias};
     }
-    omp_set_num_threads(a->n_threads); /* this thread's OpenMP regions only: no process-wide setting */
     dnnl_status_t s = dnnl_primitive_execute(p->primitive, a->stream, n_args, args);
     if (s == dnnl_success) s = dnnl_stream_wait(a->stream);
     if (s != dnnl_success)

@@ -11,10 +11,12 @@
 
 static const cpu_linear_ops amx_linear_ops = {
     .backend = "cpu_amx",
+    .create_pool = amx_create_pool,
     .create = amx_linear_create,
     .destroy = amx_linear_destroy,
     .prepare = amx_linear_prepare,
     .release = amx_linear_release,
+    .finish_load = amx_linear_finish_load,
     .linear = amx_linear_run,
 };
 

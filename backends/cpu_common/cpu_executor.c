@@ -160,7 +160,7 @@ vh_status cpu_executor_create(const vh_executor_params *params, const cpu_linear
     e->model = m;
     e->ops = ops;
     vh_status st = VH_ERR_OUT_OF_MEMORY;
-    e->pool = vh_thread_pool_create(params->n_threads);
+    e->pool = ops->create_pool(params->n_threads);
     if (!e->pool) {
         vh_backend_fail(err, err_size, st, "%s: cannot start %d threads", ops->backend, params->n_threads);
         goto fail;
@@ -183,6 +183,7 @@ vh_status cpu_executor_create(const vh_executor_params *params, const cpu_linear
     }
     for (uint32_t i = 0; i < params->n_blocks; i++)
         if ((st = prepare_block(e, &e->blocks[i], &m->blocks[params->first_block + i], err, err_size))) goto fail;
+    if (ops->finish_load) ops->finish_load(e->linear);
     if ((st = allocate_buffers(e, err, err_size))) goto fail;
     *out = e;
     return VH_OK;

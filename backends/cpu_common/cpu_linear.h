@@ -14,6 +14,10 @@
 typedef struct cpu_linear_ops {
     const char *backend;               /* the plugin's name, for messages */
 
+    /* The thread pool every kernel of the executor runs on (made first, at executor creation,
+     * with the params' n_threads); NULL when it cannot be made. */
+    vh_thread_pool *(*create_pool)(int n_threads);
+
     /* One context per executor (scratch, primitive caches). max_in: the widest `in` of its
      * matrices. NULL with a message on failure. */
     void *(*create)(vh_thread_pool *pool, const vh_executor_params *params, int64_t max_in, char *err,
@@ -25,6 +29,8 @@ typedef struct cpu_linear_ops {
     vh_status (*prepare)(void *ctx, const vh_tensor_view *w, void **prepared, uint64_t *bytes, char *err,
                          size_t err_size);
     void (*release)(void *ctx, void *prepared);
+    /* After the last prepare, on the same (creating) thread; NULL: nothing to do. */
+    void (*finish_load)(void *ctx);
 
     /* y = x W^T + bias (bias may be NULL); y rows are y_stride floats apart. */
     vh_status (*linear)(void *ctx, const float *x, int64_t x_stride, int64_t rows, int64_t in,

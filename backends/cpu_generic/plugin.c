@@ -5,6 +5,12 @@
 #include "backend_error.h"
 #include "cpu_executor.h"
 
+/* Its own pthread workers, one per core where hwloc can place them. */
+static vh_thread_pool *generic_create_pool(int n_threads)
+{
+    return vh_thread_pool_create_flags(n_threads, VH_POOL_PIN_CORES);
+}
+
 static void *generic_linear_create(vh_thread_pool *pool, const vh_executor_params *params, int64_t max_in, char *err,
                                    size_t err_size)
 {
@@ -44,6 +50,7 @@ static vh_status generic_linear(void *ctx, const float *x, int64_t x_stride, int
 
 static const cpu_linear_ops generic_linear_ops = {
     .backend = "cpu_generic",
+    .create_pool = generic_create_pool,
     .create = generic_linear_create,
     .destroy = generic_linear_destroy,
     .prepare = generic_linear_prepare,

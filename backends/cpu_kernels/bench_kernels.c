@@ -529,7 +529,7 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    vh_thread_pool *pool = vh_thread_pool_create(threads);
+    vh_thread_pool *pool = vh_thread_pool_create_flags(threads, VH_POOL_PIN_CORES); /* as cpu_generic's */
     if (!pool) {
         fprintf(stderr, "bench_kernels: cannot create the thread pool\n");
         return 1;

@@ -121,7 +121,7 @@ void vhk_attention(vh_thread_pool *pool, const vhk_attention_args *args);
  *    pool size and blocking.
  *  - sgemm: F32 weights go straight to cblas_sgemm; F16/BF16 weights are converted a panel of
  *    512 output rows at a time into a scratch buffer (on the pool) and each panel goes through
- *    cblas_sgemm (OpenBLAS's own threads).
+ *    cblas_sgemm (OpenBLAS's own threads; the pool is parked meanwhile, vh_thread_pool_park).
  * The direct GEMM serves rows below a threshold measured per CPU class (matmul.c): a handful of
  * rows for portable C, 24 for AVX2, 128 for AVX-512 when OpenBLAS also has AVX-512 kernels, and
  * every row count on AVX-512 CPUs where OpenBLAS runs AVX2 kernels (AMD Zen 4), where the direct

@@ -7,8 +7,9 @@
  *    fixed-order sum, so results do not depend on the pool size.
  *  - sgemm: F32 weights go straight to OpenBLAS; F16/BF16 weights are converted `panel_rows`
  *    output rows at a time into a scratch panel (in parallel on the pool), and each panel is one
- *    cblas_sgemm into a column slice of y. fp32 weights never exist beyond one panel. If the
- *    scratch cannot be allocated, the direct GEMM serves the call: vhk_linear cannot fail.
+ *    cblas_sgemm into a column slice of y (the pool's workers parked meanwhile: OpenBLAS has
+ *    threads of its own). fp32 weights never exist beyond one panel. If the scratch cannot be
+ *    allocated, the direct GEMM serves the call: vhk_linear cannot fail.
  * Which is faster depends on the CPU; the defaults below come from bench_kernels.
  */
 #include <cblas.h>
@@ -220,9 +221,12 @@ static void add_bias_chunk(void *ctx, int64_t begin, int64_t end, int thread_ind
     }
 }
 
-static void sgemm_xwt(const float *x, int64_t x_stride, int64_t rows, int64_t in, const float *w,
-                      int64_t n_out, float *y, int64_t y_stride)
+/* OpenBLAS runs sgemm on threads of its own: the pool's workers are parked first, so that they
+ * block instead of spinning on the cores OpenBLAS's threads need. */
+static void sgemm_xwt(vh_thread_pool *pool, const float *x, int64_t x_stride, int64_t rows, int64_t in,
+                      const float *w, int64_t n_out, float *y, int64_t y_stride)
 {
+    vh_thread_pool_park(pool);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)rows, (blasint)n_out, (blasint)in,
                 1.0f, x, (blasint)x_stride, w, (blasint)in, 0.0f, y, (blasint)y_stride);
 }
@@ -238,7 +242,7 @@ static void linear_panels(vhk_matmul *m, const float *x, int64_t x_stride, int64
         convert_job job = {(const char *)w->data + o0 * row_bytes, w->dtype, in, m->panel,
                            m->tuning.isa};
         vh_parallel_for(m->pool, n, 4, convert_rows_chunk, &job);
-        sgemm_xwt(x, x_stride, rows, in, m->panel, n, y + o0, y_stride);
+        sgemm_xwt(m->pool, x, x_stride, rows, in, m->panel, n, y + o0, y_stride);
     }
 }
 
@@ -260,7 +264,7 @@ void vhk_linear(vhk_matmul *m, const float *x, int64_t x_stride, int64_t rows, i
     if (use_sgemm && w->dtype != VH_DTYPE_F32) panel_rows = panel_rows_for(m, in);
 
     if (use_sgemm && w->dtype == VH_DTYPE_F32) {
-        sgemm_xwt(x, x_stride, rows, in, w->data, out, y, y_stride);
+        sgemm_xwt(m->pool, x, x_stride, rows, in, w->data, out, y, y_stride);
     } else if (use_sgemm && panel_rows >= MIN_PANEL_ROWS) {
         linear_panels(m, x, x_stride, rows, in, w, out, panel_rows, y, y_stride);
     } else {

@@ -8,6 +8,17 @@
 #include "test_support.h"
 #include "thread_pool.h"
 
+/* The same contract for every kind of pool: built three times (see meson.build), for the plain
+ * pthread pool, the pthread pool pinned to cores, and the pool on OpenMP's team. */
+#if defined(TEST_POOL_OPENMP)
+#include "thread_pool_openmp.h"
+#define pool_create(n) vh_thread_pool_create_openmp((n), VH_POOL_PIN_CORES)
+#elif defined(TEST_POOL_PINNED)
+#define pool_create(n) vh_thread_pool_create_flags((n), VH_POOL_PIN_CORES)
+#else
+#define pool_create(n) vh_thread_pool_create(n)
+#endif
+
 #define MAX_CHUNKS 64
 
 /* What one vh_parallel_for call did: per-index visit counts and the chunks it ran. */
@@ -90,7 +101,7 @@ START_TEST(test_partition_contract)
     static const int64_t ns[] = {0, 1, 2, 3, 5, 6, 17, 64, 1000, 100003};
     static const int64_t grains[] = {0, 1, 3, 64, 1000, 1000000};
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
-        vh_thread_pool *pool = vh_thread_pool_create(sizes[s]);
+        vh_thread_pool *pool = pool_create(sizes[s]);
         ck_assert_ptr_nonnull(pool);
         ck_assert_int_eq(vh_thread_pool_size(pool), sizes[s]);
         for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
@@ -104,7 +115,7 @@ END_TEST
 /* With fewer indices than threads every index still runs once, in n chunks of one. */
 START_TEST(test_n_smaller_than_threads)
 {
-    vh_thread_pool *pool = vh_thread_pool_create(7);
+    vh_thread_pool *pool = pool_create(7);
     ck_assert_ptr_nonnull(pool);
     for (int64_t n = 1; n < 7; n++) {
         record *r = record_new(n);
@@ -125,7 +136,7 @@ static void must_not_run(void *ctx, int64_t begin, int64_t end, int thread_index
 
 START_TEST(test_empty_ranges)
 {
-    vh_thread_pool *pool = vh_thread_pool_create(3);
+    vh_thread_pool *pool = pool_create(3);
     atomic_int calls = 0;
     vh_parallel_for(pool, 0, 1, must_not_run, &calls);
     vh_parallel_for(pool, -5, 1, must_not_run, &calls);
@@ -138,7 +149,7 @@ END_TEST
 /* Chunks other than 0 run on other threads than the caller, and chunk 0 on the caller. */
 START_TEST(test_work_runs_on_workers)
 {
-    vh_thread_pool *pool = vh_thread_pool_create(3);
+    vh_thread_pool *pool = pool_create(3);
     record *r = record_new(3000);
     vh_parallel_for(pool, 3000, 1, record_chunk, r);
     ck_assert_int_eq(atomic_load(&r->n_chunks), 3);
@@ -168,7 +179,7 @@ static void add_indices(void *ctx, int64_t begin, int64_t end, int thread_index)
 /* Many back-to-back calls of varying size: each must see a complete, fresh job. */
 START_TEST(test_many_rapid_calls)
 {
-    vh_thread_pool *pool = vh_thread_pool_create(3);
+    vh_thread_pool *pool = pool_create(3);
     for (int call = 0; call < 20000; call++) {
         int64_t n = 1 + call % 37;
         sum_ctx ctx = {0};
@@ -182,7 +193,7 @@ END_TEST
 /* After the workers have gone to sleep on the condition variable, a call still wakes them. */
 START_TEST(test_wake_after_idle)
 {
-    vh_thread_pool *pool = vh_thread_pool_create(4);
+    vh_thread_pool *pool = pool_create(4);
     for (int round = 0; round < 5; round++) {
         struct timespec pause = {0, 20 * 1000 * 1000}; /* 20 ms: far beyond the spin time */
         nanosleep(&pause, NULL);
@@ -200,7 +211,7 @@ END_TEST
 
 START_TEST(test_sizes_and_null)
 {
-    vh_thread_pool *pool = vh_thread_pool_create(0);
+    vh_thread_pool *pool = pool_create(0);
     ck_assert_ptr_nonnull(pool);
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     ck_assert_int_eq(vh_thread_pool_size(pool), online > 0 ? online : 1);
@@ -221,7 +232,7 @@ END_TEST
 START_TEST(test_create_destroy_cycles)
 {
     for (int i = 0; i < 200; i++) {
-        vh_thread_pool *pool = vh_thread_pool_create(1 + i % 4);
+        vh_thread_pool *pool = pool_create(1 + i % 4);
         ck_assert_ptr_nonnull(pool);
         if (i % 2) {
             sum_ctx ctx = {0};
