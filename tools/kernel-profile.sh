@@ -10,7 +10,7 @@ MODEL=${1:?model folder}
 LAUNCHES=${2:-4000}
 NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 mkdir -p "$OUT"
-"$NCU" --metrics gpu__time_duration.sum --csv --launch-count "$LAUNCHES" \
+timeout ${PROFILE_TIMEOUT:-150} "$NCU" --metrics gpu__time_duration.sum --csv --launch-count "$LAUNCHES" \
   "$BUILD/tools/vh-bench" --model "$MODEL" --backend cuda --frames 1 --warmup 0 > "$OUT/ncu.csv" 2> "$OUT/ncu.err"
 echo "ncu rc=$? ($(wc -l < "$OUT/ncu.csv") lines)"; tail -n 3 "$OUT/ncu.err"
 python3 - "$OUT/ncu.csv" <<'EOF'
