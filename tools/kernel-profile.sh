@@ -9,6 +9,8 @@ OUT=${OUT:-/tmp/vh-gpu-check}
 MODEL=${1:?model folder}
 LAUNCHES=${2:-4000}
 NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+export LD_LIBRARY_PATH="$PWD/.devlibs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export VH_BACKEND_PATH="$PWD/$BUILD/backends/cuda"
 mkdir -p "$OUT"
 timeout ${PROFILE_TIMEOUT:-150} "$NCU" --metrics gpu__time_duration.sum --csv --launch-count "$LAUNCHES" \
   "$BUILD/tools/vh-bench" --model "$MODEL" --backend cuda --frames 1 --warmup 0 > "$OUT/ncu.csv" 2> "$OUT/ncu.err"

@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #ifdef VH_HAVE_HWLOC
 #include <hwloc.h>
@@ -87,7 +88,8 @@ static int find_placement(int n, cpu_set_t *cores)
 
 vh_cpu_placement *vh_cpu_placement_create(int n_threads)
 {
-    if (n_threads < 2) return NULL;
+    const char *pin = getenv("VH_CPU_PIN"); /* "0": run unpinned (to measure what pinning gives) */
+    if (n_threads < 2 || (pin && !strcmp(pin, "0"))) return NULL;
     vh_cpu_placement *p = calloc(1, sizeof *p);
     if (p) p->cores = calloc((size_t)n_threads, sizeof *p->cores);
     if (!p || !p->cores || find_placement(n_threads, p->cores) < n_threads) {

@@ -10,7 +10,8 @@
  * (OpenMP's) inherit its mask.
  *
  * Without hwloc at build time, or with fewer such cores than threads, there is no placement and
- * the threads run where the OS puts them. Nothing is ever printed.
+ * the threads run where the OS puts them; VH_CPU_PIN=0 in the environment turns pinning off (to
+ * measure what it gives). Nothing is ever printed.
  */
 #ifndef VH_CPU_AFFINITY_H
 #define VH_CPU_AFFINITY_H
