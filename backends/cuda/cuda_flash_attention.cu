@@ -17,33 +17,15 @@
  * rounded to bf16 (relative error <= 2^-9 per weight, as in FlashAttention), and the tensor cores'
  * fp32 sums run in their own order.
  */
-#include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
 
-#include "cuda_kernels.h"
+#include "cuda_device.cuh"
 
-#define FULL_MASK 0xffffffffu
 #define FA_WARPS 4
 #define FA_ROWS (16 * FA_WARPS)
 #define FA_KEYS 64
 #define FA_PAD 8 /* elements added to each shared row: rows 16 bytes apart mod 128 -> no bank conflicts */
-
-static __device__ __forceinline__ unsigned pack_bf2(float lo, float hi)
-{
-    unsigned a = __float_as_uint(lo), b = __float_as_uint(hi);
-    /* round to nearest even, as __float2bfloat16_rn (inputs are finite or +-0 here: p in [0, 1]) */
-    a = (a + 0x7fffu + ((a >> 16) & 1u)) >> 16;
-    b = (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
-    return a | (b << 16);
-}
-
-static __device__ __forceinline__ unsigned short f2bf(float f)
-{
-    unsigned u = __float_as_uint(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u); /* NaN stays NaN */
-    return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
 
 /* c (16x8 fp32) += a (16x16 bf16, row) . b (16x8 bf16, col) */
 static __device__ __forceinline__ void mma_bf16(float *c, const unsigned *a, unsigned b0, unsigned b1)

@@ -127,6 +127,11 @@ static gemm_shape *find_shape(vhc_gemm *g, int64_t M, int64_t N, int64_t K, int6
     return s;
 }
 
+int vhc_gemm_few_rows(const vhc_gemm *g, int64_t M)
+{
+    return g->use_gemv && M >= 1 && M <= VHC_GEMV_MAX_ROWS;
+}
+
 vh_status vhc_linear(vhc_gemm *g, const vhc_bf16 *A, int64_t lda, int64_t M, int64_t K, const vhc_bf16 *W, int64_t N,
                      float *D, int64_t ldd, int accumulate, char *err, size_t err_size)
 {

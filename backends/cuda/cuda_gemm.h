@@ -30,4 +30,8 @@ void vhc_gemm_destroy(vhc_gemm *g);
 vh_status vhc_linear(vhc_gemm *g, const vhc_bf16 *A, int64_t lda, int64_t M, int64_t K, const vhc_bf16 *W, int64_t N,
                      float *D, int64_t ldd, int accumulate, char *err, size_t err_size);
 
+/* Whether layers of M rows take the few-row kernels (cuda_kernels.h's vhc_gemv family), so that a
+ * caller may use their fused forms. */
+int vhc_gemm_few_rows(const vhc_gemm *g, int64_t M);
+
 #endif

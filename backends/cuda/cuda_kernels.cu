@@ -16,44 +16,14 @@
  *  - Grids: rows go on gridDim.x (up to 2^31 - 1) for one-block-per-row kernels; element-wise
  *    kernels put rows on gridDim.y capped at 65535 and loop over the rest.
  */
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
 
-#include "cuda_kernels.h"
-
-#define FULL_MASK 0xffffffffu
+#include "cuda_device.cuh"
 
 /* ------------------------------------------------------------------------------------------------
  * Helpers
  */
-
-static __device__ __forceinline__ vhc_bf16 f2bf(float f)
-{
-    return __bfloat16_as_ushort(__float2bfloat16_rn(f));
-}
-
-static __device__ __forceinline__ float bf2f(vhc_bf16 b)
-{
-    return __uint_as_float(((unsigned)b) << 16);
-}
-
-/* The low / high bf16 of a 32-bit word (the lower address is the low half: little-endian). */
-static __device__ __forceinline__ float bf_lo(unsigned w)
-{
-    return __uint_as_float(w << 16);
-}
-
-static __device__ __forceinline__ float bf_hi(unsigned w)
-{
-    return __uint_as_float(w & 0xffff0000u);
-}
-
-static __device__ __forceinline__ unsigned pack_bf2(float a, float b)
-{
-    return (unsigned)f2bf(a) | ((unsigned)f2bf(b) << 16);
-}
 
 /* Four bf16 values at p (8-byte aligned). */
 static __device__ __forceinline__ void store_bf4(vhc_bf16 *p, float a, float b, float c, float d)
@@ -109,7 +79,8 @@ static dim3 ew_grid(int rows, int64_t cols)
 }
 
 /* ------------------------------------------------------------------------------------------------
- * Norms: one block per row, the row read twice (LayerNorm three times; the repeats hit L1/L2).
+ * Norms: one block per row, the row read twice (LayerNorm three times; the repeats hit L1/L2), or
+ * once from registers where a block holds the whole row (RMSNorm up to 4096 values).
  */
 
 #define NORM_MAX_THREADS 256
@@ -154,11 +125,42 @@ k_rmsnorm_bf16(const float *__restrict__ x, const float *__restrict__ w, vhc_bf1
     }
 }
 
+/* Rows of at most 4 * NORM_REG_THREADS values, vectorisable: each thread holds one float4 of the
+ * row in registers, so the row is read once (a decode step's norms are latency, not bandwidth). */
+#define NORM_REG_THREADS 1024
+
+__global__ void __launch_bounds__(NORM_REG_THREADS)
+k_rmsnorm_bf16_reg(const float *__restrict__ x, const float *__restrict__ w, vhc_bf16 *__restrict__ out, int dim,
+                   float eps, const int32_t *__restrict__ row_index)
+{
+    __shared__ float sh[32];
+    const int r = blockIdx.x, i = threadIdx.x, n4 = dim >> 2;
+    const int64_t src = row_index ? (int64_t)row_index[r] : (int64_t)r;
+    float4 t = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (i < n4) t = ((const float4 *)(x + src * dim))[i];
+    float ss = fmaf(t.x, t.x, 0.0f);
+    ss = fmaf(t.y, t.y, ss);
+    ss = fmaf(t.z, t.z, ss);
+    ss = fmaf(t.w, t.w, ss);
+    ss = block_sum(ss, sh);
+    const float rs = 1.0f / sqrtf(ss / (float)dim + eps);
+    if (i < n4) {
+        const float4 g = ((const float4 *)w)[i];
+        store_bf4(out + (int64_t)r * dim + 4 * (int64_t)i, g.x * (t.x * rs), g.y * (t.y * rs), g.z * (t.z * rs),
+                  g.w * (t.w * rs));
+    }
+}
+
 extern "C" void vhc_rmsnorm_bf16(cudaStream_t s, const float *x, const float *w, vhc_bf16 *out, int rows, int dim,
                                  float eps, const int32_t *row_index)
 {
     if (rows <= 0 || dim <= 0) return;
     int vec = (dim % 4 == 0) && aligned_to(x, 16) && aligned_to(w, 16) && aligned_to(out, 8);
+    if (vec && dim / 4 <= NORM_REG_THREADS) {
+        k_rmsnorm_bf16_reg<<<(unsigned)rows, row_threads(dim / 4, NORM_REG_THREADS), 0, s>>>(x, w, out, dim, eps,
+                                                                                            row_index);
+        return;
+    }
     int threads = row_threads(vec ? dim / 4 : dim, NORM_MAX_THREADS);
     k_rmsnorm_bf16<<<(unsigned)rows, threads, 0, s>>>(x, w, out, dim, eps, row_index, vec);
 }
@@ -350,11 +352,6 @@ extern "C" void vhc_residual_add(cudaStream_t s, float *x, const float *t, const
     k_residual_add<<<ew_grid(rows, dim), EW_THREADS, 0, s>>>(x, t, bias, scale, rows, dim, vec);
 }
 
-static __device__ __forceinline__ float silu_mul(float g, float u)
-{
-    return (g / (1.0f + expf(-g))) * u;
-}
-
 /* no __launch_bounds__: with it ptxas aims at 32 registers on sm_80 and spills */
 __global__ void k_silu_mul_bf16(const float *__restrict__ gu, vhc_bf16 *__restrict__ out, int rows, int F, int vec)
 {
@@ -480,10 +477,7 @@ k_llm_rope_qkv(const float *__restrict__ qkv, const vhc_row *__restrict__ rows, 
         vhc_bf16 *dst;
         float oa = a, ob = b;
         if (head < n_heads + n_kv_heads) {
-            /* q * cos + rotate_half(q) * sin, rotate_half = (-x2, x1); each product rounded */
-            const float c = cs[i], sn = cs[half + i];
-            oa = __fadd_rn(__fmul_rn(a, c), __fmul_rn(-b, sn));
-            ob = __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, sn));
+            rope_rotate(a, b, cs[i], cs[half + i], &oa, &ob);
             dst = head < n_heads ? q_out + ((int64_t)r * n_heads + head) * hd
                                  : k_cache + kv_write + (int64_t)(head - n_heads) * hd;
         } else {

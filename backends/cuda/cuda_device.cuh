@@ -1,0 +1,57 @@
+/*
+ * Device helpers shared by the cuda backend's kernel files: bf16 storage (round to nearest even on
+ * write, exact on read), and the element-wise math that two kernels must compute bit for bit alike
+ * (SiLU-gating, RoPE's rotation), so fused and unfused paths give the same bits.
+ */
+#ifndef VH_CUDA_DEVICE_CUH
+#define VH_CUDA_DEVICE_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include "cuda_kernels.h"
+
+#define FULL_MASK 0xffffffffu
+
+static __device__ __forceinline__ vhc_bf16 f2bf(float f)
+{
+    return __bfloat16_as_ushort(__float2bfloat16_rn(f));
+}
+
+static __device__ __forceinline__ float bf2f(vhc_bf16 b)
+{
+    return __uint_as_float(((unsigned)b) << 16);
+}
+
+/* The low / high bf16 of a 32-bit word (the lower address is the low half: little-endian). */
+static __device__ __forceinline__ float bf_lo(unsigned w)
+{
+    return __uint_as_float(w << 16);
+}
+
+static __device__ __forceinline__ float bf_hi(unsigned w)
+{
+    return __uint_as_float(w & 0xffff0000u);
+}
+
+static __device__ __forceinline__ unsigned pack_bf2(float a, float b)
+{
+    return (unsigned)f2bf(a) | ((unsigned)f2bf(b) << 16);
+}
+
+/* Llama's MLP gate: silu(g) * u, silu(g) = g / (1 + e^-g), in fp32. */
+static __device__ __forceinline__ float silu_mul(float g, float u)
+{
+    return (g / (1.0f + expf(-g))) * u;
+}
+
+/* HF rotate-half RoPE of the pair (a, b) = (x[i], x[i + hd/2]), with c = cosf(angle), sn =
+ * sinf(angle) of angle = pos * inv_freq[i] (fp32): x * cos + rotate_half(x) * sin with
+ * rotate_half = (-x2, x1), each product rounded. */
+static __device__ __forceinline__ void rope_rotate(float a, float b, float c, float sn, float *oa, float *ob)
+{
+    *oa = __fadd_rn(__fmul_rn(a, c), __fmul_rn(-b, sn));
+    *ob = __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, sn));
+}
+
+#endif
