@@ -67,6 +67,54 @@ static __device__ __forceinline__ void gemv_dots(const vhc_bf16 *__restrict__ A,
     }
 }
 
+/* gemv_dots for two weight rows at once (their loads interleaved: twice the bytes in flight of
+ * two calls in a row); each sum in the same order as gemv_dots, so the same bits. */
+static __device__ __forceinline__ void gemv_dots2(const vhc_bf16 *__restrict__ A, int64_t lda,
+                                                  const vhc_bf16 *__restrict__ row1, const vhc_bf16 *__restrict__ row2,
+                                                  int K, float *acc1, float *acc2, const int M)
+{
+    const int lane = threadIdx.x & 31;
+    const uint4 *w1 = (const uint4 *)row1, *w2 = (const uint4 *)row2;
+    const int pieces = K / PIECE;
+#pragma unroll
+    for (int m = 0; m < M; m++) acc1[m] = acc2[m] = 0.0f;
+    int p = lane;
+    for (; p + 32 * (GEMV_UNROLL - 1) < pieces; p += 32 * GEMV_UNROLL) {
+        uint4 v1[GEMV_UNROLL], v2[GEMV_UNROLL];
+#pragma unroll
+        for (int u = 0; u < GEMV_UNROLL; u++) {
+            v1[u] = __ldcs(w1 + p + 32 * u);
+            v2[u] = __ldcs(w2 + p + 32 * u);
+        }
+#pragma unroll
+        for (int u = 0; u < GEMV_UNROLL; u++) {
+#pragma unroll
+            for (int m = 0; m < M; m++) {
+                const uint4 a = __ldg((const uint4 *)(A + m * lda) + p + 32 * u);
+                acc1[m] = dot8(v1[u], a, acc1[m]);
+                acc2[m] = dot8(v2[u], a, acc2[m]);
+            }
+        }
+    }
+    for (; p < pieces; p += 32) {
+        const uint4 v1 = __ldcs(w1 + p), v2 = __ldcs(w2 + p);
+#pragma unroll
+        for (int m = 0; m < M; m++) {
+            const uint4 a = __ldg((const uint4 *)(A + m * lda) + p);
+            acc1[m] = dot8(v1, a, acc1[m]);
+            acc2[m] = dot8(v2, a, acc2[m]);
+        }
+    }
+#pragma unroll
+    for (int m = 0; m < M; m++) {
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            acc1[m] += __shfl_xor_sync(FULL_MASK, acc1[m], o);
+            acc2[m] += __shfl_xor_sync(FULL_MASK, acc2[m], o);
+        }
+    }
+}
+
 /* The warp's output column, or -1 past the last one (the whole warp). */
 static __device__ __forceinline__ int gemv_warp_column(int n_columns)
 {
@@ -100,8 +148,7 @@ static __device__ __forceinline__ void gemv_silu(const vhc_bf16 *__restrict__ A,
     const int n = gemv_warp_column(F), lane = threadIdx.x & 31;
     if (n < 0) return;
     float g[VHC_GEMV_MAX_ROWS], u[VHC_GEMV_MAX_ROWS];
-    gemv_dots(A, lda, W + (int64_t)n * K, K, g, M);
-    gemv_dots(A, lda, W + ((int64_t)F + n) * K, K, u, M);
+    gemv_dots2(A, lda, W + (int64_t)n * K, W + ((int64_t)F + n) * K, K, g, u, M);
 #pragma unroll
     for (int m = 0; m < M; m++)
         if (lane == m) act[m * ld_act + n] = f2bf(silu_mul(g[m], u[m]));
@@ -122,8 +169,7 @@ static __device__ __forceinline__ void gemv_rope(const vhc_bf16 *__restrict__ A,
     const int head = unit / half, i = unit - head * half;
     const int64_t c1 = (int64_t)head * hd + i;
     float a[VHC_GEMV_MAX_ROWS], b[VHC_GEMV_MAX_ROWS];
-    gemv_dots(A, lda, W + c1 * K, K, a, M);
-    gemv_dots(A, lda, W + (c1 + half) * K, K, b, M);
+    gemv_dots2(A, lda, W + c1 * K, W + (c1 + half) * K, K, a, b, M);
 #pragma unroll
     for (int m = 0; m < M; m++) {
         if (lane != m) continue;

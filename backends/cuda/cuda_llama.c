@@ -7,8 +7,9 @@
  *   x += down_proj(silu(gate) * up)                                    (GEMM accumulates into x)
  *   logits = lm_head(rmsnorm(each segment's last row)); token = argmax(logits)
  *
- * A decode step (a few rows) runs q|k|v + RoPE + cache writes and gate|up + SiLU-gating as fused
- * few-row GEMVs (the same bits as the unfused kernels, two launches and two round trips fewer).
+ * A decode step (a few rows) may run q|k|v + RoPE + cache writes and gate|up + SiLU-gating as
+ * fused few-row GEMVs (the same bits as the unfused kernels); off by default, as measured slower
+ * (cuda_gemm.h).
  */
 #include <math.h>
 
@@ -66,8 +67,9 @@ vh_status cuda_llm_block(vh_executor *e, const cuda_block *b, const vh_batch *ba
     vhc_bf16 *v_cache = e->v_cache + (size_t)(b->desc->layer - e->first_llm_layer) * layer_cache;
     vh_status st;
 
-    /* a few rows (decode): the fused GEMVs, whose epilogues do RoPE + cache writes and SiLU-gating */
-    const int fused = vhc_gemm_few_rows(e->gemm, R) &&
+    /* a few rows (decode), if asked: the fused GEMVs, whose epilogues do RoPE + cache writes and
+     * SiLU-gating */
+    const int fused = vhc_gemm_fuse_few_rows(e->gemm, R) &&
                       vhc_gemv_supported(s->xn, Dl, R, Dl, b->qkv_w, qkv_dim, s->qkv, qkv_dim) &&
                       vhc_gemv_supported(s->xn, Dl, R, Dl, b->gate_up_w, 2 * F, s->gate_up, 2 * F);
 
