@@ -30,4 +30,10 @@ for be in cpu_amx cpu_generic; do
     "$BUILD/tools/vh-bench" --model /tmp/synth-$n --backend $be --threads $T --frames ${FRAMES:-4} --warmup 1 --json > "$OUT/bench-$be-$n.json" 2>&1; echo "rc=$?"; cat "$OUT/bench-$be-$n.json"; echo
   done
 done
+# the vision towers: full-size towers minus tiny ones, same 2 LLM layers (vision_ms difference)
+"$BUILD/tools/vh-synth-checkpoint" --out /tmp/synth-2v --tokenizer models/openvla-tiny/tokenizer.model --llm-layers 2 --no-sync > /dev/null 2>&1 || echo "synth 2v failed"
+for be in cpu_amx cpu_generic; do
+  step "vh-bench $be full vision"
+  "$BUILD/tools/vh-bench" --model /tmp/synth-2v --backend $be --threads $T --frames ${FRAMES:-4} --warmup 1 --json > "$OUT/bench-$be-2v.json" 2>&1; echo "rc=$?"; cat "$OUT/bench-$be-2v.json"; echo
+done
 step torch; PYTHONUNBUFFERED=1 python3 tools/bench_torch_cpu.py --threads $T --json "$OUT/torch-cpu.json" 2>&1 | tail -n 3
