@@ -2,7 +2,7 @@
  * vh-bench: time a model folder on a stream of frames.
  *
  *   vh-bench [--model DIR] [--image FILE] [--frames N] [--warmup N] [--backend NAME[,NAME...]]
- *            [--threads N] [--inflight K] [--plugin-path P] [--instruction TEXT] [--unnorm-key KEY] [--json]
+ *            [--split N] [--threads N] [--inflight K] [--plugin-path P] [--instruction TEXT] [--unnorm-key KEY] [--json]
  *
  * Submits N copies of one image, keeping K frames in flight (default 1), after W warm-up frames, and reports frames/s over the timed frames and, per stage (vision = preprocessing +
  * towers + projector, prefill, decode) and end to end (submitted -> action ready), the mean,
@@ -22,6 +22,7 @@
 typedef struct options {
     const char *model, *image, *backends, *plugin_path, *instruction, *unnorm_key;
     int frames, warmup, threads, inflight, json;
+    int split; /* LLM blocks on the first of two backends; -1: not given */
 } options;
 
 static int parse_int(const char *s, int lo, int hi, int *out)
@@ -35,7 +36,7 @@ static int parse_int(const char *s, int lo, int hi, int *out)
 
 static int parse_args(int argc, char **argv, options *o)
 {
-    *o = (options){.frames = 10, .warmup = 2, .inflight = 1, .instruction = "pick up the red block"};
+    *o = (options){.frames = 10, .warmup = 2, .inflight = 1, .split = -1, .instruction = "pick up the red block"};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--json")) { o->json = 1; continue; }
@@ -51,6 +52,7 @@ static int parse_args(int argc, char **argv, options *o)
         else if (!strcmp(a, "--frames")) { if (parse_int(v, 1, 1000000, &o->frames)) return -1; }
         else if (!strcmp(a, "--warmup")) { if (parse_int(v, 0, 1000000, &o->warmup)) return -1; }
         else if (!strcmp(a, "--threads")) { if (parse_int(v, 0, 4096, &o->threads)) return -1; }
+        else if (!strcmp(a, "--split")) { if (parse_int(v, 0, 4096, &o->split)) return -1; }
         else if (!strcmp(a, "--inflight")) { if (parse_int(v, 1, 64, &o->inflight)) return -1; }
         else { fprintf(stderr, "vh-bench: unknown option %s\n", a); return -1; }
     }
@@ -90,7 +92,7 @@ int main(int argc, char **argv)
     options o;
     if (parse_args(argc, argv, &o)) {
         fprintf(stderr, "usage: vh-bench [--model DIR] [--image FILE] [--frames N] [--warmup N] [--backend NAMES]\n"
-                        "                [--threads N] [--inflight K] [--plugin-path P] [--instruction TEXT]\n"
+                        "                [--split N] [--threads N] [--inflight K] [--plugin-path P] [--instruction TEXT]\n"
                         "                [--unnorm-key KEY] [--json]\n");
         return 2;
     }
@@ -116,6 +118,7 @@ int main(int argc, char **argv)
     p.plugin_path = o.plugin_path;
     p.unnorm_key = o.unnorm_key;
     p.n_threads = o.threads;
+    p.llm_split = o.split;
     p.queue_policy = VH_QUEUE_BLOCK;
     double t_load = now_s();
     vh_session *s = NULL;

@@ -2,7 +2,7 @@
  * vh-run: run a VLA model on a stream of image files and print one action per frame.
  *
  *   vh-run --model DIR --image FILE [--image FILE ...] --instruction TEXT [--unnorm-key KEY]
- *          [--backend NAME[,NAME...]] [--threads N] [--plugin-path P] [--json] [--verbose]
+ *          [--backend NAME[,NAME...]] [--split N] [--threads N] [--plugin-path P] [--json] [--verbose]
  *          [--decode-positions contiguous|openvla-hf440]
  *
  * With no --model and no --image it runs the bundled tiny OpenVLA model on the bundled frames.
@@ -38,6 +38,7 @@ typedef struct options {
     const char *backends;
     const char *plugin_path;
     int threads;
+    int split; /* -1: not given */
     int hf440_positions;
     int json;
     int verbose;
@@ -47,7 +48,9 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: vh-run [--model DIR] [--image FILE ...] [--instruction TEXT] [--unnorm-key KEY]\n"
-            "              [--backend NAME[,NAME...]] [--threads N] [--plugin-path PATH] [--json] [--verbose]\n"
+            "              [--backend NAME[,NAME...]] [--split N] [--threads N] [--plugin-path PATH] [--json]\n"
+            "              [--verbose]\n"
+            "  --split N: with two backends, the LLM blocks on the first (the rest and the head on the second)\n"
             "              [--decode-positions contiguous|openvla-hf440]\n"
             "Runs a Vision-Language-Action model on the images, in order, and prints one action per image.\n"
             "Without --model/--image: the bundled tiny OpenVLA model (%s) on the bundled frames (%s).\n",
@@ -57,6 +60,7 @@ static void usage(FILE *out)
 static int parse_args(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
+    o->split = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_value = i + 1 < argc;
@@ -94,14 +98,15 @@ static int parse_args(int argc, char **argv, options *o)
                 fprintf(stderr, "vh-run: --decode-positions is 'contiguous' or 'openvla-hf440'\n");
                 return -1;
             }
-        } else if (!strcmp(a, "--threads")) {
+        } else if (!strcmp(a, "--threads") || !strcmp(a, "--split")) {
             char *end;
             long n = strtol(argv[++i], &end, 10);
             if (*end || n < 0 || n > 4096) {
-                fprintf(stderr, "vh-run: --threads needs a number in [0, 4096]\n");
+                fprintf(stderr, "vh-run: %s needs a number in [0, 4096]\n", a);
                 return -1;
             }
-            o->threads = (int)n;
+            if (a[2] == 't') o->threads = (int)n;
+            else o->split = (int)n;
         } else {
             fprintf(stderr, "vh-run: unknown option %s\n", a);
             return -1;
@@ -248,6 +253,7 @@ int main(int argc, char **argv)
     p.plugin_path = o.plugin_path;
     p.unnorm_key = o.unnorm_key;
     p.n_threads = o.threads;
+    p.llm_split = o.split;
     p.queue_policy = VH_QUEUE_BLOCK;
     p.decode_positions = o.hf440_positions ? VH_DECODE_POSITIONS_OPENVLA_HF440 : VH_DECODE_POSITIONS_CONTIGUOUS;
     if (o.verbose) {

@@ -113,6 +113,7 @@ void cpu_linear(vh_executor *e, const cpu_block *b, int tensor, const float *x, 
 void cpu_vit_embed(vh_executor *e, const cpu_block *b, const vh_batch *batch);
 void cpu_vit_block(vh_executor *e, const cpu_block *b, const vh_batch *batch);
 void cpu_projector(vh_executor *e, const cpu_block *b, const vh_batch *batch);
+void cpu_llm_positions(vh_executor *e, const vh_batch *batch);
 void cpu_llm_embed(vh_executor *e, const cpu_block *b, const vh_batch *batch);
 void cpu_llm_block(vh_executor *e, const cpu_block *b, const vh_batch *batch);
 void cpu_llm_head(vh_executor *e, const cpu_block *b, const vh_batch *batch);

@@ -14,6 +14,19 @@
 
 static const vh_tensor_view *W(const cpu_block *b, int i) { return &b->desc->tensors[i]; }
 
+/* The rows' RoPE positions, for every run that holds LLM blocks: a stage that starts after the
+ * embedding (the hybrid split) gets its rows' hidden states from the previous stage, not their
+ * positions. */
+void cpu_llm_positions(vh_executor *e, const vh_batch *batch)
+{
+    uint32_t row = 0;
+    for (uint32_t s = 0; s < batch->n_segments; s++) {
+        const vh_segment *seg = &batch->segments[s];
+        for (uint32_t r = 0; r < seg->n_rows; r++, row++)
+            e->llm.positions[row] = (int32_t)(seg->position + r) + seg->rope_delta;
+    }
+}
+
 void cpu_llm_embed(vh_executor *e, const cpu_block *b, const vh_batch *batch)
 {
     const int64_t Dl = e->model->llm.hidden, N = e->model->n_image_tokens;
@@ -25,7 +38,6 @@ void cpu_llm_embed(vh_executor *e, const cpu_block *b, const vh_batch *batch)
         for (uint32_t r = 0; r < seg->n_rows; r++, row++) {
             float *x = e->llm.x + (size_t)row * Dl;
             int32_t tok = batch->tokens[row];
-            e->llm.positions[row] = (int32_t)(seg->position + r) + seg->rope_delta;
             if (tok == VH_TOKEN_IMAGE)
                 memcpy(x, patches + (size_t)next_patch++ * Dl, sizeof(float) * Dl);
             else

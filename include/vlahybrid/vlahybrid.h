@@ -134,6 +134,12 @@ typedef struct vh_session_params {
     vh_decode_positions decode_positions; /* default VH_DECODE_POSITIONS_CONTIGUOUS */
     uint64_t gpu_memory_budget;  /* bytes a GPU backend may take (weights + KV + workspace); 0: the
                                     whole card. Too small: VH_ERR_DEVICE_OUT_OF_MEMORY at create. */
+    /* Added in 0.2 (older callers' shorter struct_size is accepted and gets the default): */
+    int32_t llm_split;           /* with two backends named ("cuda,cpu_amx"): how many of the LLM's
+                                    blocks run on the first, which also runs the vision towers,
+                                    projector and embedding; the second runs the rest and the LM
+                                    head. 0..n_layers. Default -1: not set, which two backends do not
+                                    yet accept (VH_ERR_INVALID_ARGUMENT). Ignored with one backend. */
 } vh_session_params;
 
 VH_API void vh_session_params_init_sized(vh_session_params *params, size_t struct_size);

@@ -23,7 +23,8 @@ void vh_session_params_init_sized(vh_session_params *params, size_t struct_size)
                   .queue_capacity = 2,
                   .queue_policy = VH_QUEUE_DROP_OLDEST,
                   .n_threads = 0,
-                  .log_level = VH_LOG_INFO);
+                  .log_level = VH_LOG_INFO,
+                  .llm_split = -1);
 }
 
 void vh_frame_init_sized(vh_frame *frame, size_t struct_size)

@@ -57,29 +57,36 @@ vh_status vh_plan_create(const vh_model *model, const vh_plan_request *req, vh_p
         if (n_names < 0)
             return vh_error_set(err, VH_ERR_INVALID_ARGUMENT, "backends '%s' is not a comma-separated list of at "
                                 "most %d names", req->backends, VH_MAX_STAGES);
-        if (n_names > 1)
-            return vh_error_set(err, VH_ERR_UNSUPPORTED, "backends '%s': running blocks on several backends (the "
-                                "hybrid pipeline) is not available in this version", req->backends);
+        if (n_names > 2)
+            return vh_error_set(err, VH_ERR_UNSUPPORTED, "backends '%s': at most two stages in this version",
+                                req->backends);
     }
+    /* the blocks: [vision..., projector, LLM embedding | n_layers LLM blocks | head] */
+    const uint32_t n_layers = model->head_block - model->llm_first_block;
+    if (n_names == 2 && (req->llm_split < 0 || (uint32_t)req->llm_split > n_layers))
+        return vh_error_set(err, VH_ERR_INVALID_ARGUMENT, "backends '%s' need llm_split, the LLM blocks on '%s': "
+                            "0..%u (got %d)", req->backends, names[0], n_layers, req->llm_split);
+    const uint32_t first_stage_blocks =
+        n_names == 2 ? model->llm_first_block + (uint32_t)req->llm_split : model->desc.n_blocks;
 
-    vh_stage *stage = &plan->stages[0];
-    vh_status st = n_names ? vh_plugin_load(names[0], req->plugin_path, req->log, &stage->plugin, err)
-                           : vh_plugin_load_best(req->plugin_path, req->log, &stage->plugin, err);
-    if (st) return st;
-    plan->n_stages = 1;
-    if (stage->plugin->iface->score() <= 0) {
-        st = vh_error_set(err, VH_ERR_BACKEND_FAILED, "backend '%s' cannot run on this machine",
-                          stage->plugin->iface->name);
-        vh_plan_destroy(plan);
-        return st;
+    vh_status st = VH_OK;
+    for (int i = 0; i < (n_names > 1 ? n_names : 1) && st == VH_OK; i++) {
+        vh_stage *stage = &plan->stages[i];
+        st = n_names ? vh_plugin_load(names[i], req->plugin_path, req->log, &stage->plugin, err)
+                     : vh_plugin_load_best(req->plugin_path, req->log, &stage->plugin, err);
+        if (st) break;
+        plan->n_stages++;
+        if (stage->plugin->iface->score() <= 0) {
+            st = vh_error_set(err, VH_ERR_BACKEND_FAILED, "backend '%s' cannot run on this machine",
+                              stage->plugin->iface->name);
+            break;
+        }
+        stage->first_block = i == 0 ? 0 : first_stage_blocks;
+        stage->n_blocks = i == 0 ? first_stage_blocks : model->desc.n_blocks - first_stage_blocks;
+        st = create_executor(model, req, stage, err);
     }
-    stage->first_block = 0;
-    stage->n_blocks = model->desc.n_blocks;
-    if ((st = create_executor(model, req, stage, err))) {
-        vh_plan_destroy(plan);
-        return st;
-    }
-    return VH_OK;
+    if (st) vh_plan_destroy(plan);
+    return st;
 }
 
 void vh_plan_destroy(vh_plan *plan)

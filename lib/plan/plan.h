@@ -2,6 +2,9 @@
  * Which backend runs which blocks: the model's blocks cut into stages, each a contiguous range of
  * blocks on one executor. The vision towers, the projector and the LLM's embedding always sit on
  * the first stage (they produce the LLM's input rows); later stages hold LLM blocks and the head.
+ * One backend: one stage. Two: the first holds the vision side and the first llm_split LLM blocks,
+ * the second the other LLM blocks and the head (final norm + LM head); the frame runner hands the
+ * rows' hidden states over between them.
  */
 #ifndef VH_PLAN_PLAN_H
 #define VH_PLAN_PLAN_H
@@ -28,6 +31,7 @@ typedef struct vh_plan_request {
     int32_t n_threads;
     uint32_t max_context;              /* KV positions per sequence */
     uint64_t gpu_memory_budget;        /* for GPU executors; 0: the whole card */
+    int32_t llm_split;                 /* two backends: LLM blocks on the first (0..n_layers); -1: unset */
     const vh_logger *log;
 } vh_plan_request;
 

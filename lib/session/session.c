@@ -127,7 +127,7 @@ static vh_status load_session(vh_session *s, const vh_session_params *p, vh_erro
 
     vh_plan_request req = {.backends = p->backends, .plugin_path = p->plugin_path, .n_threads = p->n_threads,
                            .max_context = s->max_context, .gpu_memory_budget = p->gpu_memory_budget,
-                           .log = &s->log};
+                           .llm_split = p->llm_split, .log = &s->log};
     if ((st = vh_plan_create(s->model, &req, &s->plan, err))) return st;
     if ((st = vh_frame_runner_init(&s->runner, s->model, &s->plan, s->tokenizer, &s->decoder, s->max_context, err)))
         return st;
@@ -159,10 +159,17 @@ vh_status vh_session_create(const vh_session_params *params, vh_session **sessio
     if (!session) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
     *session = NULL;
     if (!params) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "params");
-    if (!struct_size_ok(params, params->struct_size, sizeof *params))
+    /* a caller built against the 0.1 header passes the shorter layout: its fields over the defaults */
+    const size_t v01_size = offsetof(vh_session_params, llm_split);
+    const size_t known = params->struct_size >= v01_size && params->struct_size < sizeof *params
+                             ? params->struct_size : sizeof *params;
+    if (!struct_size_ok(params, params->struct_size, known))
         return fail(NULL, VH_ERR_STRUCT_SIZE, "%s: struct_size is wrong; call vh_session_params_init first",
                     "vh_session_params");
-    vh_session_params p = *params;
+    vh_session_params p;
+    vh_session_params_init(&p);
+    memcpy(&p, params, known);
+    p.struct_size = sizeof p;
     const vh_logger log = {.fn = p.log_fn, .user = p.log_user, .level = p.log_level};
     if (!p.model_path || !*p.model_path)
         return create_failed(&log, VH_ERR_INVALID_ARGUMENT, "%s is not set", "model_path");

@@ -406,6 +406,8 @@ CREATE_CASE(create_backend_path, p.backends = "../cpu_generic")
 CREATE_CASE(create_backend_long_name,
             p.backends = "abcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghij")
 CREATE_CASE(create_backend_twice, p.backends = "cpu_generic,cpu_generic")
+CREATE_CASE(create_split_too_big, p.backends = "cpu_generic,cpu_generic"; p.llm_split = 99)
+CREATE_CASE(create_backend_three, p.backends = "cpu_generic,cpu_generic,cpu_generic"; p.llm_split = 1)
 CREATE_CASE(create_plugin_missing_file, p.plugin_path = c->missing)
 CREATE_CASE(create_plugin_not_a_plugin, p.plugin_path = c->not_a_folder)
 CREATE_CASE(create_plugin_missing_file_any_backend, p.plugin_path = c->missing; p.backends = NULL)
@@ -603,7 +605,9 @@ static const misuse_case misuse_cases[] = {
     ROW(create_backend_uppercase, VH_ERR_INVALID_ARGUMENT, "CPU_GENERIC", 0),
     ROW(create_backend_path, VH_ERR_INVALID_ARGUMENT, "../cpu_generic", 0),
     ROW(create_backend_long_name, VH_ERR_INVALID_ARGUMENT, "backend", 0),
-    ROW(create_backend_twice, VH_ERR_UNSUPPORTED, "cpu_generic,cpu_generic", 0),
+    ROW(create_backend_twice, VH_ERR_INVALID_ARGUMENT, "need llm_split", 0),
+    ROW(create_split_too_big, VH_ERR_INVALID_ARGUMENT, "(got 99)", 0),
+    ROW(create_backend_three, VH_ERR_UNSUPPORTED, "at most two stages", 0),
     /* a plugin file that is not there is not found; one that is not a plugin cannot be loaded
      * (the header does not say which of NOT_FOUND / FAILED a missing file gives) */
     ROW_OR(create_plugin_missing_file, VH_ERR_BACKEND_NOT_FOUND, VH_ERR_BACKEND_FAILED, "$missing", 0),
@@ -855,6 +859,33 @@ START_TEST(test_struct_size_larger_zero_tail_accepted)
     for (size_t i = sizeof(vh_session_info) + 8; i < sizeof bi; i++) ck_assert_uint_eq(bi.bytes[i], 0xC5);
 
     vh_session_destroy(s);
+    capture_free(&log);
+}
+END_TEST
+
+/* A caller built against the 0.1 header (vh_session_params without llm_split) is still served:
+ * its struct_size is the shorter layout; the field it does not know takes its default. The bytes
+ * after its struct are garbage that must not be read. */
+START_TEST(test_struct_size_v01_accepted)
+{
+    log_capture log;
+    capture_init(&log);
+    big_params bp;
+    memset(&bp, 0xA5, sizeof bp);
+    base_params(&bp.p, &log);
+    bp.p.backends = "cpu_generic";
+    const size_t v01 = offsetof(vh_session_params, llm_split);
+    bp.p.struct_size = v01;
+    memset(bp.bytes + v01, 0xA5, sizeof bp - v01); /* llm_split would read as garbage */
+    vh_session *s = NULL;
+    ck_assert_msg(vh_session_create(&bp.p, &s) == VH_OK, "%s", vh_last_error());
+    vh_session_destroy(s);
+    /* two backends from such a caller: llm_split is the default (unset), so a clear refusal */
+    bp.p.backends = "cpu_generic,cpu_generic";
+    s = (vh_session *)&s;
+    ck_assert_int_eq(vh_session_create(&bp.p, &s), VH_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(s);
+    ck_assert_msg(strstr(vh_last_error(), "llm_split") != NULL, "%s", vh_last_error());
     capture_free(&log);
 }
 END_TEST
@@ -1578,6 +1609,7 @@ int main(void)
     TCase *accept = tcase_create("accepted");
     tcase_set_timeout(accept, 300);
     tcase_add_test(accept, test_struct_size_larger_zero_tail_accepted);
+    tcase_add_test(accept, test_struct_size_v01_accepted);
     tcase_add_test(accept, test_session_info);
     tcase_add_test(accept, test_prompt_ids);
     tcase_add_test(accept, test_poll_timeouts);

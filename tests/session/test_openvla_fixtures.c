@@ -16,6 +16,12 @@
 
 /* Built once per backend (tests/session/meson.build, tests/cuda/meson.build). The defaults are
  * cpu_generic's: fp32 compute against a float64 reference. */
+#ifndef FIXTURE_SPLIT
+#define FIXTURE_SPLIT -1 /* two backends ("a,b"): the LLM blocks on the first */
+#endif
+#ifndef FIXTURE_PROBE
+#define FIXTURE_PROBE FIXTURE_BACKEND /* the backend whose presence decides skip / fail */
+#endif
 #ifndef FIXTURE_BACKEND
 #define FIXTURE_BACKEND "cpu_generic"
 #endif
@@ -97,7 +103,7 @@ static void load_fixture(const fixture *f, const char *unnorm_key, loaded *L)
     ck_assert_int_eq(vh_action_decoder_init(&L->decoder, L->model->config.vocab_unpadded,
                                             L->model->config.n_action_bins, stats, &err), VH_OK);
     uint32_t context = L->model->desc.n_image_tokens + 128;
-    vh_plan_request req = {.backends = FIXTURE_BACKEND, .max_context = context};
+    vh_plan_request req = {.backends = FIXTURE_BACKEND, .max_context = context, .llm_split = FIXTURE_SPLIT};
     ck_assert_msg(vh_plan_create(L->model, &req, &L->plan, &err) == VH_OK, "%s", err.message);
     ck_assert_int_eq(vh_frame_runner_init(&L->runner, L->model, &L->plan, L->tokenizer, &L->decoder, context, &err),
                      VH_OK);
@@ -274,6 +280,7 @@ START_TEST(test_public_api_stream)
     vh_session_params_init(&p);
     p.model_path = dir;
     p.backends = FIXTURE_BACKEND;
+    p.llm_split = FIXTURE_SPLIT;
     p.queue_policy = VH_QUEUE_BLOCK;
     p.unnorm_key = dataset;
     vh_session *s = NULL;
@@ -353,9 +360,9 @@ int main(void)
 {
     /* a GPU backend on a machine without a GPU is a skip (exit 77); cpu_generic runs everywhere */
 #ifdef FIXTURE_SKIP_WITHOUT_DEVICE
-    if (!vh_test_backend_usable(FIXTURE_BACKEND)) return 77;
+    if (!vh_test_backend_usable(FIXTURE_PROBE)) return 77;
 #else
-    if (!vh_test_backend_usable(FIXTURE_BACKEND)) return 1;
+    if (!vh_test_backend_usable(FIXTURE_PROBE)) return 1;
 #endif
     Suite *s = suite_create("openvla_fixtures");
     TCase *tc = tcase_create("fixtures");
