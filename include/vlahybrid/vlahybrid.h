@@ -134,7 +134,8 @@ typedef struct vh_session_params {
     vh_decode_positions decode_positions; /* default VH_DECODE_POSITIONS_CONTIGUOUS */
     uint64_t gpu_memory_budget;  /* bytes a GPU backend may take (weights + KV + workspace); 0: the
                                     whole card. Too small: VH_ERR_DEVICE_OUT_OF_MEMORY at create. */
-    /* Added in 0.2 (older callers' shorter struct_size is accepted and gets the default): */
+    /* Added after 0.1.0 (a caller built with the 0.1.0 header passes the shorter struct_size,
+       which is accepted: this field then takes its default): */
     int32_t llm_split;           /* with two backends named ("cuda,cpu_amx"): how many of the LLM's
                                     blocks run on the first, which also runs the vision towers,
                                     projector and embedding; the second runs the rest and the LM
