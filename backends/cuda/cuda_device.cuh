@@ -1,7 +1,6 @@
 /*
  * Device helpers shared by the cuda backend's kernel files: bf16 storage (round to nearest even on
- * write, exact on read), and the element-wise math that two kernels must compute bit for bit alike
- * (SiLU-gating, RoPE's rotation), so fused and unfused paths give the same bits.
+ * write, exact on read, packing pairs).
  */
 #ifndef VH_CUDA_DEVICE_CUH
 #define VH_CUDA_DEVICE_CUH
@@ -37,21 +36,6 @@ static __device__ __forceinline__ float bf_hi(unsigned w)
 static __device__ __forceinline__ unsigned pack_bf2(float a, float b)
 {
     return (unsigned)f2bf(a) | ((unsigned)f2bf(b) << 16);
-}
-
-/* Llama's MLP gate: silu(g) * u, silu(g) = g / (1 + e^-g), in fp32. */
-static __device__ __forceinline__ float silu_mul(float g, float u)
-{
-    return (g / (1.0f + expf(-g))) * u;
-}
-
-/* HF rotate-half RoPE of the pair (a, b) = (x[i], x[i + hd/2]), with c = cosf(angle), sn =
- * sinf(angle) of angle = pos * inv_freq[i] (fp32): x * cos + rotate_half(x) * sin with
- * rotate_half = (-x2, x1), each product rounded. */
-static __device__ __forceinline__ void rope_rotate(float a, float b, float c, float sn, float *oa, float *ob)
-{
-    *oa = __fadd_rn(__fmul_rn(a, c), __fmul_rn(-b, sn));
-    *ob = __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, sn));
 }
 
 #endif

@@ -23,8 +23,7 @@ struct vhc_gemm {
     size_t workspace_bytes;
     gemm_shape shapes[MAX_SHAPES];
     int n_shapes;
-    int use_gemv;  /* few-row layers on vhc_gemv (VH_CUDA_GEMV=0: all on cuBLASLt, to compare) */
-    int use_fused; /* callers fuse epilogues into them: only with VH_CUDA_FUSED=1 (measured slower) */
+    int use_gemv; /* few-row layers on vhc_gemv (VH_CUDA_GEMV=0: all on cuBLASLt, to compare) */
 };
 
 vh_status vhc_gemm_create(cudaStream_t stream, void *workspace, size_t workspace_bytes, vhc_gemm **out, char *err,
@@ -45,8 +44,6 @@ vh_status vhc_gemm_create(cudaStream_t stream, void *workspace, size_t workspace
     g->stream = stream;
     const char *gemv = getenv("VH_CUDA_GEMV");
     g->use_gemv = !(gemv && !strcmp(gemv, "0"));
-    const char *fused = getenv("VH_CUDA_FUSED");
-    g->use_fused = g->use_gemv && fused && !strcmp(fused, "1");
     g->workspace = workspace;
     g->workspace_bytes = workspace_bytes;
     *out = g;
@@ -128,11 +125,6 @@ static gemm_shape *find_shape(vhc_gemm *g, int64_t M, int64_t N, int64_t K, int6
     }
     g->n_shapes++;
     return s;
-}
-
-int vhc_gemm_fuse_few_rows(const vhc_gemm *g, int64_t M)
-{
-    return g->use_fused && M >= 1 && M <= VHC_GEMV_MAX_ROWS;
 }
 
 vh_status vhc_linear(vhc_gemm *g, const vhc_bf16 *A, int64_t lda, int64_t M, int64_t K, const vhc_bf16 *W, int64_t N,

@@ -30,9 +30,4 @@ void vhc_gemm_destroy(vhc_gemm *g);
 vh_status vhc_linear(vhc_gemm *g, const vhc_bf16 *A, int64_t lda, int64_t M, int64_t K, const vhc_bf16 *W, int64_t N,
                      float *D, int64_t ldd, int accumulate, char *err, size_t err_size);
 
-/* Whether layers of M rows should take the fused few-row kernels (cuda_kernels.h's vhc_gemv
- * family). Off unless VH_CUDA_FUSED=1: on the H200 the fused decode step measured 3.96 ms against
- * 3.81 ms unfused (two weight rows per warp halve the warps streaming; doc/performance.md). */
-int vhc_gemm_fuse_few_rows(const vhc_gemm *g, int64_t M);
-
 #endif

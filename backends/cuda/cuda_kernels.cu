@@ -25,6 +25,21 @@
  * Helpers
  */
 
+/* Llama's MLP gate: silu(g) * u, silu(g) = g / (1 + e^-g), in fp32. */
+static __device__ __forceinline__ float silu_mul(float g, float u)
+{
+    return (g / (1.0f + expf(-g))) * u;
+}
+
+/* HF rotate-half RoPE of the pair (a, b) = (x[i], x[i + hd/2]), with c = cosf(angle), sn =
+ * sinf(angle) of angle = pos * inv_freq[i] (fp32): x * cos + rotate_half(x) * sin with
+ * rotate_half = (-x2, x1), each product rounded. */
+static __device__ __forceinline__ void rope_rotate(float a, float b, float c, float sn, float *oa, float *ob)
+{
+    *oa = __fadd_rn(__fmul_rn(a, c), __fmul_rn(-b, sn));
+    *ob = __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, sn));
+}
+
 /* Four bf16 values at p (8-byte aligned). */
 static __device__ __forceinline__ void store_bf4(vhc_bf16 *p, float a, float b, float c, float d)
 {

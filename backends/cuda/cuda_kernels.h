@@ -107,18 +107,6 @@ int vhc_gemv_supported(const vhc_bf16 *A, int64_t lda, int64_t M, int64_t K, con
 void vhc_gemv(cudaStream_t s, const vhc_bf16 *A, int64_t lda, int64_t M, int64_t K, const vhc_bf16 *W, int64_t N,
               float *D, int64_t ldd, int accumulate);
 
-/* Fused few-row layers of a decode step (same conditions as vhc_gemv; the sums are vhc_gemv's, the
- * epilogues compute what vhc_silu_mul_bf16 and vhc_llm_rope_qkv compute, so the bits are those of
- * the unfused sequence):
- *  - vhc_gemv_silu_mul: W = [gate; up] [2F, K]; act[m, n] = bf16(silu(gate) * up), rows ld_act apart;
- *  - vhc_gemv_rope_qkv: W = [q; k; v] [(Hq + 2 Hkv) hd, K]; RoPE at rows[m] as vhc_llm_rope_qkv, q to
- *    q_out [M, Hq hd], k and v into the caches at rows[m].kv_write. */
-void vhc_gemv_silu_mul(cudaStream_t s, const vhc_bf16 *A, int64_t lda, int64_t M, int64_t K, const vhc_bf16 *W,
-                       int64_t F, vhc_bf16 *act, int64_t ld_act);
-void vhc_gemv_rope_qkv(cudaStream_t s, const vhc_bf16 *A, int64_t lda, int64_t M, int64_t K, const vhc_bf16 *W,
-                       const vhc_row *rows, const float *inv_freq, vhc_bf16 *q_out, vhc_bf16 *k_cache,
-                       vhc_bf16 *v_cache, int n_heads, int n_kv_heads, int head_dim);
-
 /* x[r, :] = float(table[rows[r].token, :]) or patch_embeds[rows[r].patch, :]. */
 void vhc_embed_rows(cudaStream_t s, const vhc_bf16 *table, const float *patch_embeds, const vhc_row *rows, float *x,
                     int R, int dim);

@@ -6,10 +6,6 @@
  *        attention: prefill segments on tensor cores, decode rows on the row kernel
  *   x += down_proj(silu(gate) * up)                                    (GEMM accumulates into x)
  *   logits = lm_head(rmsnorm(each segment's last row)); token = argmax(logits)
- *
- * A decode step (a few rows) may run q|k|v + RoPE + cache writes and gate|up + SiLU-gating as
- * fused few-row GEMVs (the same bits as the unfused kernels); off by default, as measured slower
- * (cuda_gemm.h).
  */
 #include <math.h>
 
@@ -67,34 +63,18 @@ vh_status cuda_llm_block(vh_executor *e, const cuda_block *b, const vh_batch *ba
     vhc_bf16 *v_cache = e->v_cache + (size_t)(b->desc->layer - e->first_llm_layer) * layer_cache;
     vh_status st;
 
-    /* a few rows (decode), if asked: the fused GEMVs, whose epilogues do RoPE + cache writes and
-     * SiLU-gating */
-    const int fused = vhc_gemm_fuse_few_rows(e->gemm, R) &&
-                      vhc_gemv_supported(s->xn, Dl, R, Dl, b->qkv_w, qkv_dim, s->qkv, qkv_dim) &&
-                      vhc_gemv_supported(s->xn, Dl, R, Dl, b->gate_up_w, 2 * F, s->gate_up, 2 * F);
-
     vhc_rmsnorm_bf16(e->stream, s->x, b->vec[VH_LLM_ATTN_NORM], s->xn, R, Dl, l->rms_eps, NULL);
-    if (fused) {
-        vhc_gemv_rope_qkv(e->stream, s->xn, Dl, R, Dl, b->qkv_w, s->rows, s->rope_inv_freq, s->q, k_cache, v_cache,
-                          (int)l->n_heads, (int)l->n_kv_heads, hd);
-    } else {
-        if ((st = vhc_linear(e->gemm, s->xn, Dl, R, Dl, b->qkv_w, qkv_dim, s->qkv, qkv_dim, 0, err, err_size)))
-            return st;
-        vhc_llm_rope_qkv(e->stream, s->qkv, s->rows, s->q, k_cache, v_cache, R, (int)l->n_heads, (int)l->n_kv_heads,
-                         hd, s->rope_inv_freq);
-    }
+    if ((st = vhc_linear(e->gemm, s->xn, Dl, R, Dl, b->qkv_w, qkv_dim, s->qkv, qkv_dim, 0, err, err_size))) return st;
+    vhc_llm_rope_qkv(e->stream, s->qkv, s->rows, s->q, k_cache, v_cache, R, (int)l->n_heads, (int)l->n_kv_heads, hd,
+                     s->rope_inv_freq);
     llm_attention(e, batch, k_cache, v_cache);
     if ((st = vhc_linear(e->gemm, s->attn, q_dim, R, q_dim, b->mat[VH_LLM_O], Dl, s->x, Dl, 1, err, err_size)))
         return st;
 
     vhc_rmsnorm_bf16(e->stream, s->x, b->vec[VH_LLM_MLP_NORM], s->xn, R, Dl, l->rms_eps, NULL);
-    if (fused) {
-        vhc_gemv_silu_mul(e->stream, s->xn, Dl, R, Dl, b->gate_up_w, F, s->act, F);
-    } else {
-        if ((st = vhc_linear(e->gemm, s->xn, Dl, R, Dl, b->gate_up_w, 2 * F, s->gate_up, 2 * F, 0, err, err_size)))
-            return st;
-        vhc_silu_mul_bf16(e->stream, s->gate_up, s->act, R, F);
-    }
+    if ((st = vhc_linear(e->gemm, s->xn, Dl, R, Dl, b->gate_up_w, 2 * F, s->gate_up, 2 * F, 0, err, err_size)))
+        return st;
+    vhc_silu_mul_bf16(e->stream, s->gate_up, s->act, R, F);
     return vhc_linear(e->gemm, s->act, F, R, F, b->mat[VH_LLM_DOWN], Dl, s->x, Dl, 1, err, err_size);
 }
 

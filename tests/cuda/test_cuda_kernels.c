@@ -1211,104 +1211,6 @@ out:
     gb_free(&ba), gb_free(&bw), gb_free(&bd);
 }
 
-/* The fused few-row GEMVs give exactly the bits of the unfused sequence (vhc_gemv, then
- * vhc_silu_mul_bf16 / vhc_llm_rope_qkv, each tested against float64 above), and write nothing else. */
-typedef struct fused_args {
-    const vhc_bf16 *A, *W;
-    int M, K, F, hq, hkv, hd;
-    const vhc_row *rows;
-    const float *inv_freq;
-    vhc_bf16 *act, *q, *k, *v;
-} fused_args;
-
-static void silu_fused_launch(void *ctx)
-{
-    const fused_args *a = ctx;
-    vhc_gemv_silu_mul(0, a->A, a->K, a->M, a->K, a->W, a->F, a->act, a->F);
-}
-
-static void rope_fused_launch(void *ctx)
-{
-    const fused_args *a = ctx;
-    vhc_gemv_rope_qkv(0, a->A, a->K, a->M, a->K, a->W, a->rows, a->inv_freq, a->q, a->k, a->v, a->hq, a->hkv, a->hd);
-}
-
-static long cmp_bits16(const char *what, const uint16_t *a, const uint16_t *b, size_t n)
-{
-    long bad = 0;
-    for (size_t i = 0; i < n; i++)
-        if (a[i] != b[i]) {
-            if (bad < MAX_REPORTS) fail_line(what, "element %ld: fused 0x%04x, unfused 0x%04x", (long)i - GUARD, a[i], b[i]);
-            bad++;
-        }
-    g_failures += bad;
-    g_stats[K_GEMV].checks++;
-    g_stats[K_GEMV].values += (long)n;
-    return bad;
-}
-
-static void test_gemv_fused(int M, int K, int F, int hq, int hkv, int hd, uint64_t seed, int time_it)
-{
-    char what[160];
-    rng_seed(seed);
-    const int width = (hq + 2 * hkv) * hd, half = hd / 2;
-    const size_t na = (size_t)M * K, nwg = (size_t)2 * F * K, nwq = (size_t)width * K;
-    uint16_t *ha = random_bf16(na, -1, 1), *hwg = random_bf16(nwg, -0.05f, 0.05f), *hwq = random_bf16(nwq, -0.1f, 0.1f);
-    gbuf ba = gb_new(2, na), bwg = gb_new(2, nwg), bwq = gb_new(2, nwq);
-    gb_upload(&ba, 0, ha, na);
-    gb_upload(&bwg, 0, hwg, nwg);
-    gb_upload(&bwq, 0, hwq, nwq);
-
-    /* SiLU-gated */
-    snprintf(what, sizeof what, "gemv+silu M=%d K=%d F=%d", M, K, F);
-    gbuf gu = gb_new(4, (size_t)M * 2 * F), act1 = gb_new(2, (size_t)M * F), act2 = gb_new(2, (size_t)M * F);
-    vhc_gemv(0, gb_at(&ba, 0), K, M, K, gb_at(&bwg, 0), 2 * F, gb_at(&gu, 0), 2 * F, 0);
-    vhc_silu_mul_bf16(0, gb_at(&gu, 0), gb_at(&act1, 0), M, F);
-    fused_args fa = {gb_at(&ba, 0), gb_at(&bwg, 0), M, K, F, hq, hkv, hd, NULL, NULL, gb_at(&act2, 0), NULL, NULL, NULL};
-    silu_fused_launch(&fa);
-    launch_check(what);
-    uint16_t *r1 = gb_download(&act1), *r2 = gb_download(&act2);
-    cmp_bits16(what, r2, r1, (size_t)M * F + 2 * GUARD);
-    if (time_it) printf("  time %-58s %9.1f us\n", what, time_launches(silu_fused_launch, &fa, 50));
-    free(r1), free(r2);
-    gb_free(&gu), gb_free(&act1), gb_free(&act2);
-
-    /* q|k|v + RoPE + cache writes: rows at positions 5, 300, 17, ... of their own slots */
-    snprintf(what, sizeof what, "gemv+rope M=%d K=%d heads=%d/%d hd=%d", M, K, hq, hkv, hd);
-    const int64_t kv_dim = (int64_t)hkv * hd, slots = 512;
-    vhc_row rows[VHC_GEMV_MAX_ROWS];
-    for (int m = 0; m < M; m++) {
-        const int pos = (int)((5 + 295 * m + 12 * m * m) % slots);
-        rows[m].token = 0, rows[m].patch = 0, rows[m].rope_pos = pos + m, rows[m].n_keys = pos + 1;
-        rows[m].kv_seq_base = 0, rows[m].kv_write = (int64_t)pos * kv_dim;
-    }
-    float *freq = xmalloc((size_t)half * sizeof *freq);
-    vhc_rope_inv_freq(10000.0f, hd, freq);
-    gbuf dfreq = gb_new(4, (size_t)half), drows = gb_new(4, (size_t)M * sizeof(vhc_row) / 4);
-    gb_upload(&dfreq, 0, freq, (size_t)half);
-    gb_upload(&drows, 0, rows, (size_t)M * sizeof(vhc_row) / 4);
-    gbuf qkv = gb_new(4, (size_t)M * width), q1 = gb_new(2, (size_t)M * hq * hd), q2 = gb_new(2, (size_t)M * hq * hd);
-    gbuf k1 = gb_new(2, (size_t)slots * kv_dim), v1 = gb_new(2, (size_t)slots * kv_dim);
-    gbuf k2 = gb_new(2, (size_t)slots * kv_dim), v2 = gb_new(2, (size_t)slots * kv_dim);
-    vhc_gemv(0, gb_at(&ba, 0), K, M, K, gb_at(&bwq, 0), width, gb_at(&qkv, 0), width, 0);
-    vhc_llm_rope_qkv(0, gb_at(&qkv, 0), gb_at(&drows, 0), gb_at(&q1, 0), gb_at(&k1, 0), gb_at(&v1, 0), M, hq, hkv, hd,
-                     gb_at(&dfreq, 0));
-    fused_args ra = {gb_at(&ba, 0), gb_at(&bwq, 0), M, K, F, hq, hkv, hd, gb_at(&drows, 0), gb_at(&dfreq, 0), NULL,
-                     gb_at(&q2, 0), gb_at(&k2, 0), gb_at(&v2, 0)};
-    rope_fused_launch(&ra);
-    launch_check(what);
-    const gbuf *pairs[3][2] = {{&q1, &q2}, {&k1, &k2}, {&v1, &v2}};
-    for (int i = 0; i < 3; i++) {
-        uint16_t *u = gb_download(pairs[i][0]), *f = gb_download(pairs[i][1]);
-        cmp_bits16(what, f, u, pairs[i][0]->n + 2 * GUARD);
-        free(u), free(f);
-    }
-    if (time_it) printf("  time %-58s %9.1f us\n", what, time_launches(rope_fused_launch, &ra, 50));
-    free(freq), free(ha), free(hwg), free(hwq);
-    gb_free(&dfreq), gb_free(&drows), gb_free(&qkv), gb_free(&q1), gb_free(&q2);
-    gb_free(&k1), gb_free(&v1), gb_free(&k2), gb_free(&v2), gb_free(&ba), gb_free(&bwg), gb_free(&bwq);
-}
-
 /* ------------------------------------------------------------------------------------------------
  * Embedding rows, argmax, ViT input side (all exact)
  */
@@ -1777,10 +1679,6 @@ int main(void)
     test_gemv(1, 32000, 4096, 0, 0, 0, seed++, 1);
     test_gemv(4, 22016, 4096, 0, 0, 0, seed++, 1);
     test_gemv(8, 4096, 11008, 0, 0, 1, seed++, 1);
-    test_gemv_fused(1, 64, 40, 4, 2, 16, seed++, 0);
-    test_gemv_fused(3, 136, 24, 2, 2, 8, seed++, 0);
-    test_gemv_fused(8, 264, 100, 6, 3, 32, seed++, 0);
-    test_gemv_fused(1, 4096, 11008, 32, 32, 128, seed++, 1);
 
     /* embeddings, argmax, ViT input side */
     test_embed_rows(1000, 4096, 20, 0, seed++);
