@@ -531,11 +531,12 @@ extern "C" void vhc_llm_rope_qkv(cudaStream_t s, const float *qkv, const vhc_row
 }
 
 /* ------------------------------------------------------------------------------------------------
- * Attention: one warp per (query row, head); lane l holds elements [l E, l E + E) of q and of the
- * output accumulator (E = 1, 2, 4 or 8: the smallest power of two with 32 E >= head_dim). Keys
- * stream in blocks of ATT_KB = 8 (all 16 K / V loads of a block issued before their first use;
- * launches with few warps, i.e. decode steps, take a variant that also loads the next block
- * while computing the current one). Per block:
+ * Attention: a warp's pass over the keys of one (query row, head) (att_pass); dense calls give each
+ * warp a row's keys, the row kernel further down splits a row's keys over several warps. Lane l
+ * holds elements [l E, l E + E) of q and of the output accumulator (E = 1, 2, 4 or 8: the smallest
+ * power of two with 32 E >= head_dim). Keys stream in blocks of ATT_KB = 8 (all 16 K / V loads of
+ * a block issued before their first use; launches with few warps take a variant that also loads
+ * the next block while computing the current one). Per block:
  *  - each lane: 8 partial dot products over its E elements (fp32 FMA chain, e ascending);
  *  - a reduce-scatter over the warp: halving steps at lane offsets 16, 8, 4 leave lane l with the
  *    sum over 8 lanes of the partials of key kb(l) = 4 bit4(l) + 2 bit3(l) + bit2(l); a butterfly
@@ -706,45 +707,49 @@ static __device__ __forceinline__ void att_keys(const vhc_bf16 *__restrict__ kp,
     *m_out = m;
 }
 
-static __device__ __forceinline__ void att_warp(const vhc_bf16 *__restrict__ q, int64_t q_stride,
-                                                const vhc_bf16 *__restrict__ k, const vhc_bf16 *__restrict__ v,
-                                                int64_t kv_stride, const vhc_row *__restrict__ rows, int n_keys_dense,
-                                                vhc_bf16 *__restrict__ out, int64_t out_stride, int R, int group,
-                                                int hd, float scale, const int E, const int PF)
+/* One warp over keys [0, n) of one (row, head): qh is the row's head in q, kp / vp the kv head's
+ * elements of key 0. Leaves the lane's E accumulator elements in acc, the running max in *m and
+ * sum in *l (acc = 0, m = -inf, l = 0 when n <= 0); returns how many of the E elements exist. */
+static __device__ __forceinline__ int att_pass(const vhc_bf16 *__restrict__ qh, const vhc_bf16 *__restrict__ kp,
+                                               const vhc_bf16 *__restrict__ vp, int64_t kv_stride, int n, int hd,
+                                               float scale, float *acc, float *m, float *l, const int E,
+                                               const int PF)
 {
-    const int lane = threadIdx.x & 31;
-    const int r = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    if (r >= R) return; /* whole warp; no block-wide synchronisation below */
-    const int h = blockIdx.y, kvh = h / group;
-    int64_t base = 0;
-    int n = n_keys_dense;
-    if (rows) {
-        base = rows[r].kv_seq_base;
-        n = rows[r].n_keys;
-    }
-    const int d0 = lane * E;
+    const int lane = threadIdx.x & 31, d0 = lane * E;
     const int nvalid = hd - d0 <= 0 ? 0 : (hd - d0 >= E ? E : hd - d0);
-
-    float qf[8], acc[8];
-    const vhc_bf16 *qp = q + (int64_t)r * q_stride + (int64_t)h * hd + d0;
+    float qf[8];
 #pragma unroll
     for (int e = 0; e < E; e++) {
-        qf[e] = e < nvalid ? bf2f(qp[e]) : 0.0f;
+        qf[e] = e < nvalid ? bf2f(qh[d0 + e]) : 0.0f;
         acc[e] = 0.0f;
     }
-    float l = 0.0f, m;
-    const vhc_bf16 *kp = k + base + (int64_t)kvh * hd, *vp = v + base + (int64_t)kvh * hd;
+    *l = 0.0f;
     const uintptr_t al = (uintptr_t)kp | (uintptr_t)vp | (uintptr_t)(kv_stride * 2);
     const bool vec = E > 1 && hd % E == 0 && (al & (uintptr_t)(2 * E - 1)) == 0;
     if (vec)
-        att_keys(kp + d0, vp + d0, kv_stride, n, nvalid, qf, acc, &m, &l, scale, lane, E, 1, PF);
+        att_keys(kp + d0, vp + d0, kv_stride, n, nvalid, qf, acc, m, l, scale, lane, E, 1, PF);
     else
-        att_keys(kp + d0, vp + d0, kv_stride, n, nvalid, qf, acc, &m, &l, scale, lane, E, 0, PF);
+        att_keys(kp + d0, vp + d0, kv_stride, n, nvalid, qf, acc, m, l, scale, lane, E, 0, PF);
+    return nvalid;
+}
 
+/* Dense attention (no row metadata): warp = query row r of head blockIdx.y over n_keys keys. */
+static __device__ __forceinline__ void att_warp(const vhc_bf16 *__restrict__ q, int64_t q_stride,
+                                                const vhc_bf16 *__restrict__ k, const vhc_bf16 *__restrict__ v,
+                                                int64_t kv_stride, int n_keys, vhc_bf16 *__restrict__ out,
+                                                int64_t out_stride, int R, int group, int hd, float scale,
+                                                const int E, const int PF)
+{
+    const int r = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (r >= R) return; /* whole warp; no block-wide synchronisation below */
+    const int h = blockIdx.y, kvh = h / group, d0 = (threadIdx.x & 31) * E;
+    float acc[8], m, l;
+    const int nvalid = att_pass(q + (int64_t)r * q_stride + (int64_t)h * hd, k + (int64_t)kvh * hd,
+                                v + (int64_t)kvh * hd, kv_stride, n_keys, hd, scale, acc, &m, &l, E, PF);
     vhc_bf16 *op = out + (int64_t)r * out_stride + (int64_t)h * hd + d0;
 #pragma unroll
     for (int e = 0; e < E; e++)
-        if (e < nvalid) op[e] = f2bf(n > 0 ? acc[e] / l : 0.0f);
+        if (e < nvalid) op[e] = f2bf(n_keys > 0 ? acc[e] / l : 0.0f);
 }
 
 /*
@@ -774,25 +779,11 @@ static __device__ __forceinline__ void att_split(const vhc_bf16 *__restrict__ q,
     const int per = n <= 0 ? 0 : ((n + nsplit - 1) / nsplit + ATT_KB - 1) / ATT_KB * ATT_KB;
     const int j0 = w * per, j1 = j0 + per < n ? j0 + per : n;
     const int d0 = lane * E;
-    const int nvalid = hd - d0 <= 0 ? 0 : (hd - d0 >= E ? E : hd - d0);
-
-    float qf[8], acc[8], l = 0.0f, m = -INFINITY;
-    const vhc_bf16 *qp = q + (int64_t)r * q_stride + (int64_t)h * hd + d0;
-#pragma unroll
-    for (int e = 0; e < E; e++) {
-        qf[e] = e < nvalid ? bf2f(qp[e]) : 0.0f;
-        acc[e] = 0.0f;
-    }
-    if (j1 > j0) {
-        const vhc_bf16 *kp = k + base + (int64_t)kvh * hd + (int64_t)j0 * kv_stride;
-        const vhc_bf16 *vp = v + base + (int64_t)kvh * hd + (int64_t)j0 * kv_stride;
-        const uintptr_t al = (uintptr_t)kp | (uintptr_t)vp | (uintptr_t)(kv_stride * 2);
-        const bool vec = E > 1 && hd % E == 0 && (al & (uintptr_t)(2 * E - 1)) == 0;
-        if (vec)
-            att_keys(kp + d0, vp + d0, kv_stride, j1 - j0, nvalid, qf, acc, &m, &l, scale, lane, E, 1, PF);
-        else
-            att_keys(kp + d0, vp + d0, kv_stride, j1 - j0, nvalid, qf, acc, &m, &l, scale, lane, E, 0, PF);
-    }
+    float acc[8], l, m;
+    const int nvalid = att_pass(q + (int64_t)r * q_stride + (int64_t)h * hd,
+                                k + base + (int64_t)kvh * hd + (int64_t)j0 * kv_stride,
+                                v + base + (int64_t)kvh * hd + (int64_t)j0 * kv_stride, kv_stride,
+                                j1 > j0 ? j1 - j0 : 0, hd, scale, acc, &m, &l, E, PF);
     if (lane == 0) sm_m[w] = m, sm_l[w] = l;
 #pragma unroll
     for (int e = 0; e < E; e++)
@@ -832,9 +823,9 @@ ATT_SPLIT_KERNEL(k_attention_split_e8, 8, 0)
 
 #define ATT_PARAMS                                                                                                 \
     const vhc_bf16 *__restrict__ q, int64_t q_stride, const vhc_bf16 *__restrict__ k, const vhc_bf16 *__restrict__ v, \
-        int64_t kv_stride, const vhc_row *__restrict__ rows, int n_keys_dense, vhc_bf16 *__restrict__ out,            \
-        int64_t out_stride, int R, int group, int hd, float scale
-#define ATT_ARGS q, q_stride, k, v, kv_stride, rows, n_keys_dense, out, out_stride, R, group, hd, scale
+        int64_t kv_stride, int n_keys, vhc_bf16 *__restrict__ out, int64_t out_stride, int R, int group, int hd,      \
+        float scale
+#define ATT_ARGS q, q_stride, k, v, kv_stride, n_keys, out, out_stride, R, group, hd, scale
 
 /* ATT_KERNEL_MIN: with a minimum of resident blocks per SM in __launch_bounds__, which caps the
  * registers; used where that costs no spills (checked with -Xptxas -v for sm_80 .. sm_90).
@@ -899,8 +890,8 @@ extern "C" void vhc_attention(cudaStream_t s, const vhc_bf16 *q, int64_t q_strid
         kernel = pf ? k_attention_pf_e4 : k_attention_e4;
     else
         kernel = k_attention_e8;
-    kernel<<<grid, threads, 0, s>>>(q, q_stride, k, v, kv_stride, rows, n_keys_dense, out, out_stride, R, group,
-                                    head_dim, scale);
+    kernel<<<grid, threads, 0, s>>>(q, q_stride, k, v, kv_stride, n_keys_dense, out, out_stride, R, group, head_dim,
+                                    scale);
 }
 
 /* ------------------------------------------------------------------------------------------------
