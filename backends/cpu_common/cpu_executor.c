@@ -299,7 +299,7 @@ vh_status cpu_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first
     if (st) return st;
 
     e->failed = VH_OK;
-    if (needs_rows && e->llm.positions) cpu_llm_positions(e, batch);
+    if (needs_rows) cpu_llm_positions(e, batch);
     for (uint32_t i = 0; i < n_blocks && !e->failed; i++) {
         const cpu_block *b = &blocks[i];
         switch (b->desc->kind) {

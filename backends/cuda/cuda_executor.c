@@ -235,22 +235,18 @@ static vh_status upload_weights(vh_executor *e, char *err, size_t err_size)
     return st;
 }
 
-#define CUDA_MAX_HEAD_DIM 256 /* the attention kernels' limit */
-
 /* RoPE's inverse frequencies, computed once on the host (cuda_kernels.h). */
 static vh_status upload_rope_table(vh_executor *e, char *err, size_t err_size)
 {
     if (!e->llm.x) return VH_OK;
-    cudaError_t ce;
     const vh_llm_desc *l = &e->model->llm;
-    float inv_freq[CUDA_MAX_HEAD_DIM / 2];
-    if (l->head_dim > CUDA_MAX_HEAD_DIM)
-        return vh_backend_fail(err, err_size, VH_ERR_UNSUPPORTED, "cuda: head_dim %u > %d", l->head_dim,
-                               CUDA_MAX_HEAD_DIM);
+    float *inv_freq = malloc(sizeof(float) * (l->head_dim / 2 + 1));
+    if (!inv_freq) return vh_backend_fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "cuda: out of host memory");
     vhc_rope_inv_freq(l->rope_theta, (int)l->head_dim, inv_freq);
-    if ((ce = cudaMemcpy(e->llm.rope_inv_freq, inv_freq, sizeof(float) * (l->head_dim / 2), cudaMemcpyHostToDevice)))
-        return cuda_fail(err, err_size, ce, "RoPE frequencies");
-    return VH_OK;
+    cudaError_t ce =
+        cudaMemcpy(e->llm.rope_inv_freq, inv_freq, sizeof(float) * (l->head_dim / 2), cudaMemcpyHostToDevice);
+    free(inv_freq);
+    return ce == cudaSuccess ? VH_OK : cuda_fail(err, err_size, ce, "RoPE frequencies");
 }
 
 static vh_status allocate_host_mirrors(vh_executor *e, char *err, size_t err_size)
