@@ -204,63 +204,45 @@ static vh_status axis_init(resample_axis *axis, uint32_t in_size, uint32_t out_s
  * from Pillow (by tap pair, by block of samples); integer sums are exact, so the results are the
  * same bits. */
 
-/* Horizontal pass: resample rows [row0, row0 + n_rows) of src across, into n_rows rows of out,
- * from the plain layout. */
-static void horizontal_plain(const uint8_t *src, size_t src_stride, uint32_t row0,
-                             uint32_t n_rows, const resample_axis *across, uint8_t *out,
-                             size_t out_stride)
-{
-    for (uint32_t y = 0; y < n_rows; y++) {
-        const uint8_t *in_row = src + (size_t)(row0 + y) * src_stride;
-        uint8_t *out_row = out + (size_t)y * out_stride;
-        for (uint32_t x = 0; x < across->out_size; x++) {
-            const int32_t *w = across->weights + (size_t)x * across->stride;
-            const uint8_t *p = in_row + (size_t)across->first[x] * 3;
-            int32_t r = WEIGHT_HALF, g = WEIGHT_HALF, b = WEIGHT_HALF;
-            for (uint32_t k = 0; k < across->count[x]; k++) {
-                r += p[3 * k + 0] * w[k];
-                g += p[3 * k + 1] * w[k];
-                b += p[3 * k + 2] * w[k];
-            }
-            out_row[3 * x + 0] = fixed_to_u8(r);
-            out_row[3 * x + 1] = fixed_to_u8(g);
-            out_row[3 * x + 2] = fixed_to_u8(b);
-        }
-    }
-}
-
-/* The same from the RGB pairs layout, joining each weight's two parts, for outputs x0 and on: those
- * at the row's end that the vector loop leaves. */
-static void horizontal_pairs_scalar(const uint8_t *src, size_t src_stride, uint32_t row0,
-                                    uint32_t n_rows, const resample_axis *across, uint32_t x0,
-                                    uint8_t *out, size_t out_stride)
-{
-    for (uint32_t y = 0; y < n_rows; y++) {
-        const uint8_t *in_row = src + (size_t)(row0 + y) * src_stride;
-        uint8_t *out_row = out + (size_t)y * out_stride;
-        for (uint32_t x = x0; x < across->out_size; x++) {
-            int16_t *pairs = across->pairs + (size_t)x * across->stride;
-            const uint8_t *p = in_row + (size_t)across->first[x] * 3;
-            int32_t r = WEIGHT_HALF, g = WEIGHT_HALF, b = WEIGHT_HALF;
-            for (uint32_t k = 0; k < across->count[x]; k++) {
-                const int16_t *hi = pair_weight(pairs, k);
-                int32_t w = hi[0] * (1 << LO_BITS) + hi[16];
-                r += p[3 * k + 0] * w;
-                g += p[3 * k + 1] * w;
-                b += p[3 * k + 2] * w;
-            }
-            out_row[3 * x + 0] = fixed_to_u8(r);
-            out_row[3 * x + 1] = fixed_to_u8(g);
-            out_row[3 * x + 2] = fixed_to_u8(b);
-        }
-    }
-}
-
 #if defined(__GNUC__)
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 #else
 #define ALWAYS_INLINE inline
 #endif
+
+/* Horizontal pass, scalar: resample rows [row0, row0 + n_rows) of src across, outputs x0 and on,
+ * into n_rows rows of out; PAIRS: the weights are in the RGB pairs layout (each weight's two
+ * parts joined back), else the plain one. */
+static ALWAYS_INLINE void horizontal_scalar(const uint8_t *src, size_t src_stride, uint32_t row0,
+                                            uint32_t n_rows, const resample_axis *across, uint32_t x0,
+                                            uint8_t *out, size_t out_stride, const int PAIRS)
+{
+    for (uint32_t y = 0; y < n_rows; y++) {
+        const uint8_t *in_row = src + (size_t)(row0 + y) * src_stride;
+        uint8_t *out_row = out + (size_t)y * out_stride;
+        for (uint32_t x = x0; x < across->out_size; x++) {
+            const int32_t *w = PAIRS ? NULL : across->weights + (size_t)x * across->stride;
+            int16_t *pairs = PAIRS ? across->pairs + (size_t)x * across->stride : NULL;
+            const uint8_t *p = in_row + (size_t)across->first[x] * 3;
+            int32_t r = WEIGHT_HALF, g = WEIGHT_HALF, b = WEIGHT_HALF;
+            for (uint32_t k = 0; k < across->count[x]; k++) {
+                int32_t wk;
+                if (PAIRS) {
+                    const int16_t *hi = pair_weight(pairs, k);
+                    wk = hi[0] * (1 << LO_BITS) + hi[16];
+                } else {
+                    wk = w[k];
+                }
+                r += p[3 * k + 0] * wk;
+                g += p[3 * k + 1] * wk;
+                b += p[3 * k + 2] * wk;
+            }
+            out_row[3 * x + 0] = fixed_to_u8(r);
+            out_row[3 * x + 1] = fixed_to_u8(g);
+            out_row[3 * x + 2] = fixed_to_u8(b);
+        }
+    }
+}
 
 /* Output samples of the vertical pass accumulated at once: 2 KiB of int32 on the stack. */
 #define VERTICAL_BLOCK 512
@@ -376,14 +358,14 @@ static void resample_horizontal(const uint8_t *src, size_t src_stride, uint32_t 
                                 size_t out_stride)
 {
     if (!across->pairs) {
-        horizontal_plain(src, src_stride, row0, n_rows, across, out, out_stride);
+        horizontal_scalar(src, src_stride, row0, n_rows, across, 0, out, out_stride, 0);
         return;
     }
 #ifdef HAVE_AVX2_CODE
     horizontal_pairs_avx2(src, src_stride, row0, n_rows, across, out, out_stride);
 #endif
-    horizontal_pairs_scalar(src, src_stride, row0, n_rows, across, across->n_vector, out,
-                            out_stride);
+    /* the outputs at the row's end that the vector loop leaves (the pairs layout is AVX2's) */
+    horizontal_scalar(src, src_stride, row0, n_rows, across, across->n_vector, out, out_stride, 1);
 }
 
 static void resample_vertical(const uint8_t *src, size_t src_stride, uint32_t row0,
