@@ -2,11 +2,16 @@
  * vh-bench: time a model folder on a stream of frames.
  *
  *   vh-bench [--model DIR] [--image FILE] [--frames N] [--warmup N] [--backend NAME[,NAME...]]
- *            [--split N] [--threads N] [--inflight K] [--plugin-path P] [--instruction TEXT] [--unnorm-key KEY] [--json]
+ *            [--threads N] [--inflight K] [--plugin-path P] [--instruction TEXT] [--unnorm-key KEY] [--json]
+ *            [--split N] [--mode serial|pipeline] [--gpu-mem-budget BYTES] [--zone N] [--trace PATH]
  *
- * Submits N copies of one image, keeping K frames in flight (default 1), after W warm-up frames, and reports frames/s over the timed frames and, per stage (vision = preprocessing +
- * towers + projector, prefill, decode) and end to end (submitted -> action ready), the mean,
- * p50, p95 and max in milliseconds. Defaults: the bundled tiny model and its first frame.
+ * Submits N copies of one image after W warm-up frames, keeping K frames submitted and not yet
+ * polled (default: the session's frames in flight, so a pipeline is kept full), and reports
+ * frames/s over the timed frames and, per phase (vision = preprocessing + towers + projector,
+ * prefill, decode) and end to end (submitted -> action ready), the mean, p50, p95 and max in
+ * milliseconds. With two stages it also reports each stage's busy time per frame, the hand-off
+ * time per frame, the overlap efficiency (frames/s x the slower stage's time per frame) and the
+ * GPU stage's memory. Defaults: the bundled tiny model and its first frame.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -17,12 +22,13 @@
 
 #include "bundled_data.h"
 #include "image_file.h"
+#include "stage_options.h"
 #include "vlahybrid/vlahybrid.h"
 
 typedef struct options {
     const char *model, *image, *backends, *plugin_path, *instruction, *unnorm_key;
-    int frames, warmup, threads, inflight, json;
-    int split; /* LLM blocks on the first of two backends; -1: not given */
+    int frames, warmup, threads, inflight, json; /* inflight 0: the session's frames in flight */
+    vh_session_params stage;                      /* --split, --mode, --gpu-mem-budget, --zone, --trace */
 } options;
 
 static int parse_int(const char *s, int lo, int hi, int *out)
@@ -36,7 +42,8 @@ static int parse_int(const char *s, int lo, int hi, int *out)
 
 static int parse_args(int argc, char **argv, options *o)
 {
-    *o = (options){.frames = 10, .warmup = 2, .inflight = 1, .split = -1, .instruction = "pick up the red block"};
+    *o = (options){.frames = 10, .warmup = 2, .inflight = 0, .instruction = "pick up the red block"};
+    vh_session_params_init(&o->stage);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--json")) { o->json = 1; continue; }
@@ -52,7 +59,7 @@ static int parse_args(int argc, char **argv, options *o)
         else if (!strcmp(a, "--frames")) { if (parse_int(v, 1, 1000000, &o->frames)) return -1; }
         else if (!strcmp(a, "--warmup")) { if (parse_int(v, 0, 1000000, &o->warmup)) return -1; }
         else if (!strcmp(a, "--threads")) { if (parse_int(v, 0, 4096, &o->threads)) return -1; }
-        else if (!strcmp(a, "--split")) { if (parse_int(v, 0, 4096, &o->split)) return -1; }
+        else if (vh_is_stage_option(a)) { if (vh_parse_stage_option("vh-bench", a, v, &o->stage) < 0) return -1; }
         else if (!strcmp(a, "--inflight")) { if (parse_int(v, 1, 64, &o->inflight)) return -1; }
         else { fprintf(stderr, "vh-bench: unknown option %s\n", a); return -1; }
     }
@@ -92,8 +99,9 @@ int main(int argc, char **argv)
     options o;
     if (parse_args(argc, argv, &o)) {
         fprintf(stderr, "usage: vh-bench [--model DIR] [--image FILE] [--frames N] [--warmup N] [--backend NAMES]\n"
-                        "                [--split N] [--threads N] [--inflight K] [--plugin-path P] [--instruction TEXT]\n"
-                        "                [--unnorm-key KEY] [--json]\n");
+                        "                [--threads N] [--inflight K] [--plugin-path P] [--instruction TEXT]\n"
+                        "                [--unnorm-key KEY] [--json] [--split N] [--mode serial|pipeline]\n"
+                        "                [--gpu-mem-budget BYTES] [--zone N] [--trace PATH]\n" VH_STAGE_OPTIONS_USAGE);
         return 2;
     }
     if (!o.model) o.model = VH_BUNDLED_MODEL_DIR;
@@ -111,14 +119,12 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    vh_session_params p;
-    vh_session_params_init(&p);
+    vh_session_params p = o.stage;
     p.model_path = o.model;
     p.backends = o.backends;
     p.plugin_path = o.plugin_path;
     p.unnorm_key = o.unnorm_key;
     p.n_threads = o.threads;
-    p.llm_split = o.split;
     p.queue_policy = VH_QUEUE_BLOCK;
     double t_load = now_s();
     vh_session *s = NULL;
@@ -128,9 +134,11 @@ int main(int argc, char **argv)
         return 2;
     }
     t_load = now_s() - t_load;
-    vh_session_info info;
+    vh_session_info info, at_warmup;
     vh_session_info_init(&info);
     vh_session_get_info(s, &info);
+    at_warmup = info;
+    if (o.inflight == 0) o.inflight = (int)info.frames_in_flight;
 
     vh_frame f;
     vh_frame_init(&f);
@@ -164,7 +172,10 @@ int main(int argc, char **argv)
             failures++;
             continue;
         }
-        if (polled == o.warmup) t_first = a.finished_ns / 1e9; /* throughput: after the warm-up */
+        if (polled == o.warmup) { /* throughput and stage times: after the warm-up */
+            t_first = a.finished_ns / 1e9;
+            vh_session_get_info(s, &at_warmup);
+        }
         if (polled > o.warmup && timed < o.frames) {
             vision[timed] = a.vision_ns / 1e6;
             prefill[timed] = a.prefill_ns / 1e6;
@@ -180,6 +191,19 @@ int main(int argc, char **argv)
     summary se = summarise(e2e, timed), ss = summarise(step, timed);
     double fps = timed && t_last > t_first ? timed / (t_last - t_first) : 0;
 
+    /* per-stage busy time per frame over the timed frames, and how well the stages overlap */
+    vh_session_info end;
+    vh_session_info_init(&end);
+    vh_session_get_info(s, &end);
+    double stage_ms[4] = {0}, slowest_ms = 0;
+    for (uint32_t i = 0; i < end.n_stages && i < 4 && timed; i++) {
+        stage_ms[i] = (end.stages[i].busy_ns - at_warmup.stages[i].busy_ns) / 1e6 / timed;
+        if (stage_ms[i] > slowest_ms) slowest_ms = stage_ms[i];
+    }
+    const double handoff_ms = timed ? (end.handoff_ns - at_warmup.handoff_ns) / 1e6 / timed : 0;
+    const double overlap = fps * slowest_ms / 1e3; /* 1: the slowest stage never waits */
+    const char *mode = end.execution_mode == VH_EXECUTION_PIPELINE ? "pipeline" : "serial";
+
     if (o.json) {
         json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:i, s:f, s:f, s:I, s:I}", "model", o.model, "image", o.image,
                               "backends", info.backends, "frames", timed, "failures", failures, "frames_per_s", fps,
@@ -190,6 +214,23 @@ int main(int argc, char **argv)
         for (int i = 0; i < 5; i++)
             json_object_set_new(j, names[i], json_pack("{s:f, s:f, s:f, s:f}", "mean", all[i]->mean, "p50",
                                                        all[i]->p50, "p95", all[i]->p95, "max", all[i]->max));
+        json_object_set_new(j, "mode", json_string(mode));
+        json_object_set_new(j, "frames_in_flight", json_integer(end.frames_in_flight));
+        json_object_set_new(j, "llm_split", json_integer(end.llm_split));
+        json_object_set_new(j, "split_min", json_integer(end.split_min));
+        json_object_set_new(j, "split_max", json_integer(end.split_max));
+        json_object_set_new(j, "split_changes", json_integer(end.split_changes));
+        json_object_set_new(j, "gpu_bytes", json_integer((json_int_t)end.gpu_bytes));
+        json_object_set_new(j, "handoff_ms_per_frame", json_real(handoff_ms));
+        json_object_set_new(j, "overlap_efficiency", json_real(overlap));
+        json_t *stages = json_array();
+        for (uint32_t i = 0; i < end.n_stages && i < 4; i++)
+            json_array_append_new(stages, json_pack("{s:s, s:i, s:i, s:f, s:I, s:I}", "backend", end.stages[i].backend,
+                                                    "first_block", (int)end.stages[i].first_block, "n_blocks",
+                                                    (int)end.stages[i].n_blocks, "busy_ms_per_frame", stage_ms[i],
+                                                    "prefill_block_ns", (json_int_t)end.stages[i].prefill_block_ns,
+                                                    "decode_block_ns", (json_int_t)end.stages[i].decode_block_ns));
+        json_object_set_new(j, "stages", stages);
         char *text = json_dumps(j, JSON_COMPACT);
         printf("%s\n", text ? text : "{}");
         free(text);
@@ -199,7 +240,19 @@ int main(int argc, char **argv)
         printf("backend  %s; load %.2f s; backend memory (all of it, allocated at load): weights %.1f MB, "
                "KV cache + activations + workspace %.1f MB\n", info.backends,
                t_load, info.backend_weight_bytes / 1e6, info.backend_work_bytes / 1e6);
-        printf("frames   %d timed after %d warm-up, %d failed; %.3f frames/s\n", timed, o.warmup, failures, fps);
+        printf("frames   %d timed after %d warm-up, %d failed; %.3f frames/s (%s, %u in flight, %d submitted ahead)\n",
+               timed, o.warmup, failures, fps, mode, end.frames_in_flight, o.inflight);
+        if (end.n_stages > 1) {
+            printf("split    %d LLM blocks on %s (zone %u..%u, %u changes); GPU stage memory %.1f MB\n", end.llm_split,
+                   end.stages[0].backend, end.split_min, end.split_max, end.split_changes, end.gpu_bytes / 1e6);
+            for (uint32_t i = 0; i < end.n_stages && i < 4; i++)
+                printf("stage %u  %-12s blocks %u..%u, busy %.2f ms a frame; one LLM block: prefill %.3f ms, decode "
+                       "step %.3f ms\n", i, end.stages[i].backend, end.stages[i].first_block,
+                       end.stages[i].first_block + end.stages[i].n_blocks - 1, stage_ms[i],
+                       end.stages[i].prefill_block_ns / 1e6, end.stages[i].decode_block_ns / 1e6);
+            printf("overlap  %.3f (frames/s x slowest stage's busy time); hand-off %.3f ms a frame\n", overlap,
+                   handoff_ms);
+        }
         printf("%-14s %10s %10s %10s %10s\n", "ms", "mean", "p50", "p95", "max");
         const char *names[] = {"vision", "prefill", "decode", "decode step", "end-to-end"};
         summary *all[] = {&sv, &sp, &sd, &ss, &se};

@@ -2,8 +2,9 @@
  * vh-run: run a VLA model on a stream of image files and print one action per frame.
  *
  *   vh-run --model DIR --image FILE [--image FILE ...] --instruction TEXT [--unnorm-key KEY]
- *          [--backend NAME[,NAME...]] [--split N] [--threads N] [--plugin-path P] [--json] [--verbose]
+ *          [--backend NAME[,NAME...]] [--threads N] [--plugin-path P] [--json] [--verbose]
  *          [--decode-positions contiguous|openvla-hf440]
+ *          [--split N] [--mode serial|pipeline] [--gpu-mem-budget BYTES] [--zone N] [--trace PATH]
  *
  * With no --model and no --image it runs the bundled tiny OpenVLA model on the bundled frames.
  * The images are submitted in order as one stream (policy "block": none is dropped); results are
@@ -22,6 +23,7 @@
 
 #include "bundled_data.h"
 #include "image_file.h"
+#include "stage_options.h"
 #include "vlahybrid/vlahybrid.h"
 
 #define MAX_IMAGES 4096
@@ -38,7 +40,7 @@ typedef struct options {
     const char *backends;
     const char *plugin_path;
     int threads;
-    int split; /* -1: not given */
+    vh_session_params stage; /* --split, --mode, --gpu-mem-budget, --zone, --trace */
     int hf440_positions;
     int json;
     int verbose;
@@ -48,10 +50,10 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: vh-run [--model DIR] [--image FILE ...] [--instruction TEXT] [--unnorm-key KEY]\n"
-            "              [--backend NAME[,NAME...]] [--split N] [--threads N] [--plugin-path PATH] [--json]\n"
-            "              [--verbose]\n"
-            "  --split N: with two backends, the LLM blocks on the first (the rest and the head on the second)\n"
-            "              [--decode-positions contiguous|openvla-hf440]\n"
+            "              [--backend NAME[,NAME...]] [--threads N] [--plugin-path PATH] [--json] [--verbose]\n"
+            "              [--decode-positions contiguous|openvla-hf440] [--split N] [--mode serial|pipeline]\n"
+            "              [--gpu-mem-budget BYTES] [--zone N] [--trace PATH]\n"
+            VH_STAGE_OPTIONS_USAGE
             "Runs a Vision-Language-Action model on the images, in order, and prints one action per image.\n"
             "Without --model/--image: the bundled tiny OpenVLA model (%s) on the bundled frames (%s).\n",
             VH_BUNDLED_MODEL_DIR, VH_BUNDLED_FRAMES_DIR);
@@ -60,7 +62,7 @@ static void usage(FILE *out)
 static int parse_args(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
-    o->split = -1;
+    vh_session_params_init(&o->stage);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_value = i + 1 < argc;
@@ -98,15 +100,16 @@ static int parse_args(int argc, char **argv, options *o)
                 fprintf(stderr, "vh-run: --decode-positions is 'contiguous' or 'openvla-hf440'\n");
                 return -1;
             }
-        } else if (!strcmp(a, "--threads") || !strcmp(a, "--split")) {
+        } else if (!strcmp(a, "--threads")) {
             char *end;
             long n = strtol(argv[++i], &end, 10);
             if (*end || n < 0 || n > 4096) {
                 fprintf(stderr, "vh-run: %s needs a number in [0, 4096]\n", a);
                 return -1;
             }
-            if (a[2] == 't') o->threads = (int)n;
-            else o->split = (int)n;
+            o->threads = (int)n;
+        } else if (vh_is_stage_option(a)) {
+            if (vh_parse_stage_option("vh-run", a, argv[++i], &o->stage) < 0) return -1;
         } else {
             fprintf(stderr, "vh-run: unknown option %s\n", a);
             return -1;
@@ -246,14 +249,12 @@ int main(int argc, char **argv)
     if (o.n_images == 0 && add_default_frames(&o, &owned_paths)) return 2;
     if (!o.instruction) o.instruction = "pick up the red block";
 
-    vh_session_params p;
-    vh_session_params_init(&p);
+    vh_session_params p = o.stage;
     p.model_path = o.model;
     p.backends = o.backends;
     p.plugin_path = o.plugin_path;
     p.unnorm_key = o.unnorm_key;
     p.n_threads = o.threads;
-    p.llm_split = o.split;
     p.queue_policy = VH_QUEUE_BLOCK;
     p.decode_positions = o.hf440_positions ? VH_DECODE_POSITIONS_OPENVLA_HF440 : VH_DECODE_POSITIONS_CONTIGUOUS;
     if (o.verbose) {

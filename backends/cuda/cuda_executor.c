@@ -260,7 +260,8 @@ static vh_status allocate_host_mirrors(vh_executor *e, char *err, size_t err_siz
     return VH_OK;
 }
 
-vh_status cuda_executor_create(const vh_executor_params *params, vh_executor **out, char *err, size_t err_size)
+/* The host-side part of an executor: its parameters and which blocks and LLM layers it holds. */
+static vh_status describe_executor(const vh_executor_params *params, vh_executor **out, char *err, size_t err_size)
 {
     *out = NULL;
     const vh_model_desc *m = params->model;
@@ -273,21 +274,16 @@ vh_status cuda_executor_create(const vh_executor_params *params, vh_executor **o
         params->n_blocks > m->n_blocks - params->first_block || params->max_rows == 0 ||
         params->max_sequences == 0 || params->max_context == 0 || (int)params->device >= n_devices)
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: invalid executor parameters");
-
     vh_executor *e = calloc(1, sizeof *e);
-    if (!e) return vh_backend_fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "cuda: out of host memory");
+    if (e) e->blocks = calloc(params->n_blocks, sizeof *e->blocks);
+    if (!e || !e->blocks) {
+        free(e);
+        return vh_backend_fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "cuda: out of host memory");
+    }
     e->params = *params;
     e->model = m;
     e->device = (int)params->device;
     e->max_segments = params->max_sequences < params->max_rows ? params->max_sequences : params->max_rows;
-    const char *graphs = getenv("VH_CUDA_GRAPHS");
-    e->graphs_enabled = !(graphs && !strcmp(graphs, "0"));
-    vh_status st = VH_ERR_OUT_OF_MEMORY;
-    e->blocks = calloc(params->n_blocks, sizeof *e->blocks);
-    if (!e->blocks) {
-        vh_backend_fail(err, err_size, st, "cuda: out of host memory");
-        goto fail;
-    }
     for (uint32_t i = 0; i < params->n_blocks; i++) {
         e->blocks[i].desc = &m->blocks[params->first_block + i];
         if (e->blocks[i].desc->kind == VH_BLOCK_LLM) {
@@ -295,6 +291,42 @@ vh_status cuda_executor_create(const vh_executor_params *params, vh_executor **o
             e->n_layers_held++;
         }
     }
+    *out = e;
+    return VH_OK;
+}
+
+/* Count what the executor will allocate: the same walks as the carving, on empty arenas. */
+static void count_device_bytes(vh_executor *e, cuda_arena *weights, cuda_arena *work)
+{
+    plan_weights(e, weights);
+    plan_work(e, work);
+    const vh_llm_desc *l = &e->model->llm;
+    e->cache_bytes = (size_t)e->n_layers_held * e->params.max_sequences * e->params.max_context *
+                     l->n_kv_heads * l->head_dim * 2 * 2;
+}
+
+vh_status cuda_executor_plan_memory(const vh_executor_params *params, vh_memory_report *need, char *err,
+                                    size_t err_size)
+{
+    vh_executor *e;
+    vh_status st = describe_executor(params, &e, err, err_size);
+    if (st) return st;
+    cuda_arena w = {0}, x = {0};
+    count_device_bytes(e, &w, &x);
+    *need = (vh_memory_report){.weight_bytes = w.used, .cache_bytes = e->cache_bytes, .work_bytes = x.used};
+    free(e->blocks);
+    free(e);
+    return VH_OK;
+}
+
+vh_status cuda_executor_create(const vh_executor_params *params, vh_executor **out, char *err, size_t err_size)
+{
+    vh_executor *e;
+    vh_status st = describe_executor(params, &e, err, err_size);
+    if (st) return st;
+    const char *graphs = getenv("VH_CUDA_GRAPHS");
+    e->graphs_enabled = !(graphs && !strcmp(graphs, "0"));
+    cudaError_t ce;
     if ((ce = cudaSetDevice(e->device)) || (ce = cudaStreamCreateWithFlags(&e->stream, cudaStreamNonBlocking))) {
         st = cuda_fail(err, err_size, ce, "device setup");
         goto fail;
@@ -302,11 +334,7 @@ vh_status cuda_executor_create(const vh_executor_params *params, vh_executor **o
 
     /* count, check against the budget and the card, then allocate and carve for real */
     cuda_arena count_w = {0}, count_x = {0};
-    plan_weights(e, &count_w);
-    plan_work(e, &count_x);
-    const vh_llm_desc *l = &m->llm;
-    e->cache_bytes = (size_t)e->n_layers_held * params->max_sequences * params->max_context *
-                     l->n_kv_heads * l->head_dim * 2 * 2;
+    count_device_bytes(e, &count_w, &count_x);
     const uint64_t total = count_w.used + count_x.used + e->cache_bytes;
     size_t free_bytes = 0, total_bytes = 0;
     cudaMemGetInfo(&free_bytes, &total_bytes);
@@ -346,7 +374,8 @@ void cuda_executor_destroy(vh_executor *e)
 {
     if (!e) return;
     if (e->stream) cudaStreamSynchronize(e->stream);
-    if (e->decode_graph) cudaGraphExecDestroy(e->decode_graph);
+    for (uint32_t i = 0; i < sizeof e->decode_graphs / sizeof e->decode_graphs[0]; i++)
+        if (e->decode_graphs[i].exec) cudaGraphExecDestroy(e->decode_graphs[i].exec);
     vhc_gemm_destroy(e->gemm);
     cudaFree(e->weights.base);
     cudaFree(e->work.base);
@@ -438,14 +467,26 @@ static vh_status enqueue(vh_executor *e, const vh_batch *batch, const cuda_block
 
 /* Capture the one-row decode step over these blocks once; later steps replay it. Everything that
  * changes between steps (token, positions, KV offsets) is in the pinned row mirrors the graph's
- * first copy reads. Returns VH_OK with *launched = 0 when graphs are unavailable. */
+ * first copy reads. A few ranges are kept (the least recently used is replaced). Returns VH_OK
+ * with *launched = 0 when graphs are unavailable. */
 static vh_status run_decode_graph(vh_executor *e, const vh_batch *batch, const cuda_block *blocks, uint32_t first_block,
                                   uint32_t n_blocks, int *launched, char *err, size_t err_size)
 {
     *launched = 0;
-    if (!e->decode_graph || e->graph_first_block != first_block || e->graph_n_blocks != n_blocks) {
-        if (e->decode_graph) cudaGraphExecDestroy(e->decode_graph);
-        e->decode_graph = NULL;
+    const uint32_t n_slots = sizeof e->decode_graphs / sizeof e->decode_graphs[0];
+    uint32_t slot = 0;
+    for (uint32_t i = 0; i < n_slots; i++) {
+        if (e->decode_graphs[i].exec && e->decode_graphs[i].first_block == first_block &&
+            e->decode_graphs[i].n_blocks == n_blocks) {
+            slot = i;
+            break;
+        }
+        if (e->decode_graphs[i].last_use < e->decode_graphs[slot].last_use) slot = i;
+    }
+    if (!e->decode_graphs[slot].exec || e->decode_graphs[slot].first_block != first_block ||
+        e->decode_graphs[slot].n_blocks != n_blocks) {
+        if (e->decode_graphs[slot].exec) cudaGraphExecDestroy(e->decode_graphs[slot].exec);
+        e->decode_graphs[slot].exec = NULL;
         cudaGraph_t graph = NULL;
         if (cudaStreamBeginCapture(e->stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
             e->graphs_enabled = 0;
@@ -454,18 +495,19 @@ static vh_status run_decode_graph(vh_executor *e, const vh_batch *batch, const c
         }
         vh_status st = enqueue(e, batch, blocks, n_blocks, 1, err, err_size);
         cudaError_t ce = cudaStreamEndCapture(e->stream, &graph);
-        if (st == VH_OK && ce == cudaSuccess) ce = cudaGraphInstantiate(&e->decode_graph, graph, 0);
+        if (st == VH_OK && ce == cudaSuccess) ce = cudaGraphInstantiate(&e->decode_graphs[slot].exec, graph, 0);
         if (graph) cudaGraphDestroy(graph);
         if (st != VH_OK || ce != cudaSuccess) { /* run without graphs from now on */
-            e->decode_graph = NULL;
+            e->decode_graphs[slot].exec = NULL;
             e->graphs_enabled = 0;
             cudaGetLastError();
             return VH_OK;
         }
-        e->graph_first_block = first_block;
-        e->graph_n_blocks = n_blocks;
+        e->decode_graphs[slot].first_block = first_block;
+        e->decode_graphs[slot].n_blocks = n_blocks;
     }
-    cudaError_t ce = cudaGraphLaunch(e->decode_graph, e->stream);
+    e->decode_graphs[slot].last_use = ++e->graph_clock;
+    cudaError_t ce = cudaGraphLaunch(e->decode_graphs[slot].exec, e->stream);
     if (ce != cudaSuccess) return cuda_fail(err, err_size, ce, "launching the decode graph");
     *launched = 1;
     return VH_OK;

@@ -86,10 +86,13 @@ struct vh_executor {
 
     /* A one-row decode step replays a captured CUDA graph: no per-kernel launch cost. */
     int graphs_enabled;                /* 0 after a capture failed, or with VH_CUDA_GRAPHS=0 */
-    cudaGraphExec_t decode_graph;
-    uint32_t graph_first_block, graph_n_blocks;
+    /* decode-step graphs, one per block range (a moving pipeline split runs several ranges) */
+    struct { cudaGraphExec_t exec; uint32_t first_block, n_blocks; uint64_t last_use; } decode_graphs[4];
+    uint64_t graph_clock;
 };
 
+vh_status cuda_executor_plan_memory(const vh_executor_params *params, vh_memory_report *need, char *err,
+                                    size_t err_size);
 vh_status cuda_executor_create(const vh_executor_params *params, vh_executor **out, char *err, size_t err_size);
 void cuda_executor_destroy(vh_executor *e);
 vh_status cuda_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first_block, uint32_t n_blocks,

@@ -45,6 +45,18 @@ static vh_status cuda_memory(vh_executor *e, vh_memory_report *report)
     return VH_OK;
 }
 
+/* Hidden states cross to and from the CPU through page-locked memory: DMA copies, no staging. */
+static void *cuda_host_alloc(size_t bytes)
+{
+    void *p = NULL;
+    return cudaHostAlloc(&p, bytes, cudaHostAllocPortable) == cudaSuccess ? p : NULL;
+}
+
+static void cuda_host_free(void *p)
+{
+    if (p) cudaFreeHost(p);
+}
+
 static const vh_backend_iface cuda_iface = {
     .abi_major = VH_BACKEND_ABI_MAJOR,
     .abi_minor = VH_BACKEND_ABI_MINOR,
@@ -60,6 +72,9 @@ static const vh_backend_iface cuda_iface = {
     .read_hidden = cuda_read_hidden,
     .write_hidden = cuda_write_hidden,
     .memory = cuda_memory,
+    .executor_plan_memory = cuda_executor_plan_memory,
+    .host_alloc = cuda_host_alloc,
+    .host_free = cuda_host_free,
 };
 
 VH_PLUGIN_EXPORT const vh_backend_iface *vh_backend_entry(uint32_t core_abi_major, uint32_t core_abi_minor)

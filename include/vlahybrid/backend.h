@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 #define VH_BACKEND_ABI_MAJOR 1
-#define VH_BACKEND_ABI_MINOR 0
+#define VH_BACKEND_ABI_MINOR 1
 #define VH_BACKEND_ENTRY_SYMBOL "vh_backend_entry"
 
 #if defined(__GNUC__)
@@ -316,6 +316,19 @@ typedef struct vh_backend_iface {
                               size_t err_size);
 
     vh_status (*memory)(vh_executor *executor, vh_memory_report *report);
+
+    /* ---- ABI 1.1 (a 1.0 plugin's table ends above; the core then falls back as noted) ---- */
+
+    /* What executor_create would allocate on the device for these params (weights, KV cache,
+     * work space: what it checks against memory_budget), computed without creating anything; the
+     * core uses it to choose how many blocks fit a budget. NULL: unknown (the core then takes the
+     * blocks on trust and executor_create decides). */
+    vh_status (*executor_plan_memory)(const vh_executor_params *params, vh_memory_report *need,
+                                      char *err, size_t err_size);
+    /* Host memory for the hidden states the core hands between executors: page-locked for a GPU
+     * backend, so read_hidden / write_hidden copy by DMA. NULL: the core uses malloc / free. */
+    void *(*host_alloc)(size_t bytes);
+    void (*host_free)(void *ptr);
 } vh_backend_iface;
 
 /* The one symbol a plugin exports. The core passes its own ABI version; a plugin may return NULL

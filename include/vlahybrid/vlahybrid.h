@@ -119,6 +119,16 @@ typedef enum vh_decode_positions {
     VH_DECODE_POSITIONS_OPENVLA_HF440 = 1
 } vh_decode_positions;
 
+/* How a session with two backends runs its stages. */
+typedef enum vh_execution_mode {
+    /* Several frames in flight, one thread per stage: while the second stage runs frame t's token
+     * step, the first runs frame t+1's (vision, prefill or step). The default. Results are
+     * identical to SERIAL with the same backends and split. */
+    VH_EXECUTION_PIPELINE = 0,
+    /* One frame at a time; each of its passes goes through the stages in turn. */
+    VH_EXECUTION_SERIAL = 1
+} vh_execution_mode;
+
 typedef struct vh_session_params {
     size_t struct_size;          /* set by vh_session_params_init() */
     const char *model_path;      /* Hugging Face checkpoint folder (config.json, *.safetensors, ...) */
@@ -135,12 +145,23 @@ typedef struct vh_session_params {
     uint64_t gpu_memory_budget;  /* bytes a GPU backend may take (weights + KV + workspace); 0: the
                                     whole card. Too small: VH_ERR_DEVICE_OUT_OF_MEMORY at create. */
     /* Added after 0.1.0 (a caller built with the 0.1.0 header passes the shorter struct_size,
-       which is accepted: this field then takes its default): */
+       which is accepted: these fields then take their defaults): */
     int32_t llm_split;           /* with two backends named ("cuda,cpu_amx"): how many of the LLM's
                                     blocks run on the first, which also runs the vision towers,
                                     projector and embedding; the second runs the rest and the LM
-                                    head. 0..n_layers. Default -1: not set, which two backends do not
-                                    yet accept (VH_ERR_INVALID_ARGUMENT). Ignored with one backend. */
+                                    head. 0..n_layers. Default -1: chosen at create. With a
+                                    gpu_memory_budget and a GPU first: as many blocks as fit the
+                                    budget (weights, KV cache, work space, as the backend counts
+                                    them). Otherwise: the split balancing the two stages' per-block
+                                    costs, measured on both backends at create (and cached, see
+                                    doc/pipeline.md). Ignored with one backend. */
+    vh_execution_mode execution_mode; /* default VH_EXECUTION_PIPELINE; one backend: serial */
+    int32_t split_zone;          /* two backends: LLM blocks on each side of the split held by both
+                                    stages, inside which the split follows the measured stage times
+                                    frame by frame. Default -1: 0 with an explicit llm_split, 2
+                                    when the split is chosen. */
+    const char *trace_path;      /* write a Chrome trace (JSON, for Perfetto) of the stages' work
+                                    here at destroy; NULL: the VH_TRACE environment variable, if set */
 } vh_session_params;
 
 VH_API void vh_session_params_init_sized(vh_session_params *params, size_t struct_size);
@@ -224,6 +245,16 @@ VH_API vh_status vh_session_prompt_ids(vh_session *session, const char *instruct
                                        size_t capacity, size_t *count);
 
 /* Facts about the loaded session. */
+/* One stage of a session: a backend and the blocks it holds. */
+typedef struct vh_stage_stats {
+    char backend[32];
+    uint32_t first_block, n_blocks;   /* the executor's blocks (model order; stages overlap in the zone) */
+    uint64_t passes;                  /* prefill and decode passes run */
+    int64_t busy_ns;                  /* time spent in them */
+    int64_t prefill_block_ns;         /* smoothed cost of one LLM block in a prefill pass (0: none) */
+    int64_t decode_block_ns;          /* ... in a one-token decode pass */
+} vh_stage_stats;
+
 typedef struct vh_session_info {
     size_t struct_size;        /* set by vh_session_info_init() */
     uint32_t action_dim;       /* values per action */
@@ -234,6 +265,18 @@ typedef struct vh_session_info {
     uint64_t host_weight_bytes;   /* checkpoint bytes mapped */
     uint64_t backend_weight_bytes;/* bytes the backends made resident (copies, conversions) */
     uint64_t backend_work_bytes;  /* KV caches and activation buffers */
+    /* Added after 0.1.0 (a caller with the 0.1.0 header passes the shorter struct_size and gets
+       the fields above): */
+    uint64_t gpu_bytes;           /* device memory the GPU stages hold (weights + KV + work space) */
+    vh_execution_mode execution_mode;
+    uint32_t frames_in_flight;    /* at most this many frames between their first and last pass */
+    uint32_t n_stages;
+    vh_stage_stats stages[4];
+    int32_t llm_split;            /* two stages: LLM blocks on the first for the next frame; else -1 */
+    uint32_t split_min, split_max;/* the dynamic zone the split moves in */
+    uint32_t split_changes;       /* how often the scheduler moved it */
+    uint64_t frames_completed;    /* frames that ran to an action */
+    int64_t handoff_ns;           /* hidden-state hand-off between stages, all frames */
 } vh_session_info;
 
 VH_API void vh_session_info_init_sized(vh_session_info *info, size_t struct_size);

@@ -24,7 +24,9 @@ void vh_session_params_init_sized(vh_session_params *params, size_t struct_size)
                   .queue_policy = VH_QUEUE_DROP_OLDEST,
                   .n_threads = 0,
                   .log_level = VH_LOG_INFO,
-                  .llm_split = -1);
+                  .llm_split = -1,
+                  .execution_mode = VH_EXECUTION_PIPELINE,
+                  .split_zone = -1);
 }
 
 void vh_frame_init_sized(vh_frame *frame, size_t struct_size)
@@ -42,5 +44,5 @@ void vh_action_init_sized(vh_action *action, size_t struct_size)
 void vh_session_info_init_sized(vh_session_info *info, size_t struct_size)
 {
     if (!info || struct_size < sizeof info->struct_size) return;
-    FILL_DEFAULTS(vh_session_info, info, struct_size, .action_dim = 0);
+    FILL_DEFAULTS(vh_session_info, info, struct_size, .llm_split = -1);
 }

@@ -246,3 +246,16 @@ void vh_plugin_unload(vh_plugin *p)
     if (p->handle) dlclose(p->handle);
     free(p);
 }
+
+void *vh_plugin_host_alloc(const vh_plugin *plugin, size_t bytes)
+{
+    void *(*alloc)(size_t) = VH_PLUGIN_OPTIONAL(plugin, host_alloc);
+    return alloc && VH_PLUGIN_OPTIONAL(plugin, host_free) ? alloc(bytes) : malloc(bytes);
+}
+
+void vh_plugin_host_free(const vh_plugin *plugin, void *ptr)
+{
+    void (*release)(void *) = VH_PLUGIN_OPTIONAL(plugin, host_free);
+    if (release && VH_PLUGIN_OPTIONAL(plugin, host_alloc)) release(ptr);
+    else free(ptr);
+}

@@ -10,6 +10,8 @@
 #ifndef VH_BACKEND_PLUGIN_LOADER_H
 #define VH_BACKEND_PLUGIN_LOADER_H
 
+#include <stddef.h>
+
 #include "util/log.h"
 #include "vlahybrid/backend.h"
 
@@ -29,6 +31,17 @@ vh_status vh_plugin_load_best(const char *explicit_path, const vh_logger *log, v
                               vh_error *err);
 
 void vh_plugin_unload(vh_plugin *plugin);
+
+/* A function of a later ABI minor version, or NULL when the plugin's table ends before it (or the
+ * plugin leaves it out): VH_PLUGIN_OPTIONAL(plugin, host_alloc). */
+#define VH_PLUGIN_OPTIONAL(plugin, field)                                                          \
+    ((plugin)->iface->struct_size >= offsetof(vh_backend_iface, field) + sizeof((plugin)->iface->field) \
+         ? (plugin)->iface->field : NULL)
+
+/* Host memory for hidden states handed to and from the plugin's executors: the plugin's own
+ * (page-locked) when it offers it, malloc otherwise. Free with the same plugin. */
+void *vh_plugin_host_alloc(const vh_plugin *plugin, size_t bytes);
+void vh_plugin_host_free(const vh_plugin *plugin, void *ptr);
 
 /* Check a table returned by a plugin's entry function against this library's ABI. Exposed for
  * tests. */

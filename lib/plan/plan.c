@@ -1,5 +1,7 @@
 #include "plan/plan.h"
 
+#include "plan/split_calibration.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -19,15 +21,15 @@ static int split_backend_names(const char *csv, char names[][65], int max)
     }
 }
 
-static vh_status create_executor(const vh_model *model, const vh_plan_request *req, vh_stage *stage,
-                                 vh_error *err)
+static vh_executor_params executor_params(const vh_model *model, const vh_plan_request *req, uint32_t first_block,
+                                          uint32_t n_blocks)
 {
-    vh_executor_params p = {
+    return (vh_executor_params){
         .model = &model->desc,
         .device = 0,
-        .first_block = stage->first_block,
-        .n_blocks = stage->n_blocks,
-        .max_sequences = 1,
+        .first_block = first_block,
+        .n_blocks = n_blocks,
+        .max_sequences = req->max_sequences ? req->max_sequences : 1,
         .max_context = req->max_context,
         .max_rows = req->max_context,
         .max_images = 1,
@@ -37,6 +39,12 @@ static vh_status create_executor(const vh_model *model, const vh_plan_request *r
         .log_user = req->log ? req->log->user : NULL,
         .log_level = req->log ? req->log->level : VH_LOG_ERROR,
     };
+}
+
+static vh_status create_executor(const vh_model *model, const vh_plan_request *req, vh_stage *stage,
+                                 vh_error *err)
+{
+    vh_executor_params p = executor_params(model, req, stage->first_block, stage->n_blocks);
     char why[512] = "";
     vh_status st = stage->plugin->iface->executor_create(&p, &stage->executor, why, sizeof why);
     if (st) {
@@ -44,6 +52,79 @@ static vh_status create_executor(const vh_model *model, const vh_plan_request *r
         return vh_error_set(err, st, "backend '%s' could not load blocks %u..%u: %s", stage->plugin->iface->name,
                             stage->first_block, stage->first_block + stage->n_blocks - 1, why);
     }
+    return VH_OK;
+}
+
+/* The most LLM blocks the first stage can hold under its device memory limit (the budget, or
+ * the device's free memory), as its backend counts them; n_layers when the backend cannot say or
+ * is not a GPU. VH_ERR_DEVICE_OUT_OF_MEMORY when not even the vision side and the embedding fit. */
+static vh_status first_stage_capacity(const vh_model *model, const vh_plan_request *req, const vh_plan *plan,
+                                      uint32_t *capacity, vh_error *err)
+{
+    const vh_stage *s = &plan->stages[0];
+    *capacity = plan->n_llm_layers;
+    vh_status (*plan_memory)(const vh_executor_params *, vh_memory_report *, char *, size_t) =
+        VH_PLUGIN_OPTIONAL(s->plugin, executor_plan_memory);
+    if (s->device != VH_DEVICE_GPU || !plan_memory) return VH_OK;
+    vh_device_info info = {0};
+    s->plugin->iface->device_info(0, &info);
+    uint64_t limit = req->gpu_memory_budget ? req->gpu_memory_budget : info.free_memory;
+    if (info.free_memory && info.free_memory < limit) limit = info.free_memory;
+    uint64_t need_at[2] = {0, 0};
+    for (int32_t n = (int32_t)plan->n_llm_layers; n >= 0; n--) { /* cheap: nothing is allocated */
+        vh_executor_params p = executor_params(model, req, 0, plan->llm_first_block + (uint32_t)n);
+        p.memory_budget = 0;
+        vh_memory_report need = {0};
+        char why[512] = "";
+        vh_status st = plan_memory(&p, &need, why, sizeof why);
+        if (st) return vh_error_set(err, st, "backend '%s': %s", s->plugin->iface->name, why);
+        const uint64_t total = need.weight_bytes + need.cache_bytes + need.work_bytes;
+        if (n == 0) need_at[0] = total;
+        if (total <= limit) {
+            *capacity = (uint32_t)n;
+            return VH_OK;
+        }
+        need_at[1] = total;
+    }
+    return vh_error_set(err, VH_ERR_DEVICE_OUT_OF_MEMORY, "backend '%s': the vision side and the embedding alone "
+                        "need %.3f GB, more than the %s (%.3f GB)", s->plugin->iface->name, need_at[0] / 1e9,
+                        req->gpu_memory_budget ? "GPU memory budget" : "free GPU memory", limit / 1e9);
+}
+
+/* Two stages: the split, the zone, and each executor's range. */
+static vh_status choose_split(const vh_model *model, const vh_plan_request *req, vh_plan *plan, vh_error *err)
+{
+    const uint32_t n = plan->n_llm_layers;
+    if (req->llm_split >= 0 && (uint32_t)req->llm_split > n)
+        return vh_error_set(err, VH_ERR_INVALID_ARGUMENT, "llm_split %d: the model has %u LLM blocks", req->llm_split, n);
+    uint32_t capacity;
+    vh_status st = first_stage_capacity(model, req, plan, &capacity, err);
+    if (st) return st;
+    uint32_t split;
+    if (req->llm_split >= 0) {
+        split = (uint32_t)req->llm_split;
+        plan->split_source = VH_SPLIT_EXPLICIT;
+    } else if (req->gpu_memory_budget && plan->stages[0].device == VH_DEVICE_GPU) {
+        split = capacity;
+        plan->split_source = VH_SPLIT_BUDGET;
+    } else {
+        vh_plugin *plugins[2] = {plan->stages[0].plugin, plan->stages[1].plugin};
+        if ((st = vh_split_calibrate(model, req, plugins, &plan->costs, err))) return st;
+        split = vh_split_balance(&plan->costs, n);
+        if (split > capacity) split = capacity;
+        plan->split_source = VH_SPLIT_BALANCED;
+    }
+    const uint32_t z = req->split_zone;
+    plan->llm_split = split;
+    plan->split_min = split > z ? split - z : 0;
+    plan->split_max = split + z < n ? split + z : n;
+    if (plan->split_max < split) plan->split_max = split;
+    if (plan->split_source != VH_SPLIT_EXPLICIT && plan->split_max > capacity)
+        plan->split_max = capacity > split ? capacity : split;
+    plan->stages[0].first_block = 0;
+    plan->stages[0].n_blocks = plan->llm_first_block + plan->split_max;
+    plan->stages[1].first_block = plan->llm_first_block + plan->split_min;
+    plan->stages[1].n_blocks = model->desc.n_blocks - plan->stages[1].first_block;
     return VH_OK;
 }
 
@@ -62,12 +143,8 @@ vh_status vh_plan_create(const vh_model *model, const vh_plan_request *req, vh_p
                                 req->backends);
     }
     /* the blocks: [vision..., projector, LLM embedding | n_layers LLM blocks | head] */
-    const uint32_t n_layers = model->head_block - model->llm_first_block;
-    if (n_names == 2 && (req->llm_split < 0 || (uint32_t)req->llm_split > n_layers))
-        return vh_error_set(err, VH_ERR_INVALID_ARGUMENT, "backends '%s' need llm_split, the LLM blocks on '%s': "
-                            "0..%u (got %d)", req->backends, names[0], n_layers, req->llm_split);
-    const uint32_t first_stage_blocks =
-        n_names == 2 ? model->llm_first_block + (uint32_t)req->llm_split : model->desc.n_blocks;
+    plan->llm_first_block = model->llm_first_block;
+    plan->n_llm_layers = model->head_block - model->llm_first_block;
 
     vh_status st = VH_OK;
     for (int i = 0; i < (n_names > 1 ? n_names : 1) && st == VH_OK; i++) {
@@ -81,12 +158,37 @@ vh_status vh_plan_create(const vh_model *model, const vh_plan_request *req, vh_p
                               stage->plugin->iface->name);
             break;
         }
-        stage->first_block = i == 0 ? 0 : first_stage_blocks;
-        stage->n_blocks = i == 0 ? first_stage_blocks : model->desc.n_blocks - first_stage_blocks;
-        st = create_executor(model, req, stage, err);
+        vh_device_info info = {0};
+        if (stage->plugin->iface->device_info(0, &info) == VH_OK) stage->device = info.kind;
     }
+    if (st == VH_OK && plan->n_stages == 1) {
+        plan->stages[0].n_blocks = model->desc.n_blocks;
+        plan->split_source = VH_SPLIT_SINGLE;
+        plan->llm_split = plan->split_min = plan->split_max = plan->n_llm_layers;
+    } else if (st == VH_OK) {
+        st = choose_split(model, req, plan, err);
+    }
+    for (uint32_t i = 0; i < plan->n_stages && st == VH_OK; i++) st = create_executor(model, req, &plan->stages[i], err);
     if (st) vh_plan_destroy(plan);
     return st;
+}
+
+/* The stage whose plugin offers host memory (a GPU's page-locked memory), or the first. */
+static const vh_plugin *host_memory_plugin(const vh_plan *plan)
+{
+    for (uint32_t i = 0; i < plan->n_stages; i++)
+        if (VH_PLUGIN_OPTIONAL(plan->stages[i].plugin, host_alloc)) return plan->stages[i].plugin;
+    return plan->stages[0].plugin;
+}
+
+void *vh_plan_host_alloc(const vh_plan *plan, size_t bytes)
+{
+    return vh_plugin_host_alloc(host_memory_plugin(plan), bytes);
+}
+
+void vh_plan_host_free(const vh_plan *plan, void *ptr)
+{
+    vh_plugin_host_free(host_memory_plugin(plan), ptr);
 }
 
 void vh_plan_destroy(vh_plan *plan)

@@ -1,6 +1,6 @@
 /*
- * The public session API (include/vlahybrid/vlahybrid.h): model, tokenizer, plan and one worker
- * thread that takes frames from the queue and runs them through the frame runner.
+ * The public session API (include/vlahybrid/vlahybrid.h): model, tokenizer, plan, the frame queue
+ * and the stage pipeline that drives frames from the queue through the plan's stages.
  */
 #include <pthread.h>
 #include <stddef.h>
@@ -11,12 +11,14 @@
 #include "action/action_decoder.h"
 #include "model/openvla_model.h"
 #include "pipeline/frame_runner.h"
+#include "pipeline/stage_pipeline.h"
 #include "plan/plan.h"
 #include "session/frame_queue.h"
 #include "text/bpe_tokenizer.h"
 #include "text/openvla_prompt.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/trace.h"
 
 #define MAX_IMAGE_SIDE 16384u
 #define MAX_INSTRUCTION_BYTES 8192u
@@ -30,11 +32,13 @@ struct vh_session {
     const vh_action_stats *stats;
     vh_action_decoder decoder;
     vh_plan plan;
-    vh_frame_runner runner;
+    int plan_ready;
+    vh_job_context jobs;               /* what every frame job shares */
     uint32_t max_context;
     vh_frame_queue queue;
-    pthread_t worker;
-    int worker_started;
+    int queue_ready;
+    vh_stage_pipeline *pipeline;
+    vh_trace *trace;
 
     pthread_mutex_t error_lock;        /* guards last_error */
     vh_error last_error;
@@ -75,35 +79,21 @@ static int struct_size_ok(const void *s, size_t caller_size, size_t known_size)
     return 1;
 }
 
-static void *worker_main(void *arg)
+static void record_frame_error(void *user, const vh_error *err)
 {
-    vh_session *s = arg;
-    vh_frame_record *rec;
-    while ((rec = vh_frame_queue_take(&s->queue))) {
-        vh_frame_result out;
-        vh_error err;
-        vh_error_clear(&err);
-        vh_status st = vh_frame_runner_run(&s->runner, rec->rgb, rec->width, rec->height, (size_t)rec->width * 3,
-                                           rec->instruction, &out, &err);
-        vh_action *a = &rec->result;
-        a->status = st;
-        if (st == VH_OK) {
-            a->action_dim = out.action_dim;
-            memcpy(a->values, out.values, sizeof out.values);
-            memcpy(a->token_ids, out.token_ids, sizeof out.token_ids);
-            a->vision_ns = out.vision_ns;
-            a->prefill_ns = out.prefill_ns;
-            a->decode_ns = out.decode_ns;
-        } else {
-            vh_error_prefix(&err, "frame %llu: ", (unsigned long long)a->frame_id);
-            pthread_mutex_lock(&s->error_lock);
-            s->last_error = err;
-            pthread_mutex_unlock(&s->error_lock);
-            vh_log_error(&s->log, "%s", err.message);
-        }
-        vh_frame_queue_finish(&s->queue, rec);
-    }
-    return NULL;
+    vh_session *s = user;
+    pthread_mutex_lock(&s->error_lock);
+    s->last_error = *err;
+    pthread_mutex_unlock(&s->error_lock);
+    vh_log_error(&s->log, "%s", err->message);
+}
+
+/* Backends named: "a,b" is two. */
+static uint32_t count_backends(const char *backends)
+{
+    uint32_t n = 1;
+    for (const char *c = backends; c && *c; c++) n += *c == ',';
+    return n;
 }
 
 static vh_status load_session(vh_session *s, const vh_session_params *p, vh_error *err)
@@ -125,22 +115,43 @@ static vh_status load_session(vh_session *s, const vh_session_params *p, vh_erro
     uint64_t context = (uint64_t)s->model->desc.n_image_tokens + PROMPT_TEXT_BUDGET + s->stats->dim;
     s->max_context = context < c->max_positions ? (uint32_t)context : c->max_positions;
 
+    const char *trace_path = p->trace_path ? p->trace_path : getenv("VH_TRACE");
+    if (trace_path && *trace_path && (st = vh_trace_open(trace_path, &s->trace, err))) return st;
+
+    const uint32_t n_backends = count_backends(p->backends);
+    const uint32_t in_flight = p->execution_mode == VH_EXECUTION_PIPELINE ? n_backends : 1;
+    const uint32_t zone = p->split_zone >= 0 ? (uint32_t)p->split_zone : p->llm_split >= 0 ? 0 : 2;
     vh_plan_request req = {.backends = p->backends, .plugin_path = p->plugin_path, .n_threads = p->n_threads,
-                           .max_context = s->max_context, .gpu_memory_budget = p->gpu_memory_budget,
-                           .llm_split = p->llm_split, .log = &s->log};
+                           .max_context = s->max_context, .max_sequences = in_flight,
+                           .gpu_memory_budget = p->gpu_memory_budget, .llm_split = p->llm_split, .split_zone = zone,
+                           .action_tokens = s->stats->dim, .log = &s->log};
     if ((st = vh_plan_create(s->model, &req, &s->plan, err))) return st;
-    if ((st = vh_frame_runner_init(&s->runner, s->model, &s->plan, s->tokenizer, &s->decoder, s->max_context, err)))
-        return st;
-    s->runner.decode_positions = p->decode_positions;
+    s->plan_ready = 1;
+    vh_job_context_init(&s->jobs, s->model, &s->plan, s->tokenizer, &s->decoder, s->max_context);
+    s->jobs.decode_positions = p->decode_positions;
+    s->jobs.trace = s->trace;
     if ((st = vh_frame_queue_init(&s->queue, p->queue_capacity, p->queue_policy, err))) return st;
-    if (pthread_create(&s->worker, NULL, worker_main, s) != 0)
-        return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "cannot start the worker thread");
-    s->worker_started = 1;
+    s->queue_ready = 1;
+    vh_pipeline_config pc = {.ctx = &s->jobs, .frames = &s->queue, .mode = p->execution_mode,
+                             .frames_in_flight = in_flight, .action_tokens = s->stats->dim,
+                             .on_frame_error = record_frame_error, .user = s};
+    if ((st = vh_stage_pipeline_start(&pc, &s->pipeline, err))) return st;
 
     char backends[128];
     vh_plan_describe(&s->plan, backends, sizeof backends);
     vh_log_info(&s->log, "session ready: %s, %u LLM layers, backend %s, unnorm_key '%s'", p->model_path,
                 c->n_layers, backends, s->stats->dataset);
+    if (s->plan.n_stages == 2) {
+        static const char *const how[] = {"", "given", "the most the GPU memory budget holds", "balanced by measured costs"};
+        vh_log_info(&s->log, "split: %u of %u LLM blocks on %s (%s), zone %u..%u, %s, %u frames in flight",
+                    s->plan.llm_split, s->plan.n_llm_layers, s->plan.stages[0].plugin->iface->name,
+                    how[s->plan.split_source], s->plan.split_min, s->plan.split_max,
+                    in_flight > 1 ? "pipelined" : "serial", in_flight);
+        if (s->plan.split_source == VH_SPLIT_BALANCED)
+            vh_log_info(&s->log, "measured per frame: stage 0 fixed %.2f ms + %.3f ms a block, stage 1 fixed %.2f ms + "
+                        "%.3f ms a block", s->plan.costs.fixed_ns[0] / 1e6, s->plan.costs.block_ns[0] / 1e6,
+                        s->plan.costs.fixed_ns[1] / 1e6, s->plan.costs.block_ns[1] / 1e6);
+    }
     return VH_OK;
 }
 
@@ -181,6 +192,10 @@ vh_status vh_session_create(const vh_session_params *params, vh_session **sessio
         return create_failed(&log, VH_ERR_INVALID_ARGUMENT, "%s must be in [0, 4096]", "n_threads");
     if (p.decode_positions != VH_DECODE_POSITIONS_CONTIGUOUS && p.decode_positions != VH_DECODE_POSITIONS_OPENVLA_HF440)
         return create_failed(&log, VH_ERR_INVALID_ARGUMENT, "%s is not a vh_decode_positions", "decode_positions");
+    if (p.execution_mode != VH_EXECUTION_PIPELINE && p.execution_mode != VH_EXECUTION_SERIAL)
+        return create_failed(&log, VH_ERR_INVALID_ARGUMENT, "%s is not a vh_execution_mode", "execution_mode");
+    if (p.llm_split < -1 || p.split_zone < -1 || p.split_zone > 4096)
+        return create_failed(&log, VH_ERR_INVALID_ARGUMENT, "%s", "llm_split must be >= -1 and split_zone in [-1, 4096]");
 
     vh_session *s = calloc(1, sizeof *s);
     if (!s) return create_failed(&log, VH_ERR_OUT_OF_MEMORY, "out of memory%s", "");
@@ -202,13 +217,14 @@ vh_status vh_session_create(const vh_session_params *params, vh_session **sessio
 void vh_session_destroy(vh_session *s)
 {
     if (!s) return;
-    if (s->worker_started) {
-        vh_frame_queue_close(&s->queue);
-        pthread_join(s->worker, NULL);
-        vh_frame_queue_destroy(&s->queue);
+    if (s->queue_ready) vh_frame_queue_close(&s->queue);
+    vh_stage_pipeline_stop(s->pipeline); /* frames in flight finish first */
+    if (s->queue_ready) vh_frame_queue_destroy(&s->queue);
+    if (s->trace) {
+        vh_error err;
+        if (vh_trace_close(s->trace, &err)) vh_log_error(&s->log, "%s", err.message);
     }
-    vh_frame_runner_free(&s->runner);
-    vh_plan_destroy(&s->plan);
+    if (s->plan_ready) vh_plan_destroy(&s->plan);
     vh_action_decoder_free(&s->decoder);
     vh_tokenizer_free(s->tokenizer);
     vh_model_free(s->model);
@@ -288,7 +304,7 @@ vh_status vh_session_prompt_ids(vh_session *s, const char *instruction, int32_t 
     int32_t *all = NULL;
     size_t n = 0;
     vh_error err;
-    vh_status st = vh_openvla_prompt_ids(s->tokenizer, s->runner.bos_id, instruction, &all, &n, &err);
+    vh_status st = vh_openvla_prompt_ids(s->tokenizer, s->jobs.bos_id, instruction, &all, &n, &err);
     if (st) return report(s, &err);
     *count = n;
     if (capacity) memcpy(ids, all, sizeof *ids * (n < capacity ? n : capacity));
@@ -301,7 +317,11 @@ vh_status vh_session_get_info(vh_session *s, vh_session_info *info)
 {
     if (!s) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
     if (!info) return fail(s, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "info");
-    if (!struct_size_ok(info, info->struct_size, sizeof *info))
+    /* a caller built with the 0.1.0 header has the shorter struct: it gets the fields it knows */
+    const size_t v01_size = offsetof(vh_session_info, gpu_bytes);
+    const size_t known = info->struct_size >= v01_size && info->struct_size < sizeof *info ? info->struct_size
+                                                                                          : sizeof *info;
+    if (!struct_size_ok(info, info->struct_size, known))
         return fail(s, VH_ERR_STRUCT_SIZE, "%s: struct_size is wrong; call vh_session_info_init first",
                     "vh_session_info");
     vh_session_info out;
@@ -318,10 +338,12 @@ vh_status vh_session_get_info(vh_session *s, vh_session_info *info)
         if (st->plugin->iface->memory(st->executor, &m) == VH_OK) {
             out.backend_weight_bytes += m.weight_bytes;
             out.backend_work_bytes += m.cache_bytes + m.work_bytes;
+            if (st->device == VH_DEVICE_GPU) out.gpu_bytes += m.weight_bytes + m.cache_bytes + m.work_bytes;
         }
     }
+    vh_stage_pipeline_stats(s->pipeline, &out);
     size_t caller_size = info->struct_size;
-    memcpy(info, &out, sizeof out);
+    memcpy(info, &out, known);
     info->struct_size = caller_size;
     return VH_OK;
 }

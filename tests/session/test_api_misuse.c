@@ -349,6 +349,7 @@ typedef struct ctx {
     log_capture *log;
     char *not_a_folder;     /* a regular file */
     char *missing;          /* a path that does not exist */
+    char *in_missing;       /* a file in that missing folder (cannot be created) */
 } ctx;
 
 typedef struct misuse_case {
@@ -405,8 +406,12 @@ CREATE_CASE(create_backend_uppercase, p.backends = "CPU_GENERIC")
 CREATE_CASE(create_backend_path, p.backends = "../cpu_generic")
 CREATE_CASE(create_backend_long_name,
             p.backends = "abcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghij")
-CREATE_CASE(create_backend_twice, p.backends = "cpu_generic,cpu_generic")
 CREATE_CASE(create_split_too_big, p.backends = "cpu_generic,cpu_generic"; p.llm_split = 99)
+CREATE_CASE(create_split_negative, p.backends = "cpu_generic,cpu_generic"; p.llm_split = -2)
+CREATE_CASE(create_zone_negative, p.backends = "cpu_generic,cpu_generic"; p.split_zone = -2)
+CREATE_CASE(create_zone_huge, p.backends = "cpu_generic,cpu_generic"; p.split_zone = 4097)
+CREATE_CASE(create_mode_2, p.execution_mode = (vh_execution_mode)2)
+CREATE_CASE(create_trace_unwritable, p.trace_path = c->in_missing)
 CREATE_CASE(create_backend_three, p.backends = "cpu_generic,cpu_generic,cpu_generic"; p.llm_split = 1)
 CREATE_CASE(create_plugin_missing_file, p.plugin_path = c->missing)
 CREATE_CASE(create_plugin_not_a_plugin, p.plugin_path = c->not_a_folder)
@@ -605,8 +610,12 @@ static const misuse_case misuse_cases[] = {
     ROW(create_backend_uppercase, VH_ERR_INVALID_ARGUMENT, "CPU_GENERIC", 0),
     ROW(create_backend_path, VH_ERR_INVALID_ARGUMENT, "../cpu_generic", 0),
     ROW(create_backend_long_name, VH_ERR_INVALID_ARGUMENT, "backend", 0),
-    ROW(create_backend_twice, VH_ERR_INVALID_ARGUMENT, "need llm_split", 0),
-    ROW(create_split_too_big, VH_ERR_INVALID_ARGUMENT, "(got 99)", 0),
+    ROW(create_split_too_big, VH_ERR_INVALID_ARGUMENT, "llm_split 99", 0),
+    ROW(create_split_negative, VH_ERR_INVALID_ARGUMENT, "llm_split", 0),
+    ROW(create_zone_negative, VH_ERR_INVALID_ARGUMENT, "split_zone", 0),
+    ROW(create_zone_huge, VH_ERR_INVALID_ARGUMENT, "split_zone", 0),
+    ROW(create_mode_2, VH_ERR_INVALID_ARGUMENT, "execution_mode", 0),
+    ROW(create_trace_unwritable, VH_ERR_IO, "trace file", 0),
     ROW(create_backend_three, VH_ERR_UNSUPPORTED, "at most two stages", 0),
     /* a plugin file that is not there is not found; one that is not a plugin cannot be loaded
      * (the header does not say which of NOT_FOUND / FAILED a missing file gives) */
@@ -701,6 +710,8 @@ static void fixture_open(misuse_fixture *m)
     size_t n = strlen(dir) + 32;
     m->c.missing = malloc(n);
     snprintf(m->c.missing, n, "%s/does-not-exist", dir);
+    m->c.in_missing = malloc(n + 16);
+    snprintf(m->c.in_missing, n + 16, "%s/trace.json", m->c.missing);
     free(dir); /* the folder itself stays empty; removed in fixture_close */
     memset(over_long, 'x', sizeof over_long - 1);
     over_long[sizeof over_long - 1] = '\0';
@@ -711,6 +722,7 @@ static void fixture_close(misuse_fixture *m)
     vh_session_destroy(m->c.s);
     unlink(m->c.not_a_folder);
     free(m->c.not_a_folder);
+    free(m->c.in_missing);
     char *slash = strrchr(m->c.missing, '/');
     *slash = '\0';
     rmdir(m->c.missing);
@@ -880,12 +892,29 @@ START_TEST(test_struct_size_v01_accepted)
     vh_session *s = NULL;
     ck_assert_msg(vh_session_create(&bp.p, &s) == VH_OK, "%s", vh_last_error());
     vh_session_destroy(s);
-    /* two backends from such a caller: llm_split is the default (unset), so a clear refusal */
+    /* two backends from such a caller: the fields it lacks take their defaults (a chosen split,
+     * pipelined) */
     bp.p.backends = "cpu_generic,cpu_generic";
-    s = (vh_session *)&s;
-    ck_assert_int_eq(vh_session_create(&bp.p, &s), VH_ERR_INVALID_ARGUMENT);
-    ck_assert_ptr_null(s);
-    ck_assert_msg(strstr(vh_last_error(), "llm_split") != NULL, "%s", vh_last_error());
+    ck_assert_msg(vh_session_create(&bp.p, &s) == VH_OK, "%s", vh_last_error());
+    vh_session_info info;
+    vh_session_info_init(&info);
+    ck_assert_int_eq(vh_session_get_info(s, &info), VH_OK);
+    ck_assert_uint_eq(info.n_stages, 2);
+    ck_assert(info.llm_split >= 0 && info.llm_split <= 2);
+    ck_assert_int_eq(info.execution_mode, VH_EXECUTION_PIPELINE);
+    /* and its shorter vh_session_info gets the fields it knows, nothing past them */
+    struct {
+        vh_session_info info;
+        unsigned char guard[64];
+    } old;
+    memset(&old, 0x77, sizeof old);
+    vh_session_info_init_sized(&old.info, offsetof(vh_session_info, gpu_bytes));
+    ck_assert_int_eq(vh_session_get_info(s, &old.info), VH_OK);
+    ck_assert_uint_eq(old.info.struct_size, offsetof(vh_session_info, gpu_bytes));
+    ck_assert_uint_eq(old.info.n_llm_layers, 2);
+    const unsigned char *tail = (const unsigned char *)&old + offsetof(vh_session_info, gpu_bytes);
+    for (size_t i = 0; i < sizeof old - offsetof(vh_session_info, gpu_bytes); i++) ck_assert_uint_eq(tail[i], 0x77);
+    vh_session_destroy(s);
     capture_free(&log);
 }
 END_TEST
@@ -906,6 +935,13 @@ START_TEST(test_session_info)
     ck_assert_uint_eq(info.host_weight_bytes, MODEL_A_SHARD_BYTES);
     ck_assert_uint_gt(info.backend_weight_bytes, 0);
     ck_assert_uint_gt(info.backend_work_bytes, 0);
+    ck_assert_uint_eq(info.gpu_bytes, 0);
+    ck_assert_uint_eq(info.n_stages, 1); /* one stage: serial, whatever the mode asked */
+    ck_assert_int_eq(info.execution_mode, VH_EXECUTION_SERIAL);
+    ck_assert_uint_eq(info.frames_in_flight, 1);
+    ck_assert_int_eq(info.llm_split, -1);
+    ck_assert_str_eq(info.stages[0].backend, "cpu_generic");
+    ck_assert_uint_eq(info.stages[0].first_block, 0);
     vh_session_destroy(s);
 
     /* model B: explicit unnorm_key, GQA, 3 layers, 14 x 14 patches; NULL backends = the best */

@@ -107,13 +107,13 @@ static void load_fixture(const fixture *f, const char *unnorm_key, loaded *L)
     ck_assert_msg(vh_plan_create(L->model, &req, &L->plan, &err) == VH_OK, "%s", err.message);
     ck_assert_int_eq(vh_frame_runner_init(&L->runner, L->model, &L->plan, L->tokenizer, &L->decoder, context, &err),
                      VH_OK);
-    L->runner.step_logits = malloc(sizeof(float) * VH_MAX_ACTION_DIM * L->model->desc.llm.vocab);
+    L->runner.job.step_logits = malloc(sizeof(float) * VH_MAX_ACTION_DIM * L->model->desc.llm.vocab);
     free(dir);
 }
 
 static void unload_fixture(loaded *L)
 {
-    free(L->runner.step_logits);
+    free(L->runner.job.step_logits);
     vh_frame_runner_free(&L->runner);
     vh_plan_destroy(&L->plan);
     vh_action_decoder_free(&L->decoder);
@@ -133,7 +133,7 @@ static void check_pixels(const loaded *L, const json_t *ref, const json_t *image
             const json_t *idx = json_array_get(samples, i);
             size_t c = (size_t)json_integer_value(json_array_get(idx, 0)), y = (size_t)json_integer_value(json_array_get(idx, 1)),
                    x = (size_t)json_integer_value(json_array_get(idx, 2));
-            float got = L->runner.pixels[t][c * S * S + y * S + x];
+            float got = L->runner.job.pixels[t][c * S * S + y * S + x];
             double w = json_real_value(json_array_get(want, i));
             ck_assert_msg((double)got == w, "tower %u pixel (%zu,%zu,%zu): %.9g, torchvision %.9g", t, c, y, x, got, w);
         }
@@ -158,14 +158,14 @@ static void check_case(loaded *L, const json_t *ref, const json_t *c, int hf440,
     uint8_t *rgb = load_case_image(c, &w, &h);
     vh_frame_result out;
     vh_error err;
-    L->runner.decode_positions = hf440 ? VH_DECODE_POSITIONS_OPENVLA_HF440 : VH_DECODE_POSITIONS_CONTIGUOUS;
+    L->runner.ctx.decode_positions = hf440 ? VH_DECODE_POSITIONS_OPENVLA_HF440 : VH_DECODE_POSITIONS_CONTIGUOUS;
     ck_assert_msg(vh_frame_runner_run(&L->runner, rgb, w, h, 0, instruction, &out, &err) == VH_OK, "%s", err.message);
     free(rgb);
     check_pixels(L, ref, json_object_get(json_object_get(ref, "images"), name));
 
     int32_t *prompt;
     size_t n_prompt;
-    ck_assert_int_eq(vh_openvla_prompt_ids(L->tokenizer, L->runner.bos_id, instruction, &prompt, &n_prompt, &err), VH_OK);
+    ck_assert_int_eq(vh_openvla_prompt_ids(L->tokenizer, L->runner.ctx.bos_id, instruction, &prompt, &n_prompt, &err), VH_OK);
     ck_assert_msg(ids_equal(json_object_get(c, "prompt_ids"), prompt, n_prompt), "%s / %s: prompt ids differ", name,
                   instruction);
     free(prompt);
@@ -174,7 +174,7 @@ static void check_case(loaded *L, const json_t *ref, const json_t *c, int hf440,
     int all_equal = 1;
     for (uint32_t k = 0; k < out.action_dim; k++) {
         const json_t *step = json_array_get(steps, k);
-        const float *logits = L->runner.step_logits + k * vocab;
+        const float *logits = L->runner.job.step_logits + k * vocab;
         const json_t *want = json_object_get(step, "logits_at_ids");
         double scale = 0;
         for (size_t i = 0; i < json_array_size(want); i++)

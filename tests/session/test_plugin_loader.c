@@ -66,9 +66,9 @@ static const struct broken {
     const char *name;
     const char *in_message[2];
 } broken[] = {
-    {"badabi", {"implements backend ABI 99.7", "speaks 1.0"}},
-    {"short", {"16 bytes", "speaks 1.0"}},
-    {"nulltable", {"refused backend ABI 1.0", "returned NULL"}},
+    {"badabi", {"implements backend ABI 99.7", "speaks 1.1"}},
+    {"short", {"16 bytes", "speaks 1.1"}},
+    {"nulltable", {"refused backend ABI 1.1", "returned NULL"}},
     {"noentry", {"not a vlahybrid backend", "vh_backend_entry"}},
 };
 
@@ -82,6 +82,25 @@ START_TEST(test_broken_plugin_refused)
     for (int k = 0; k < 2; k++)
         ck_assert_msg(strstr(err.message, b->in_message[k]) != NULL, "%s: '%s' lacks '%s'", b->name, err.message,
                       b->in_message[k]);
+}
+END_TEST
+
+/* A plugin built against ABI 1.0 loads; the 1.1 functions read as absent (its table ends before
+ * them, whatever lies after it in memory) and the core's fallbacks serve instead. */
+START_TEST(test_abi_1_0_plugin_loads)
+{
+    vh_plugin *p = NULL;
+    vh_error err;
+    ck_assert_msg(load("abi10", FAKE_PLUGIN_DIR, &p, &err) == VH_OK, "%s", err.message);
+    ck_assert_uint_eq(p->iface->abi_minor, 0);
+    ck_assert_ptr_null(VH_PLUGIN_OPTIONAL(p, executor_plan_memory));
+    ck_assert_ptr_null(VH_PLUGIN_OPTIONAL(p, host_alloc));
+    ck_assert_ptr_null(VH_PLUGIN_OPTIONAL(p, host_free));
+    float *buf = vh_plugin_host_alloc(p, 1024 * sizeof(float)); /* malloc */
+    ck_assert_ptr_nonnull(buf);
+    buf[1023] = 1.0f;
+    vh_plugin_host_free(p, buf);
+    vh_plugin_unload(p);
 }
 END_TEST
 
@@ -139,6 +158,7 @@ int main(void)
     tcase_add_test(tc, test_not_found_lists_the_search_path);
     tcase_add_test(tc, test_invalid_names);
     tcase_add_loop_test(tc, test_broken_plugin_refused, 0, (int)(sizeof broken / sizeof broken[0]));
+    tcase_add_test(tc, test_abi_1_0_plugin_loads);
     tcase_add_test(tc, test_best_skips_broken_plugins);
     tcase_add_test(tc, test_best_has_the_highest_score);
     tcase_add_test(tc, test_iface_checks);

@@ -1,0 +1,112 @@
+/*
+ * One frame's way through the model, cut into passes the stages run in turn.
+ *
+ * A frame is prepared once (image resized and normalised for each tower, prompt tokenised), then
+ * makes passes through the plan's stages: the prefill pass (stage 0 first runs the vision towers
+ * and the projector), then one pass per action token. Each pass visits stage 0, 1, ... in order;
+ * between stages the LLM rows cross as fp32 hidden states through the job's host buffer. After
+ * the last stage of a pass, vh_frame_job_advance() takes the token and sets up the next pass.
+ *
+ * The serial runner drives a job's passes in one thread; the stage pipeline hands a job from stage
+ * thread to stage thread, several jobs in flight, each on its own KV sequence. Both run exactly the
+ * same calls on the same executors, so their results are identical.
+ *
+ * A job belongs to one thread at a time; jobs of one context may run concurrently on different
+ * stages (an executor is only ever called by its stage's thread).
+ */
+#ifndef VH_PIPELINE_FRAME_JOB_H
+#define VH_PIPELINE_FRAME_JOB_H
+
+#include "action/action_decoder.h"
+#include "plan/plan.h"
+#include "text/bpe_tokenizer.h"
+#include "util/trace.h"
+
+/* What every job of a session shares; read-only while jobs run. */
+typedef struct vh_job_context {
+    const vh_model *model;
+    const vh_plan *plan;
+    const vh_tokenizer *tokenizer;
+    const vh_action_decoder *decoder;
+    int32_t bos_id, eos_id;
+    uint32_t max_context;              /* KV positions: prompt rows + action tokens must fit */
+    vh_decode_positions decode_positions;
+    vh_trace *trace;                   /* NULL: no timeline */
+} vh_job_context;
+
+typedef enum vh_pass_kind {
+    VH_PASS_PREFILL = 0,               /* vision (stage 0) + the prompt rows */
+    VH_PASS_DECODE = 1                 /* one action token */
+} vh_pass_kind;
+
+/* What one frame produced. */
+typedef struct vh_frame_result {
+    uint32_t action_dim;
+    int32_t token_ids[VH_MAX_ACTION_DIM];
+    double values[VH_MAX_ACTION_DIM];
+    int64_t vision_ns, prefill_ns, decode_ns;
+} vh_frame_result;
+
+typedef struct vh_frame_job {
+    const vh_job_context *ctx;
+    uint32_t sequence;                 /* KV slot of every executor */
+    uint64_t frame_id;                 /* for traces and messages */
+    void *owner;                       /* the driver's record for this frame */
+
+    /* the frame's cut: stage i runs blocks [stage_end[i-1], stage_end[i]) of the LLM side
+     * (stage 0 from the LLM embedding, after the vision blocks). Fixed for the frame's life: its
+     * KV cache lives where its blocks ran. */
+    uint32_t stage_end[VH_MAX_STAGES];
+    uint32_t llm_split;                /* LLM blocks on stage 0 (what stage_end[0] means) */
+
+    /* inputs */
+    uint8_t *resized[VH_MAX_TOWERS];   /* [S, S, 3] per tower */
+    float *pixels[VH_MAX_TOWERS];      /* [3, S, S] per tower */
+    int32_t *tokens;                   /* [max_context] the prefill rows */
+    int32_t *prompt;                   /* the prompt's ids (malloc'd per frame) */
+    size_t n_prompt;
+    uint32_t n_rows;                   /* prefill rows: prompt + image tokens */
+    float *hidden;                     /* [max_context, Dl] rows crossing between stages */
+    float *step_logits;                /* NULL, or [VH_MAX_ACTION_DIM, vocab]: each step's logits (tests) */
+
+    /* progress */
+    vh_pass_kind pass;
+    uint32_t n_generated;
+    int32_t generated[VH_MAX_ACTION_DIM];
+    int32_t next_token;                /* the head's output of the current pass */
+    int32_t step_token;                /* the decode pass's input row */
+    vh_segment segment;
+    vh_batch batch;
+
+    /* timing: wall clock of the phases, and each stage's busy time per pass kind */
+    int64_t start_ns, vision_end_ns, prefill_end_ns, end_ns;
+    int64_t stage_busy_ns[VH_MAX_STAGES][2];
+    int64_t head_ns[2];                /* the LM head on the last stage, per pass kind (part of its busy time) */
+    int64_t vision_ns;                 /* the vision blocks on stage 0 (part of its busy time) */
+    int64_t handoff_ns;                /* read_hidden + write_hidden, all passes */
+} vh_frame_job;
+
+/* Buffers for one job on KV slot `sequence`; the hidden-state buffer comes from the plan's host
+ * allocator (page-locked when a GPU stage offers it). */
+vh_status vh_frame_job_init(vh_frame_job *job, const vh_job_context *ctx, uint32_t sequence, vh_error *err);
+void vh_frame_job_free(vh_frame_job *job);
+
+/* Start a frame: preprocess the image, tokenise, set up the prefill pass on the plan's default
+ * cut. rgb: [height rows of `stride` bytes] RGB8. VH_ERR_BAD_FRAME when the prompt does not fit. */
+vh_status vh_frame_job_prepare(vh_frame_job *job, uint64_t frame_id, const uint8_t *rgb, uint32_t width,
+                               uint32_t height, size_t stride, const char *instruction, vh_error *err);
+
+/* Move the frame's cut: llm_split LLM blocks on stage 0 (two stages; before the first pass). The
+ * plan's executors must hold the blocks (vh_plan_split_range). */
+void vh_frame_job_set_split(vh_frame_job *job, uint32_t llm_split);
+
+/* Run the current pass's part on stage `stage`. */
+vh_status vh_frame_job_run_stage(vh_frame_job *job, uint32_t stage, vh_error *err);
+
+/* After the last stage: record the token; 1 when another pass is needed (set up), 0 when done. */
+int vh_frame_job_advance(vh_frame_job *job);
+
+/* The action of a finished job. */
+void vh_frame_job_result(const vh_frame_job *job, vh_frame_result *out);
+
+#endif

@@ -1,0 +1,29 @@
+/*
+ * A timeline of the session's work in Chrome's trace-event JSON (chrome://tracing, Perfetto): one
+ * track per stage thread, one span per piece of work (vision, prefill, decode step of a frame),
+ * instant marks for the scheduler's decisions. Spans are kept in memory (up to a cap) and written
+ * when the trace is closed, so recording costs a lock and a copy per span.
+ *
+ * Thread-safe.
+ */
+#ifndef VH_UTIL_TRACE_H
+#define VH_UTIL_TRACE_H
+
+#include <stdint.h>
+
+#include "util/error.h"
+
+typedef struct vh_trace vh_trace;
+
+/* Open `path` for writing now (so a bad path fails at session create). */
+vh_status vh_trace_open(const char *path, vh_trace **trace, vh_error *err);
+/* Name track `track` ("stage 0: cuda"). */
+void vh_trace_name_track(vh_trace *t, uint32_t track, const char *name);
+/* A span of work on a track: [start_ns, end_ns) on the library's monotonic clock. */
+void vh_trace_span(vh_trace *t, uint32_t track, const char *name, uint64_t frame_id, int64_t start_ns, int64_t end_ns);
+/* A moment ("split 12 -> 14"). */
+void vh_trace_instant(vh_trace *t, uint32_t track, const char *name, int64_t at_ns);
+/* Write the JSON and free; returns non-zero when writing failed (the message goes to *err). */
+vh_status vh_trace_close(vh_trace *t, vh_error *err);
+
+#endif

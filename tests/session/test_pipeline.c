@@ -1,0 +1,300 @@
+/* The two-stage plans and the cross-frame pipeline, through the public API, on CPU-only stages
+ * (cpu_generic twice): for a stream of the fixtures' frames with varying instructions, every split,
+ * serial and pipelined, and the automatically chosen split with its moving zone must give exactly
+ * the actions of the one-stage session, which must match the float64 reference
+ * (tests/fixtures/make_openvla_fixtures.py) wherever its margins allow. Also: the Chrome trace
+ * shows the two stages working on different frames at the same time, and a session destroyed
+ * with frames in flight answers or cancels every one. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "image_file.h"
+#include "test_support.h"
+
+#define MIN_MARGIN 2e-3 /* cpu_generic's precision: fp32 against float64 (as openvla_fixtures) */
+#define MAX_FRAMES 64
+#define THREADS 2      /* every session alike: results must not hang on thread counts */
+
+typedef struct stream {
+    const char *model;                 /* under the source root */
+    const char *reference;             /* under tests/fixtures */
+    uint32_t n_layers;
+} stream;
+
+static const stream streams[] = {
+    {"models/openvla-tiny", "reference/openvla-tiny.json", 2},
+    {"tests/fixtures/models/openvla-tiny-b", "reference/openvla-tiny-b.json", 3},
+};
+
+typedef struct frames {
+    uint32_t n;
+    uint8_t *rgb[MAX_FRAMES];
+    uint32_t w[MAX_FRAMES], h[MAX_FRAMES];
+    const char *instruction[MAX_FRAMES];
+    const json_t *reference[MAX_FRAMES];
+    json_t *root;
+} frames;
+
+typedef struct actions {
+    int32_t ids[MAX_FRAMES][VH_MAX_ACTION_DIM];
+    double values[MAX_FRAMES][VH_MAX_ACTION_DIM];
+    vh_session_info info;
+} actions;
+
+/* The reference's bridge_orig cases in file order: four instructions, interleaved. */
+static void load_frames(const stream *st, frames *f)
+{
+    memset(f, 0, sizeof *f);
+    char *path = vh_test_fixture_path(st->reference);
+    json_error_t jerr;
+    f->root = json_load_file(path, 0, &jerr);
+    ck_assert_msg(f->root, "%s: %s", path, jerr.text);
+    free(path);
+    const json_t *cases = json_object_get(f->root, "cases");
+    for (size_t i = 0; i < json_array_size(cases) && f->n < MAX_FRAMES; i++) {
+        const json_t *c = json_array_get(cases, i);
+        if (strcmp(json_string_value(json_object_get(c, "dataset")), "bridge_orig")) continue;
+        char *image = vh_test_source_path(json_string_value(json_object_get(c, "image_path")));
+        char why[512];
+        ck_assert_msg(vh_image_load(image, &f->rgb[f->n], &f->w[f->n], &f->h[f->n], why, sizeof why) == VH_OK, "%s", why);
+        free(image);
+        f->instruction[f->n] = json_string_value(json_object_get(c, "instruction"));
+        f->reference[f->n] = c;
+        f->n++;
+    }
+    ck_assert_uint_ge(f->n, 16);
+}
+
+static void free_frames(frames *f)
+{
+    for (uint32_t i = 0; i < f->n; i++) free(f->rgb[i]);
+    json_decref(f->root);
+}
+
+/* Run the stream through one session (all frames submitted at once, policy BLOCK). */
+static void run_stream(const stream *st, const frames *f, const char *backends, int32_t split, int32_t zone,
+                       vh_execution_mode mode, const char *trace, actions *out)
+{
+    char *dir = vh_test_source_path(st->model);
+    vh_session_params p;
+    vh_session_params_init(&p);
+    p.model_path = dir;
+    p.backends = backends;
+    p.unnorm_key = "bridge_orig";
+    p.n_threads = THREADS;
+    p.llm_split = split;
+    p.split_zone = zone;
+    p.execution_mode = mode;
+    p.trace_path = trace;
+    p.queue_policy = VH_QUEUE_BLOCK;
+    p.queue_capacity = 4;
+    vh_session *s = NULL;
+    ck_assert_msg(vh_session_create(&p, &s) == VH_OK, "%s (%s split %d)", vh_last_error(), backends, split);
+    for (uint32_t i = 0; i < f->n; i++) {
+        vh_frame fr;
+        vh_frame_init(&fr);
+        fr.rgb = f->rgb[i];
+        fr.width = f->w[i];
+        fr.height = f->h[i];
+        fr.instruction = f->instruction[i];
+        fr.tag = i;
+        ck_assert_int_eq(vh_submit_frame(s, &fr, NULL), VH_OK);
+    }
+    for (uint32_t i = 0; i < f->n; i++) {
+        vh_action a;
+        vh_action_init(&a);
+        ck_assert_int_eq(vh_poll_action(s, &a, 60000), VH_OK);
+        ck_assert_msg(a.status == VH_OK, "frame %u: %s", i, vh_status_string(a.status));
+        ck_assert_uint_eq(a.tag, i); /* in submission order */
+        ck_assert_uint_eq(a.action_dim, 7);
+        memcpy(out->ids[i], a.token_ids, sizeof out->ids[i]);
+        memcpy(out->values[i], a.values, sizeof out->values[i]);
+    }
+    vh_session_info_init(&out->info);
+    ck_assert_int_eq(vh_session_get_info(s, &out->info), VH_OK);
+    vh_session_destroy(s);
+    free(dir);
+}
+
+static int ids_equal(const json_t *list, const int32_t *ids)
+{
+    for (size_t k = 0; k < 7; k++)
+        if (json_integer_value(json_array_get(list, k)) != ids[k]) return 0;
+    return 1;
+}
+
+static void assert_same_actions(const frames *f, const actions *want, const actions *got, const char *what)
+{
+    for (uint32_t i = 0; i < f->n; i++)
+        for (uint32_t k = 0; k < 7; k++) {
+            ck_assert_msg(got->ids[i][k] == want->ids[i][k], "%s: frame %u token %u: %d, one stage %d", what, i, k,
+                          got->ids[i][k], want->ids[i][k]);
+            ck_assert_msg(got->values[i][k] == want->values[i][k], "%s: frame %u value %u differs", what, i, k);
+        }
+}
+
+static char *cache_dir;
+
+START_TEST(test_every_split_and_mode_equals_one_stage)
+{
+    const stream *st = &streams[_i];
+    frames f;
+    load_frames(st, &f);
+
+    /* the one-stage session against the independent reference */
+    actions one, got;
+    run_stream(st, &f, "cpu_generic", -1, -1, VH_EXECUTION_SERIAL, NULL, &one);
+    uint32_t compared = 0;
+    for (uint32_t i = 0; i < f.n; i++) {
+        const json_t *c = f.reference[i];
+        if (json_real_value(json_object_get(c, "min_margin")) < MIN_MARGIN) continue;
+        ck_assert_msg(ids_equal(json_object_get(c, "action_ids"), one.ids[i]), "frame %u: action ids differ from the "
+                      "reference", i);
+        compared++;
+    }
+    ck_assert_uint_gt(compared, f.n / 2);
+
+    char what[96];
+    for (int32_t split = 0; split <= (int32_t)st->n_layers; split++) {
+        for (int m = 0; m < 2; m++) {
+            vh_execution_mode mode = m ? VH_EXECUTION_PIPELINE : VH_EXECUTION_SERIAL;
+            run_stream(st, &f, "cpu_generic,cpu_generic", split, -1, mode, NULL, &got);
+            snprintf(what, sizeof what, "%s split %d", m ? "pipeline" : "serial", split);
+            assert_same_actions(&f, &one, &got, what);
+            ck_assert_uint_eq(got.info.n_stages, 2);
+            ck_assert_int_eq(got.info.llm_split, split);
+            ck_assert_uint_eq(got.info.split_min, (uint32_t)split); /* explicit: no zone */
+            ck_assert_uint_eq(got.info.split_max, (uint32_t)split);
+            ck_assert_int_eq(got.info.execution_mode, mode);
+            ck_assert_uint_eq(got.info.frames_in_flight, m ? 2 : 1);
+            ck_assert_uint_eq(got.info.frames_completed, f.n);
+            ck_assert_uint_eq(got.info.stages[1].first_block + got.info.stages[1].n_blocks,
+                              got.info.stages[0].n_blocks + (st->n_layers - (uint32_t)split) + 1);
+            ck_assert_uint_gt(got.info.stages[0].busy_ns, 0);
+            ck_assert_uint_gt(got.info.stages[1].busy_ns, 0);
+            /* every pass visits both stages: the prefill and a pass per further token */
+            ck_assert_uint_eq(got.info.stages[0].passes, got.info.stages[1].passes);
+            ck_assert_uint_ge(got.info.stages[0].passes, 2 * f.n);
+        }
+    }
+    /* chosen split, zone of 1 each side: the cut may move from frame to frame; still the same */
+    run_stream(st, &f, "cpu_generic,cpu_generic", -1, 1, VH_EXECUTION_PIPELINE, NULL, &got);
+    assert_same_actions(&f, &one, &got, "pipeline, chosen split");
+    ck_assert(got.info.llm_split >= 0 && (uint32_t)got.info.llm_split <= st->n_layers);
+    ck_assert(got.info.split_min <= (uint32_t)got.info.llm_split && (uint32_t)got.info.llm_split <= got.info.split_max);
+    ck_assert_uint_ge(got.info.split_max - got.info.split_min, 1);
+    free_frames(&f);
+}
+END_TEST
+
+/* The trace: valid JSON, spans on both stage tracks, and a stage-0 span of one frame overlapping
+ * in time a stage-1 span of another (the cross-frame overlap the pipeline exists for). */
+START_TEST(test_trace_shows_the_overlap)
+{
+    const stream *st = &streams[0];
+    frames f;
+    load_frames(st, &f);
+    char *dir = vh_test_make_temp_dir();
+    char path[4096];
+    snprintf(path, sizeof path, "%s/trace.json", dir);
+    actions got;
+    run_stream(st, &f, "cpu_generic,cpu_generic", 1, -1, VH_EXECUTION_PIPELINE, path, &got);
+
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    ck_assert_msg(root, "%s: %s", path, jerr.text);
+    const json_t *events = json_object_get(root, "traceEvents");
+    size_t n = json_array_size(events), spans[2] = {0, 0}, overlaps = 0;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *a = json_array_get(events, i);
+        if (strcmp(json_string_value(json_object_get(a, "ph")), "X")) continue;
+        int tid = (int)json_integer_value(json_object_get(a, "tid"));
+        if (tid > 1) continue;
+        spans[tid]++;
+        if (tid != 0) continue;
+        double a0 = json_number_value(json_object_get(a, "ts")), a1 = a0 + json_number_value(json_object_get(a, "dur"));
+        json_int_t fa = json_integer_value(json_object_get(json_object_get(a, "args"), "frame"));
+        for (size_t j = 0; j < n; j++) {
+            const json_t *b = json_array_get(events, j);
+            if (strcmp(json_string_value(json_object_get(b, "ph")), "X") ||
+                json_integer_value(json_object_get(b, "tid")) != 1)
+                continue;
+            double b0 = json_number_value(json_object_get(b, "ts")), b1 = b0 + json_number_value(json_object_get(b, "dur"));
+            json_int_t fb = json_integer_value(json_object_get(json_object_get(b, "args"), "frame"));
+            if (fa != fb && a0 < b1 && b0 < a1) overlaps++;
+        }
+    }
+    /* stage 0: vision + prefill + a step per token; stage 1: prefill + a step per token */
+    ck_assert_uint_ge(spans[0], 3 * f.n);
+    ck_assert_uint_ge(spans[1], 2 * f.n);
+    ck_assert_msg(overlaps > 0, "no stage-0 span overlaps a stage-1 span of another frame");
+    fprintf(stderr, "trace: %zu events, %zu / %zu spans on the stages, %zu cross-frame overlaps\n", n, spans[0],
+            spans[1], overlaps);
+    json_decref(root);
+    unlink(path);
+    rmdir(dir);
+    free(dir);
+    free_frames(&f);
+}
+END_TEST
+
+/* Destroy with frames queued and in flight: every accepted frame is answered (computed or
+ * cancelled), nothing hangs. */
+START_TEST(test_destroy_with_frames_in_flight)
+{
+    const stream *st = &streams[0];
+    frames f;
+    load_frames(st, &f);
+    char *dir = vh_test_source_path(st->model);
+    vh_session_params p;
+    vh_session_params_init(&p);
+    p.model_path = dir;
+    p.backends = "cpu_generic,cpu_generic";
+    p.llm_split = 1;
+    p.n_threads = THREADS;
+    p.queue_policy = VH_QUEUE_REJECT;
+    p.queue_capacity = 8;
+    for (int round = 0; round < 3; round++) {
+        vh_session *s = NULL;
+        ck_assert_msg(vh_session_create(&p, &s) == VH_OK, "%s", vh_last_error());
+        for (uint32_t i = 0; i < 6; i++) {
+            vh_frame fr;
+            vh_frame_init(&fr);
+            fr.rgb = f.rgb[i];
+            fr.width = f.w[i];
+            fr.height = f.h[i];
+            fr.instruction = f.instruction[i];
+            ck_assert_int_eq(vh_submit_frame(s, &fr, NULL), VH_OK);
+        }
+        if (round > 0) usleep(20000u * (unsigned)round); /* let some frames get going */
+        vh_session_destroy(s);
+    }
+    free(dir);
+    free_frames(&f);
+}
+END_TEST
+
+int main(void)
+{
+    if (!vh_test_backend_usable("cpu_generic")) return 1;
+    /* the chosen split's cost measurements are cached: keep them out of the user's cache */
+    cache_dir = vh_test_make_temp_dir();
+    setenv("VH_CACHE_DIR", cache_dir, 1);
+    Suite *s = suite_create("pipeline");
+    TCase *tc = tcase_create("pipeline");
+    tcase_set_timeout(tc, 900);
+    tcase_add_loop_test(tc, test_every_split_and_mode_equals_one_stage, 0, (int)(sizeof streams / sizeof streams[0]));
+    tcase_add_test(tc, test_trace_shows_the_overlap);
+    tcase_add_test(tc, test_destroy_with_frames_in_flight);
+    suite_add_tcase(s, tc);
+    int rc = vh_test_run_suite(s);
+    char cache_file[4096];
+    snprintf(cache_file, sizeof cache_file, "%s/split-costs-v1.tsv", cache_dir);
+    unlink(cache_file);
+    rmdir(cache_dir);
+    free(cache_dir);
+    return rc;
+}
