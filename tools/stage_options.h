@@ -17,7 +17,9 @@
     "                        backends and no --split, the split is the most LLM blocks that fit\n"      \
     "  --zone N              LLM blocks on each side of the split held by both stages (default 0 with\n" \
     "                        --split, else 2); the split follows measured stage times inside it\n"      \
-    "  --trace PATH          write a Chrome/Perfetto trace of the stages' work (also: VH_TRACE=PATH)\n"
+    "  --trace PATH          write a Chrome/Perfetto trace of the stages' work (also: VH_TRACE=PATH)\n"    \
+    "  --frames-in-flight K  pipeline: frames circulating at once, each with its own KV slot (1..8;\n"   \
+    "                        default: the number of stages)\n"
 
 /* "8G", "8000000000", "1.5G" -> bytes; -1 when malformed. */
 static inline int vh_parse_bytes(const char *s, uint64_t *out)
@@ -37,7 +39,7 @@ static inline int vh_parse_bytes(const char *s, uint64_t *out)
 static inline int vh_is_stage_option(const char *flag)
 {
     return !strcmp(flag, "--split") || !strcmp(flag, "--zone") || !strcmp(flag, "--mode") ||
-           !strcmp(flag, "--gpu-mem-budget") || !strcmp(flag, "--trace");
+           !strcmp(flag, "--gpu-mem-budget") || !strcmp(flag, "--trace") || !strcmp(flag, "--frames-in-flight");
 }
 
 /* 1: `flag` was one of the stage options and `value` was taken; 0: not ours; -1: a bad value. */
@@ -52,6 +54,15 @@ static inline int vh_parse_stage_option(const char *tool, const char *flag, cons
         }
         if (flag[2] == 's') p->llm_split = (int32_t)n;
         else p->split_zone = (int32_t)n;
+        return 1;
+    }
+    if (!strcmp(flag, "--frames-in-flight")) {
+        long n = strtol(value, &end, 10);
+        if (*end || end == value || n < 1 || n > 8) {
+            fprintf(stderr, "%s: %s needs a number in [1, 8]\n", tool, flag);
+            return -1;
+        }
+        p->frames_in_flight = (uint32_t)n;
         return 1;
     }
     if (!strcmp(flag, "--mode")) {

@@ -225,9 +225,11 @@ int main(int argc, char **argv)
         json_object_set_new(j, "overlap_efficiency", json_real(overlap));
         json_t *stages = json_array();
         for (uint32_t i = 0; i < end.n_stages && i < 4; i++)
-            json_array_append_new(stages, json_pack("{s:s, s:i, s:i, s:f, s:I, s:I}", "backend", end.stages[i].backend,
+            json_array_append_new(stages, json_pack("{s:s, s:i, s:i, s:f, s:f, s:I, s:I}", "backend", end.stages[i].backend,
                                                     "first_block", (int)end.stages[i].first_block, "n_blocks",
                                                     (int)end.stages[i].n_blocks, "busy_ms_per_frame", stage_ms[i],
+                                                    "handoff_ms_per_frame", timed ? (end.stages[i].handoff_ns -
+                                                    at_warmup.stages[i].handoff_ns) / 1e6 / timed : 0.0,
                                                     "prefill_block_ns", (json_int_t)end.stages[i].prefill_block_ns,
                                                     "decode_block_ns", (json_int_t)end.stages[i].decode_block_ns));
         json_object_set_new(j, "stages", stages);

@@ -319,12 +319,34 @@ vh_status cpu_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first
     return VH_OK;
 }
 
+/* Hidden states cross between stages once per pass: a prefill's rows are megabytes, so they are
+ * copied by the whole pool (one thread's memcpy would take most of a millisecond). */
+typedef struct copy_job {
+    float *dst;
+    const float *src;
+} copy_job;
+
+static void copy_range(void *ctx, int64_t begin, int64_t end, int thread_index)
+{
+    (void)thread_index;
+    const copy_job *c = ctx;
+    memcpy(c->dst + begin, c->src + begin, sizeof(float) * (size_t)(end - begin));
+}
+
+static void copy_rows(vh_executor *e, float *dst, const float *src, uint32_t n_rows)
+{
+    const int64_t n = (int64_t)n_rows * e->model->llm.hidden;
+    copy_job c = {dst, src};
+    if (n < 65536) copy_range(&c, 0, n, 0); /* a decode row: not worth waking the pool */
+    else vh_parallel_for(e->pool, n, 16384, copy_range, &c);
+}
+
 vh_status cpu_read_hidden(vh_executor *e, float *dst, uint32_t n_rows, char *err, size_t err_size)
 {
     if (!e->llm.x || !dst || n_rows == 0 || n_rows > e->params.max_rows)
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: read_hidden of %u rows (max %u)",
                                e->ops->backend, n_rows, e->params.max_rows);
-    memcpy(dst, e->llm.x, sizeof(float) * n_rows * e->model->llm.hidden);
+    copy_rows(e, dst, e->llm.x, n_rows);
     return VH_OK;
 }
 
@@ -333,7 +355,7 @@ vh_status cpu_write_hidden(vh_executor *e, const float *src, uint32_t n_rows, ch
     if (!e->llm.x || !src || n_rows == 0 || n_rows > e->params.max_rows)
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: write_hidden of %u rows (max %u)",
                                e->ops->backend, n_rows, e->params.max_rows);
-    memcpy(e->llm.x, src, sizeof(float) * n_rows * e->model->llm.hidden);
+    copy_rows(e, e->llm.x, src, n_rows);
     return VH_OK;
 }
 

@@ -255,7 +255,8 @@ static vh_status allocate_host_mirrors(vh_executor *e, char *err, size_t err_siz
     cudaError_t ce;
     if ((ce = cudaMallocHost((void **)&e->llm.rows_host, sizeof(vhc_row) * e->params.max_rows)) ||
         (ce = cudaMallocHost((void **)&e->llm.last_rows_host, sizeof(int32_t) * e->max_segments)) ||
-        (ce = cudaMallocHost((void **)&e->llm.tokens_host, sizeof(int32_t) * e->max_segments)))
+        (ce = cudaMallocHost((void **)&e->llm.tokens_host, sizeof(int32_t) * e->max_segments)) ||
+        (ce = cudaMallocHost((void **)&e->llm.x_out_host, sizeof(float) * HIDDEN_OUT_ROWS * e->model->llm.hidden)))
         return cuda_fail(err, err_size, ce, "pinned host buffers");
     return VH_OK;
 }
@@ -384,6 +385,7 @@ void cuda_executor_destroy(vh_executor *e)
     cudaFreeHost(e->llm.rows_host);
     cudaFreeHost(e->llm.last_rows_host);
     cudaFreeHost(e->llm.tokens_host);
+    cudaFreeHost(e->llm.x_out_host);
     if (e->stream) cudaStreamDestroy(e->stream);
     free(e->blocks);
     free(e);
@@ -548,6 +550,11 @@ vh_status cuda_executor_run(vh_executor *e, const vh_batch *batch, uint32_t firs
         return st;
     if (!launched && (st = enqueue(e, batch, blocks, n_blocks, needs_rows, err, err_size))) return st;
     cudaError_t ce = cudaGetLastError();
+    const int hand_out = needs_rows && !has_head && batch->n_rows <= HIDDEN_OUT_ROWS;
+    e->x_out_rows = 0;
+    if (ce == cudaSuccess && hand_out)
+        ce = cudaMemcpyAsync(e->llm.x_out_host, e->llm.x, sizeof(float) * batch->n_rows * e->model->llm.hidden,
+                             cudaMemcpyDeviceToHost, e->stream);
     if (ce == cudaSuccess && has_head) {
         ce = cudaMemcpyAsync(e->llm.tokens_host, e->llm.tokens, sizeof(int32_t) * batch->n_segments,
                              cudaMemcpyDeviceToHost, e->stream);
@@ -559,6 +566,7 @@ vh_status cuda_executor_run(vh_executor *e, const vh_batch *batch, uint32_t firs
     if (ce != cudaSuccess) return cuda_fail(err, err_size, ce, "running the blocks");
     if (has_head) memcpy(batch->out_tokens, e->llm.tokens_host, sizeof(int32_t) * batch->n_segments);
     if (needs_rows) e->last_rows_count = batch->n_rows;
+    if (hand_out) e->x_out_rows = batch->n_rows;
     return VH_OK;
 }
 
@@ -567,6 +575,10 @@ vh_status cuda_read_hidden(vh_executor *e, float *dst, uint32_t n_rows, char *er
     if (!e->llm.x || !dst || n_rows == 0 || n_rows > e->params.max_rows)
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: read_hidden of %u rows (max %u)", n_rows,
                     e->params.max_rows);
+    if (n_rows <= e->x_out_rows) { /* already copied out by the run */
+        memcpy(dst, e->llm.x_out_host, sizeof(float) * n_rows * e->model->llm.hidden);
+        return VH_OK;
+    }
     cudaSetDevice(e->device);
     cudaError_t ce = cudaMemcpyAsync(dst, e->llm.x, sizeof(float) * n_rows * e->model->llm.hidden,
                                      cudaMemcpyDeviceToHost, e->stream);
@@ -580,6 +592,7 @@ vh_status cuda_write_hidden(vh_executor *e, const float *src, uint32_t n_rows, c
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: write_hidden of %u rows (max %u)", n_rows,
                     e->params.max_rows);
     cudaSetDevice(e->device);
+    e->x_out_rows = 0;
     cudaError_t ce = cudaMemcpyAsync(e->llm.x, src, sizeof(float) * n_rows * e->model->llm.hidden,
                                      cudaMemcpyHostToDevice, e->stream);
     if (ce == cudaSuccess) ce = cudaStreamSynchronize(e->stream);

@@ -65,7 +65,13 @@ typedef struct llm_buffers {
     vhc_row *rows_host;
     int32_t *last_rows_host;
     int32_t *tokens_host;
+    float *x_out_host;                 /* [HIDDEN_OUT_ROWS, Dl] the rows a short run ends with */
 } llm_buffers;
+
+/* A run of at most this many rows that ends before the head copies its hidden rows to the host
+ * with the run's own synchronisation, so read_hidden is a memcpy (a decode step handed to another
+ * stage pays one GPU round trip, not two). Longer runs are read straight into the caller's memory. */
+#define HIDDEN_OUT_ROWS 8
 
 struct vh_executor {
     vh_executor_params params;
@@ -83,6 +89,7 @@ struct vh_executor {
     projector_buffers proj;
     llm_buffers llm;
     uint32_t last_rows_count;          /* rows of the last batch (read_hidden) */
+    uint32_t x_out_rows;               /* rows in llm.x_out_host from the last run (0: none) */
 
     /* A one-row decode step replays a captured CUDA graph: no per-kernel launch cost. */
     int graphs_enabled;                /* 0 after a capture failed, or with VH_CUDA_GRAPHS=0 */

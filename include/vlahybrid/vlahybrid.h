@@ -137,7 +137,8 @@ typedef struct vh_session_params {
     const char *unnorm_key;      /* norm_stats dataset; may be NULL only when there is one dataset */
     uint32_t queue_capacity;     /* frames waiting to start; default 2, at least 1 */
     vh_queue_policy queue_policy;/* what submit does when the queue is full; default DROP_OLDEST */
-    int32_t n_threads;           /* CPU threads for each CPU backend; 0: all online cores */
+    int32_t n_threads;           /* CPU threads for each CPU backend; 0: all online cores (beside a
+                                    GPU stage: all but one, left to the GPU stage's thread) */
     vh_log_fn log_fn;            /* NULL: silent */
     void *log_user;              /* passed to log_fn */
     vh_log_level log_level;      /* most verbose level delivered; default VH_LOG_INFO */
@@ -162,6 +163,10 @@ typedef struct vh_session_params {
                                     when the split is chosen. */
     const char *trace_path;      /* write a Chrome trace (JSON, for Perfetto) of the stages' work
                                     here at destroy; NULL: the VH_TRACE environment variable, if set */
+    uint32_t frames_in_flight;   /* pipeline: frames between their first and last pass at once,
+                                    each with its own KV cache slot on every stage (1..8). Default
+                                    0: as many as stages. More hide the passes' ping-pong between
+                                    the stages better, at the cost of KV memory. */
 } vh_session_params;
 
 VH_API void vh_session_params_init_sized(vh_session_params *params, size_t struct_size);
@@ -250,7 +255,8 @@ typedef struct vh_stage_stats {
     char backend[32];
     uint32_t first_block, n_blocks;   /* the executor's blocks (model order; stages overlap in the zone) */
     uint64_t passes;                  /* prefill and decode passes run */
-    int64_t busy_ns;                  /* time spent in them */
+    int64_t busy_ns;                  /* time spent in them (hand-off included) */
+    int64_t handoff_ns;               /* ... of which handing hidden states in and out */
     int64_t prefill_block_ns;         /* smoothed cost of one LLM block in a prefill pass (0: none) */
     int64_t decode_block_ns;          /* ... in a one-token decode pass */
 } vh_stage_stats;

@@ -86,7 +86,8 @@ vh_status vh_frame_job_prepare(vh_frame_job *job, uint64_t frame_id, const uint8
     job->vision_end_ns = job->prefill_end_ns = job->end_ns = 0;
     memset(job->stage_busy_ns, 0, sizeof job->stage_busy_ns);
     memset(job->head_ns, 0, sizeof job->head_ns);
-    job->vision_ns = job->handoff_ns = 0;
+    memset(job->handoff_ns, 0, sizeof job->handoff_ns);
+    job->vision_ns = 0;
     job->n_generated = 0;
     free(job->prompt);
     job->prompt = NULL;
@@ -125,12 +126,16 @@ static vh_status run_range(const vh_stage *s, const vh_batch *batch, uint32_t fi
     return VH_OK;
 }
 
-static void trace_pass(const vh_frame_job *job, uint32_t stage, const char *what, int64_t t0, int64_t t1)
+/* A span of the timeline: "vision f12", "prefill f12", "step 3 f12", or a hand-over of one
+ * ("in: step 3 f12", "out: prefill f12"). */
+static void trace_span(const vh_frame_job *job, uint32_t stage, const char *prefix, int vision, int64_t t0, int64_t t1)
 {
     if (!job->ctx->trace) return;
     char name[48];
-    if (job->pass == VH_PASS_PREFILL) snprintf(name, sizeof name, "%s f%llu", what, (unsigned long long)job->frame_id);
-    else snprintf(name, sizeof name, "step %u f%llu", job->n_generated, (unsigned long long)job->frame_id);
+    const unsigned long long id = (unsigned long long)job->frame_id;
+    if (vision) snprintf(name, sizeof name, "vision f%llu", id);
+    else if (job->pass == VH_PASS_PREFILL) snprintf(name, sizeof name, "%sprefill f%llu", prefix, id);
+    else snprintf(name, sizeof name, "%sstep %u f%llu", prefix, job->n_generated, id);
     vh_trace_span(job->ctx->trace, stage, name, job->frame_id, t0, t1);
 }
 
@@ -155,14 +160,15 @@ vh_status vh_frame_job_run_stage(vh_frame_job *job, uint32_t stage, vh_error *er
         int64_t t1 = vh_now_ns();
         job->vision_ns = t1 - t0;
         job->vision_end_ns = t1;
-        trace_pass(job, stage, "vision", t0, t1);
+        trace_span(job, stage, "", 1, t0, t1);
         t0 = t1;
     }
     if (stage > 0) {
         if ((st = be->write_hidden(s->executor, job->hidden, job->batch.n_rows, why, sizeof why)))
             return vh_error_set(err, st, "backend '%s': %s", be->name, why);
         int64_t t1 = vh_now_ns();
-        job->handoff_ns += t1 - t0;
+        job->handoff_ns[stage] += t1 - t0;
+        trace_span(job, stage, "in: ", 0, t0, t1);
         t0 = t1;
     }
     /* with several stages the last runs the head as its own call, so the split scheduler sees its
@@ -178,11 +184,13 @@ vh_status vh_frame_job_run_stage(vh_frame_job *job, uint32_t stage, vh_error *er
         t1 = t2;
     }
     job->stage_busy_ns[stage][job->pass] += t1 - t0 + (job->pass == VH_PASS_PREFILL && stage == 0 ? job->vision_ns : 0);
-    trace_pass(job, stage, "prefill", t0, t1);
+    trace_span(job, stage, "", 0, t0, t1);
     if (!last) {
         if ((st = be->read_hidden(s->executor, job->hidden, job->batch.n_rows, why, sizeof why)))
             return vh_error_set(err, st, "backend '%s': %s", be->name, why);
-        job->handoff_ns += vh_now_ns() - t1;
+        int64_t t2 = vh_now_ns();
+        job->handoff_ns[stage] += t2 - t1;
+        trace_span(job, stage, "out: ", 0, t1, t2);
     }
     return VH_OK;
 }

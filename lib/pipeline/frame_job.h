@@ -83,7 +83,7 @@ typedef struct vh_frame_job {
     int64_t stage_busy_ns[VH_MAX_STAGES][2];
     int64_t head_ns[2];                /* the LM head on the last stage, per pass kind (part of its busy time) */
     int64_t vision_ns;                 /* the vision blocks on stage 0 (part of its busy time) */
-    int64_t handoff_ns;                /* read_hidden + write_hidden, all passes */
+    int64_t handoff_ns[VH_MAX_STAGES]; /* each stage's read_hidden / write_hidden, all passes */
 } vh_frame_job;
 
 /* Buffers for one job on KV slot `sequence`; the hidden-state buffer comes from the plan's host

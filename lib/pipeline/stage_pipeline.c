@@ -8,7 +8,7 @@
 #include "pipeline/split_scheduler.h"
 #include "util/clock.h"
 
-#define MAX_JOBS VH_MAX_STAGES
+#define MAX_JOBS VH_MAX_FRAMES_IN_FLIGHT
 
 typedef struct stage_thread {
     vh_stage_pipeline *pipeline;
@@ -41,8 +41,8 @@ struct vh_stage_pipeline {
     /* statistics */
     uint64_t passes[VH_MAX_STAGES];
     int64_t busy_ns[VH_MAX_STAGES];
+    int64_t handoff_ns[VH_MAX_STAGES];
     uint64_t frames_completed;
-    int64_t handoff_ns;
 };
 
 static void release_job(vh_stage_pipeline *p, vh_frame_job *job)
@@ -98,7 +98,7 @@ static void complete(vh_stage_pipeline *p, vh_frame_job *job, vh_status st, vh_e
         if (p->has_scheduler) vh_split_scheduler_observe(&p->scheduler, job);
         pthread_mutex_lock(&p->lock);
         p->frames_completed++;
-        p->handoff_ns += job->handoff_ns;
+        for (uint32_t i = 0; i < p->n_stages; i++) p->handoff_ns[i] += job->handoff_ns[i];
         pthread_mutex_unlock(&p->lock);
     } else {
         vh_error_prefix(err, "frame %llu: ", (unsigned long long)a->frame_id);
@@ -287,7 +287,6 @@ void vh_stage_pipeline_stats(vh_stage_pipeline *p, vh_session_info *info)
     info->split_changes = changes;
     pthread_mutex_lock(&p->lock);
     info->frames_completed = p->frames_completed;
-    info->handoff_ns = p->handoff_ns;
     for (uint32_t i = 0; i < plan->n_stages && i < 4; i++) {
         vh_stage_stats *s = &info->stages[i];
         snprintf(s->backend, sizeof s->backend, "%s", plan->stages[i].plugin->iface->name);
@@ -295,6 +294,8 @@ void vh_stage_pipeline_stats(vh_stage_pipeline *p, vh_session_info *info)
         s->n_blocks = plan->stages[i].n_blocks;
         s->passes = p->passes[i];
         s->busy_ns = p->busy_ns[i];
+        s->handoff_ns = p->handoff_ns[i];
+        info->handoff_ns += p->handoff_ns[i];
         s->prefill_block_ns = i < 2 ? prefill_block[i] : 0;
         s->decode_block_ns = i < 2 ? decode_block[i] : 0;
     }

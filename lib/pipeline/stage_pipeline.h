@@ -19,6 +19,8 @@
 #include "pipeline/frame_job.h"
 #include "session/frame_queue.h"
 
+#define VH_MAX_FRAMES_IN_FLIGHT 8
+
 typedef struct vh_stage_pipeline vh_stage_pipeline;
 
 typedef struct vh_pipeline_config {

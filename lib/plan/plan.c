@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Split "a,b" into names; returns the count or -1 when there are too many or one is empty. */
 static int split_backend_names(const char *csv, char names[][65], int max)
@@ -41,10 +42,23 @@ static vh_executor_params executor_params(const vh_model *model, const vh_plan_r
     };
 }
 
-static vh_status create_executor(const vh_model *model, const vh_plan_request *req, vh_stage *stage,
-                                 vh_error *err)
+/* CPU threads for a CPU stage: the caller's count, or all online cores; but beside a GPU stage,
+ * one core is left to the GPU stage's thread (it launches kernels and waits on the GPU), else the
+ * CPU stage's barriers wait for a thread the OS has descheduled in favour of it. */
+static int32_t cpu_stage_threads(const vh_plan_request *req, const vh_plan *plan)
+{
+    if (req->n_threads > 0) return req->n_threads;
+    int has_gpu = 0;
+    for (uint32_t i = 0; i < plan->n_stages; i++) has_gpu |= plan->stages[i].device == VH_DEVICE_GPU;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    return has_gpu && cores > 2 ? (int32_t)(cores - 1) : 0;
+}
+
+static vh_status create_executor(const vh_model *model, const vh_plan_request *req, const vh_plan *plan,
+                                 vh_stage *stage, vh_error *err)
 {
     vh_executor_params p = executor_params(model, req, stage->first_block, stage->n_blocks);
+    if (stage->device == VH_DEVICE_CPU) p.n_threads = cpu_stage_threads(req, plan);
     char why[512] = "";
     vh_status st = stage->plugin->iface->executor_create(&p, &stage->executor, why, sizeof why);
     if (st) {
@@ -109,7 +123,9 @@ static vh_status choose_split(const vh_model *model, const vh_plan_request *req,
         plan->split_source = VH_SPLIT_BUDGET;
     } else {
         vh_plugin *plugins[2] = {plan->stages[0].plugin, plan->stages[1].plugin};
-        if ((st = vh_split_calibrate(model, req, plugins, &plan->costs, err))) return st;
+        vh_plan_request measured = *req; /* the CPU stage measured with the threads it will have */
+        measured.n_threads = cpu_stage_threads(req, plan);
+        if ((st = vh_split_calibrate(model, &measured, plugins, &plan->costs, err))) return st;
         split = vh_split_balance(&plan->costs, n);
         if (split > capacity) split = capacity;
         plan->split_source = VH_SPLIT_BALANCED;
@@ -168,7 +184,7 @@ vh_status vh_plan_create(const vh_model *model, const vh_plan_request *req, vh_p
     } else if (st == VH_OK) {
         st = choose_split(model, req, plan, err);
     }
-    for (uint32_t i = 0; i < plan->n_stages && st == VH_OK; i++) st = create_executor(model, req, &plan->stages[i], err);
+    for (uint32_t i = 0; i < plan->n_stages && st == VH_OK; i++) st = create_executor(model, req, plan, &plan->stages[i], err);
     if (st) vh_plan_destroy(plan);
     return st;
 }

@@ -107,10 +107,10 @@ static vh_status time_vision(probe *p, const vh_model *model, double *vision_ns,
 
 static int cache_path(char *path, size_t size)
 {
-    const char *dir = getenv("VH_CACHE_DIR");
+    const char *dir = secure_getenv("VH_CACHE_DIR");
     if (dir && !strcmp(dir, "off")) return 0;
     if (dir && *dir) return snprintf(path, size, "%s/%s", dir, CACHE_FILE) < (int)size;
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    const char *xdg = secure_getenv("XDG_CACHE_HOME"), *home = secure_getenv("HOME");
     if (xdg && *xdg) return snprintf(path, size, "%s/vlahybrid/%s", xdg, CACHE_FILE) < (int)size;
     if (home && *home) return snprintf(path, size, "%s/.cache/vlahybrid/%s", home, CACHE_FILE) < (int)size;
     return 0;

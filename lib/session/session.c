@@ -115,11 +115,12 @@ static vh_status load_session(vh_session *s, const vh_session_params *p, vh_erro
     uint64_t context = (uint64_t)s->model->desc.n_image_tokens + PROMPT_TEXT_BUDGET + s->stats->dim;
     s->max_context = context < c->max_positions ? (uint32_t)context : c->max_positions;
 
-    const char *trace_path = p->trace_path ? p->trace_path : getenv("VH_TRACE");
+    const char *trace_path = p->trace_path ? p->trace_path : secure_getenv("VH_TRACE");
     if (trace_path && *trace_path && (st = vh_trace_open(trace_path, &s->trace, err))) return st;
 
     const uint32_t n_backends = count_backends(p->backends);
-    const uint32_t in_flight = p->execution_mode == VH_EXECUTION_PIPELINE ? n_backends : 1;
+    const uint32_t in_flight = p->execution_mode != VH_EXECUTION_PIPELINE || n_backends < 2 ? 1
+                               : p->frames_in_flight ? p->frames_in_flight : n_backends;
     const uint32_t zone = p->split_zone >= 0 ? (uint32_t)p->split_zone : p->llm_split >= 0 ? 0 : 2;
     vh_plan_request req = {.backends = p->backends, .plugin_path = p->plugin_path, .n_threads = p->n_threads,
                            .max_context = s->max_context, .max_sequences = in_flight,
@@ -194,6 +195,8 @@ vh_status vh_session_create(const vh_session_params *params, vh_session **sessio
         return create_failed(&log, VH_ERR_INVALID_ARGUMENT, "%s is not a vh_decode_positions", "decode_positions");
     if (p.execution_mode != VH_EXECUTION_PIPELINE && p.execution_mode != VH_EXECUTION_SERIAL)
         return create_failed(&log, VH_ERR_INVALID_ARGUMENT, "%s is not a vh_execution_mode", "execution_mode");
+    if (p.frames_in_flight > VH_MAX_FRAMES_IN_FLIGHT)
+        return create_failed(&log, VH_ERR_INVALID_ARGUMENT, "%s must be in [0, 8]", "frames_in_flight");
     if (p.llm_split < -1 || p.split_zone < -1 || p.split_zone > 4096)
         return create_failed(&log, VH_ERR_INVALID_ARGUMENT, "%s", "llm_split must be >= -1 and split_zone in [-1, 4096]");
 

@@ -1,0 +1,94 @@
+#!/bin/sh
+# The two-stage plans on the GPU machine (cuda + cpu_amx), in one call or two (../shared/DEVICE.md):
+#   tools/pipeline-check.sh tests   the pipeline fixtures test (cuda,cpu_amx, every split) and vh-run
+#   tools/pipeline-check.sh traces  Chrome traces of N = 0 and 4, pipelined and serial (hand-over spans)
+#   tools/pipeline-check.sh bench   full-size synthetic OpenVLA-7B: cuda alone; N = 0 1 2 4 8 16 LLM
+#                                   blocks on the CPU, pipelined and serial; N = 0 with 3 and 4 frames
+#                                   in flight; the 8 GB GPU budget (pipelined and serial); the
+#                                   automatically chosen split; a Chrome trace
+# Built beforehand into $BUILD (default build-gpu) with the Debian libraries in .devlibs (xz where
+# large). vh-bench's JSON per run goes to $RESULTS (bench-*.json), all of it packed into
+# /tmp/pipeline-check-results.tgz; tools/pipeline_plot.py draws the plot from it.
+set -u
+BUILD=${BUILD:-build-gpu}
+RESULTS=${RESULTS:-/tmp/vh-pipeline-check}
+MODEL=/tmp/openvla-7b-synth
+mkdir -p "$RESULTS" /tmp/vhlibs
+python3 -c "import lzma,glob,os; [open('/tmp/vhlibs/'+os.path.basename(f)[:-3],'wb').write(lzma.open(f).read()) for f in glob.glob('.devlibs/*.xz')]"
+cp .devlibs/*.so* /tmp/vhlibs/ 2>/dev/null
+export LD_LIBRARY_PATH="/tmp/vhlibs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export VH_BACKEND_PATH="$PWD/$BUILD/backends/cuda:$PWD/$BUILD/backends/cpu_amx:$PWD/$BUILD/backends/cpu_generic"
+export VH_TEST_DATA="$PWD/tests/fixtures" VH_SOURCE_ROOT="$PWD" CK_DEFAULT_TIMEOUT=900
+export VH_CACHE_DIR="$RESULTS/cache"
+step() { echo "== $* ($(date +%T))"; }
+
+synth() {
+  [ -f "$MODEL/config.json" ] && return
+  step synth
+  "$BUILD/tools/vh-synth-checkpoint" --out "$MODEL" --tokenizer models/openvla-tiny/tokenizer.model --no-sync \
+    > "$RESULTS/synth.log" 2>&1 || { echo "synth failed"; tail -n 3 "$RESULTS/synth.log"; }
+}
+
+# bench NAME FRAMES [vh-bench options]: one JSON line to $RESULTS/bench-NAME.json, a summary here
+bench() {
+  name=$1 frames=$2
+  shift 2
+  "$BUILD/tools/vh-bench" --model "$MODEL" --frames "$frames" --warmup 2 --json "$@" > "$RESULTS/bench-$name.json" \
+    2> "$RESULTS/bench-$name.err"
+  echo "$name rc=$? $(python3 tools/pipeline_plot.py --summary "$RESULTS/bench-$name.json" 2>&1 | tail -n 1)"
+  tail -n 2 "$RESULTS/bench-$name.err"
+}
+
+frames_for() {
+  case $1 in
+    0|1|2) echo 16 ;;
+    4) echo 10 ;;
+    8) echo 6 ;;
+    *) echo 4 ;;
+  esac
+}
+
+if [ "${1:-tests}" = tests ]; then
+  step gpu; nvidia-smi --query-gpu=name,memory.total --format=csv,noheader; grep -m1 "model name" /proc/cpuinfo
+  step gpu-pipeline-test
+  "$BUILD/tests/test_gpu_pipeline" > "$RESULTS/gpu-pipeline.log" 2>&1; echo "rc=$?"
+  grep -E "Checks|:F:|:E:|chosen|trace:" "$RESULTS/gpu-pipeline.log" | head -n 12
+  step vh-run
+  for m in serial pipeline; do
+    "$BUILD/tools/vh-run" --backend cuda,cpu_amx --split 1 --mode $m --json > "$RESULTS/vh-run-$m.jsonl" 2> "$RESULTS/vh-run-$m.err"
+    echo "$m rc=$?"
+  done
+  sed 's/,"vision_ms".*//' "$RESULTS/vh-run-serial.jsonl" > "$RESULTS/a"
+  sed 's/,"vision_ms".*//' "$RESULTS/vh-run-pipeline.jsonl" > "$RESULTS/b"
+  if cmp -s "$RESULTS/a" "$RESULTS/b"; then echo "vh-run: pipeline = serial ($(wc -l < "$RESULTS/a") frames)"
+  else echo "vh-run: pipeline DIFFERS from serial"; fi
+elif [ "$1" = traces ]; then
+  synth
+  for n in 0 4; do
+    for m in pipeline serial; do
+      bench trace-$m-$n 4 --backend cuda,cpu_amx --split $((32 - n)) --mode $m --trace "$RESULTS/trace-$m-$n.json"
+    done
+  done
+else
+  synth
+  step "cuda alone"; bench cuda 16 --backend cuda
+  for n in 0 1 2 4 8 16; do
+    step "N=$n"
+    bench pipeline-$n $(frames_for $n) --backend cuda,cpu_amx --split $((32 - n)) --mode pipeline
+    bench serial-$n $(frames_for $n) --backend cuda,cpu_amx --split $((32 - n)) --mode serial
+  done
+  step "N=4, the CPU stage on all 16 cores (default: 15 beside a GPU stage)"
+  bench threads16-pipeline-4 $(frames_for 4) --backend cuda,cpu_amx --split 28 --mode pipeline --threads 16
+  step "N=0, more frames in flight"
+  for k in 3 4; do bench inflight$k-0 16 --backend cuda,cpu_amx --split 32 --mode pipeline --frames-in-flight $k; done
+  step "8 GB budget"
+  bench budget8-pipeline 4 --backend cuda,cpu_amx --gpu-mem-budget 8G --mode pipeline
+  bench budget8-serial 4 --backend cuda,cpu_amx --gpu-mem-budget 8G --mode serial
+  step "chosen split"
+  bench auto 10 --backend cuda,cpu_amx --mode pipeline
+  cat "$RESULTS/cache/"*.tsv 2>/dev/null
+  step trace
+  bench trace-4 4 --backend cuda,cpu_amx --split 28 --mode pipeline --trace "$RESULTS/trace-n4.json"
+  ls -la "$RESULTS"/trace-n4.json
+fi
+tar -C "$RESULTS" -czf /tmp/pipeline-check-results.tgz --exclude=cache . 2>/dev/null
