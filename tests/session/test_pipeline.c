@@ -307,6 +307,59 @@ START_TEST(test_destroy_with_frames_in_flight)
 }
 END_TEST
 
+#ifdef SKIP_WITHOUT_DEVICE
+/* A GPU first stage under a memory budget: as many LLM blocks as fit, counted as the backend
+ * counts them. The budget that exactly holds split s gets split s; one byte less gets s - 1; too
+ * small for the vision side alone is a clear VH_ERR_DEVICE_OUT_OF_MEMORY. */
+START_TEST(test_gpu_budget_split)
+{
+    const stream *st = &streams[1]; /* 3 layers */
+    char *dir = vh_test_source_path(st->model);
+    vh_session_params p;
+    vh_session_params_init(&p);
+    p.model_path = dir;
+    p.backends = PIPELINE_STAGES;
+    p.unnorm_key = "bridge_orig";
+    p.n_threads = THREADS;
+    p.execution_mode = VH_EXECUTION_SERIAL;
+    p.split_zone = 0;
+    uint64_t held[4];
+    for (int32_t split = 0; split <= 3; split++) {
+        vh_session *s = NULL;
+        p.llm_split = split;
+        p.gpu_memory_budget = 0;
+        ck_assert_msg(vh_session_create(&p, &s) == VH_OK, "%s", vh_last_error());
+        vh_session_info info;
+        vh_session_info_init(&info);
+        ck_assert_int_eq(vh_session_get_info(s, &info), VH_OK);
+        held[split] = info.gpu_bytes;
+        vh_session_destroy(s);
+        if (split) ck_assert_uint_gt(held[split], held[split - 1]);
+    }
+    p.llm_split = -1;
+    for (int32_t split = 0; split <= 3; split++) {
+        for (int less = 0; less < 2 && !(split == 0 && less); less++) {
+            vh_session *s = NULL;
+            p.gpu_memory_budget = held[split] - (uint64_t)less;
+            ck_assert_msg(vh_session_create(&p, &s) == VH_OK, "%s", vh_last_error());
+            vh_session_info info;
+            vh_session_info_init(&info);
+            ck_assert_int_eq(vh_session_get_info(s, &info), VH_OK);
+            ck_assert_int_eq(info.llm_split, split - less);
+            ck_assert_uint_le(info.gpu_bytes, p.gpu_memory_budget);
+            vh_session_destroy(s);
+        }
+    }
+    vh_session *s = NULL;
+    p.gpu_memory_budget = held[0] - 1;
+    ck_assert_int_eq(vh_session_create(&p, &s), VH_ERR_DEVICE_OUT_OF_MEMORY);
+    ck_assert_ptr_null(s);
+    ck_assert_msg(strstr(vh_last_error(), "budget") != NULL, "%s", vh_last_error());
+    free(dir);
+}
+END_TEST
+#endif
+
 int main(void)
 {
 #ifdef SKIP_WITHOUT_DEVICE
@@ -323,6 +376,9 @@ int main(void)
     tcase_add_loop_test(tc, test_every_split_and_mode, 0, (int)(sizeof streams / sizeof streams[0]));
     tcase_add_test(tc, test_trace_shows_the_overlap);
     tcase_add_test(tc, test_destroy_with_frames_in_flight);
+#ifdef SKIP_WITHOUT_DEVICE
+    tcase_add_test(tc, test_gpu_budget_split);
+#endif
     suite_add_tcase(s, tc);
     int rc = vh_test_run_suite(s);
     char cache_file[4096];
