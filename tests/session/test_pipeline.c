@@ -84,17 +84,24 @@ static void free_frames(frames *f)
     json_decref(f->root);
 }
 
+/* Parameters every session of these tests shares; *dir is the model folder (free it). */
+static void stream_params(const stream *st, const char *backends, vh_session_params *p, char **dir)
+{
+    *dir = vh_test_source_path(st->model);
+    vh_session_params_init(p);
+    p->model_path = *dir;
+    p->backends = backends;
+    p->unnorm_key = "bridge_orig";
+    p->n_threads = THREADS;
+}
+
 /* Run the stream through one session (all frames submitted at once, policy BLOCK). */
 static void run_stream(const stream *st, const frames *f, const char *backends, int32_t split, int32_t zone,
                        vh_execution_mode mode, uint32_t in_flight, const char *trace, actions *out)
 {
-    char *dir = vh_test_source_path(st->model);
+    char *dir;
     vh_session_params p;
-    vh_session_params_init(&p);
-    p.model_path = dir;
-    p.backends = backends;
-    p.unnorm_key = "bridge_orig";
-    p.n_threads = THREADS;
+    stream_params(st, backends, &p, &dir);
     p.llm_split = split;
     p.split_zone = zone;
     p.execution_mode = mode;
@@ -278,13 +285,10 @@ START_TEST(test_destroy_with_frames_in_flight)
     const stream *st = &streams[0];
     frames f;
     load_frames(st, &f);
-    char *dir = vh_test_source_path(st->model);
+    char *dir;
     vh_session_params p;
-    vh_session_params_init(&p);
-    p.model_path = dir;
-    p.backends = PIPELINE_STAGES;
+    stream_params(st, PIPELINE_STAGES, &p, &dir);
     p.llm_split = 1;
-    p.n_threads = THREADS;
     p.queue_policy = VH_QUEUE_REJECT;
     p.queue_capacity = 8;
     for (int round = 0; round < 3; round++) {
@@ -314,13 +318,9 @@ END_TEST
 START_TEST(test_gpu_budget_split)
 {
     const stream *st = &streams[1]; /* 3 layers */
-    char *dir = vh_test_source_path(st->model);
+    char *dir;
     vh_session_params p;
-    vh_session_params_init(&p);
-    p.model_path = dir;
-    p.backends = PIPELINE_STAGES;
-    p.unnorm_key = "bridge_orig";
-    p.n_threads = THREADS;
+    stream_params(st, PIPELINE_STAGES, &p, &dir);
     p.execution_mode = VH_EXECUTION_SERIAL;
     p.split_zone = 0;
     uint64_t held[4];
