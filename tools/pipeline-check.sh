@@ -5,7 +5,8 @@
 #   tools/pipeline-check.sh bench   full-size synthetic OpenVLA-7B: cuda alone; N = 0 1 2 4 8 16 LLM
 #                                   blocks on the CPU, pipelined and serial; N = 0 with 3 and 4 frames
 #                                   in flight; the 8 GB GPU budget (pipelined and serial); the
-#                                   automatically chosen split; a Chrome trace
+#                                   automatically chosen split; the scheduler moving a given split
+#                                   inside a zone; a Chrome trace
 # Built beforehand into $BUILD (default build-gpu) with the Debian libraries in .devlibs (xz where
 # large). vh-bench's JSON per run goes to $RESULTS (bench-*.json), all of it packed into
 # /tmp/pipeline-check-results.tgz; tools/pipeline_plot.py draws the plot from it.
@@ -84,6 +85,8 @@ else
   step "8 GB budget"
   bench budget8-pipeline 4 --backend cuda,cpu_amx --gpu-mem-budget 8G --mode pipeline
   bench budget8-serial 4 --backend cuda,cpu_amx --gpu-mem-budget 8G --mode serial
+  step "the scheduler: given split 28 with a zone of 4 (the cut may move to 24..32)"
+  bench zone-28 12 --backend cuda,cpu_amx --split 28 --zone 4 --mode pipeline --trace "$RESULTS/trace-zone.json"
   step "chosen split"
   bench auto 10 --backend cuda,cpu_amx --mode pipeline
   cat "$RESULTS/cache/"*.tsv 2>/dev/null

@@ -299,6 +299,11 @@ vh_status cpu_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first
     if (st) return st;
 
     e->failed = VH_OK;
+    /* rows bound by bind_hidden: this run works in the core's memory */
+    float *own_x = e->llm.x;
+    const int bound = needs_rows && e->bound_x;
+    if (bound) e->llm.x = e->bound_x;
+    e->bound_x = NULL;
     if (needs_rows) cpu_llm_positions(e, batch);
     for (uint32_t i = 0; i < n_blocks && !e->failed; i++) {
         const cpu_block *b = &blocks[i];
@@ -310,12 +315,25 @@ vh_status cpu_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first
         case VH_BLOCK_LLM: cpu_llm_block(e, b, batch); break;
         case VH_BLOCK_LLM_HEAD: cpu_llm_head(e, b, batch); break;
         default:
-            return vh_backend_fail(err, err_size, VH_ERR_UNSUPPORTED, "%s: unknown block kind %d", e->ops->backend,
-                                   b->desc->kind);
+            e->failed = VH_ERR_UNSUPPORTED;
+            snprintf(e->failure, sizeof e->failure, "%s: unknown block kind %d", e->ops->backend, b->desc->kind);
         }
     }
+    e->llm.x = own_x;
     if (e->failed) return vh_backend_fail(err, err_size, e->failed, "%s", e->failure);
-    if (needs_rows) e->last_rows = batch->n_rows;
+    if (needs_rows) {
+        e->last_rows = batch->n_rows;
+        e->last_run_bound = bound;
+    }
+    return VH_OK;
+}
+
+vh_status cpu_bind_hidden(vh_executor *e, float *rows, uint32_t n_rows, char *err, size_t err_size)
+{
+    if (!e->llm.x || !rows || n_rows == 0 || n_rows > e->params.max_rows)
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: bind_hidden of %u rows (max %u)",
+                               e->ops->backend, n_rows, e->params.max_rows);
+    e->bound_x = rows;
     return VH_OK;
 }
 
@@ -346,6 +364,9 @@ vh_status cpu_read_hidden(vh_executor *e, float *dst, uint32_t n_rows, char *err
     if (!e->llm.x || !dst || n_rows == 0 || n_rows > e->params.max_rows)
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: read_hidden of %u rows (max %u)",
                                e->ops->backend, n_rows, e->params.max_rows);
+    if (e->last_run_bound)
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: read_hidden after a run on bound rows "
+                               "(its output is in the bound memory)", e->ops->backend);
     copy_rows(e, dst, e->llm.x, n_rows);
     return VH_OK;
 }
@@ -355,6 +376,7 @@ vh_status cpu_write_hidden(vh_executor *e, const float *src, uint32_t n_rows, ch
     if (!e->llm.x || !src || n_rows == 0 || n_rows > e->params.max_rows)
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: write_hidden of %u rows (max %u)",
                                e->ops->backend, n_rows, e->params.max_rows);
+    e->bound_x = NULL;
     copy_rows(e, e->llm.x, src, n_rows);
     return VH_OK;
 }

@@ -66,12 +66,15 @@ struct vh_executor {
     uint32_t first_llm_layer;          /* decoder layer index of the first one */
     float *k_cache, *v_cache;          /* [n_layers_held, max_sequences, max_context, Hkv hd] */
     uint32_t last_rows;                /* rows of the last batch (read_hidden) */
+    float *bound_x;                    /* bind_hidden: the next run's rows, in the core's memory */
+    int last_run_bound;                /* the last run worked in the core's memory: nothing to read */
     uint32_t max_segments;
 
     uint64_t weight_bytes, cache_bytes, work_bytes;
 };
 
 /* The executor functions of the plugin ABI; a CPU plugin passes its linear ops to create. */
+vh_status cpu_bind_hidden(vh_executor *e, float *rows, uint32_t n_rows, char *err, size_t err_size);
 vh_status cpu_executor_create(const vh_executor_params *params, const cpu_linear_ops *ops, vh_executor **out,
                               char *err, size_t err_size);
 void cpu_executor_destroy(vh_executor *e);
@@ -102,6 +105,7 @@ vh_status cpu_device_info(uint32_t device, vh_device_info *info);
         .read_hidden = cpu_read_hidden,                             \
         .write_hidden = cpu_write_hidden,                           \
         .memory = cpu_memory,                                       \
+        .bind_hidden = cpu_bind_hidden,                             \
     }
 
 /* A linear layer of block b: y = x W^T + bias with the block's matrix `tensor`. A failure is

@@ -329,6 +329,13 @@ typedef struct vh_backend_iface {
      * backend, so read_hidden / write_hidden copy by DMA. NULL: the core uses malloc / free. */
     void *(*host_alloc)(size_t bytes);
     void (*host_free)(void *ptr);
+    /* Instead of write_hidden before the next run and read_hidden after it: the next executor_run
+     * works on its n_rows hidden rows in place in `rows` (host memory of max_rows x hidden fp32,
+     * the core's), reading its input rows there when it starts at an LLM block and leaving its
+     * output rows there. The core keeps `rows` valid and untouched until that run returns. For a
+     * CPU backend this hands a prefill's megabytes over without a copy. NULL: the core copies. */
+    vh_status (*bind_hidden)(vh_executor *executor, float *rows, uint32_t n_rows, char *err,
+                             size_t err_size);
 } vh_backend_iface;
 
 /* The one symbol a plugin exports. The core passes its own ABI version; a plugin may return NULL

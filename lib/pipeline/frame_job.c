@@ -163,7 +163,14 @@ vh_status vh_frame_job_run_stage(vh_frame_job *job, uint32_t stage, vh_error *er
         trace_span(job, stage, "", 1, t0, t1);
         t0 = t1;
     }
-    if (stage > 0) {
+    /* the rows cross by copy (write_hidden / read_hidden), or the executor works on them in place
+     * in the job's buffer (bind_hidden: a CPU stage takes a prefill's megabytes without a copy) */
+    vh_status (*bind)(vh_executor *, float *, uint32_t, char *, size_t) =
+        ctx->plan->n_stages > 1 && !ctx->copy_hidden ? VH_PLUGIN_OPTIONAL(s->plugin, bind_hidden) : NULL;
+    if (bind) {
+        if ((st = bind(s->executor, job->hidden, job->batch.n_rows, why, sizeof why)))
+            return vh_error_set(err, st, "backend '%s': %s", be->name, why);
+    } else if (stage > 0) {
         if ((st = be->write_hidden(s->executor, job->hidden, job->batch.n_rows, why, sizeof why)))
             return vh_error_set(err, st, "backend '%s': %s", be->name, why);
         int64_t t1 = vh_now_ns();
@@ -178,6 +185,8 @@ vh_status vh_frame_job_run_stage(vh_frame_job *job, uint32_t stage, vh_error *er
     if (first < body_end && (st = run_range(s, &job->batch, first, body_end, err))) return st;
     int64_t t1 = vh_now_ns();
     if (head_apart) {
+        if (bind && (st = bind(s->executor, job->hidden, job->batch.n_rows, why, sizeof why))) /* one run each */
+            return vh_error_set(err, st, "backend '%s': %s", be->name, why);
         if ((st = run_range(s, &job->batch, m->head_block, end, err))) return st;
         int64_t t2 = vh_now_ns();
         job->head_ns[job->pass] += t2 - t1;
@@ -185,7 +194,7 @@ vh_status vh_frame_job_run_stage(vh_frame_job *job, uint32_t stage, vh_error *er
     }
     job->stage_busy_ns[stage][job->pass] += t1 - t0 + (job->pass == VH_PASS_PREFILL && stage == 0 ? job->vision_ns : 0);
     trace_span(job, stage, "", 0, t0, t1);
-    if (!last) {
+    if (!last && !bind) {
         if ((st = be->read_hidden(s->executor, job->hidden, job->batch.n_rows, why, sizeof why)))
             return vh_error_set(err, st, "backend '%s': %s", be->name, why);
         int64_t t2 = vh_now_ns();

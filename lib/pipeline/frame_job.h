@@ -4,7 +4,8 @@
  * A frame is prepared once (image resized and normalised for each tower, prompt tokenised), then
  * makes passes through the plan's stages: the prefill pass (stage 0 first runs the vision towers
  * and the projector), then one pass per action token. Each pass visits stage 0, 1, ... in order;
- * between stages the LLM rows cross as fp32 hidden states through the job's host buffer. After
+ * between stages the LLM rows cross as fp32 hidden states through the job's host buffer (copied
+ * in and out, or worked on in place by an executor that offers bind_hidden). After
  * the last stage of a pass, vh_frame_job_advance() takes the token and sets up the next pass.
  *
  * The serial runner drives a job's passes in one thread; the stage pipeline hands a job from stage
@@ -32,6 +33,8 @@ typedef struct vh_job_context {
     uint32_t max_context;              /* KV positions: prompt rows + action tokens must fit */
     vh_decode_positions decode_positions;
     vh_trace *trace;                   /* NULL: no timeline */
+    int copy_hidden;                   /* 1: always copy rows between stages, never bind_hidden
+                                          (tests of the copy path) */
 } vh_job_context;
 
 typedef enum vh_pass_kind {

@@ -84,7 +84,7 @@ static vh_status first_stage_capacity(const vh_model *model, const vh_plan_reque
     s->plugin->iface->device_info(0, &info);
     uint64_t limit = req->gpu_memory_budget ? req->gpu_memory_budget : info.free_memory;
     if (info.free_memory && info.free_memory < limit) limit = info.free_memory;
-    uint64_t need_at[2] = {0, 0};
+    uint64_t vision_side = 0; /* bytes with no LLM block */
     for (int32_t n = (int32_t)plan->n_llm_layers; n >= 0; n--) { /* cheap: nothing is allocated */
         vh_executor_params p = executor_params(model, req, 0, plan->llm_first_block + (uint32_t)n);
         p.memory_budget = 0;
@@ -93,15 +93,14 @@ static vh_status first_stage_capacity(const vh_model *model, const vh_plan_reque
         vh_status st = plan_memory(&p, &need, why, sizeof why);
         if (st) return vh_error_set(err, st, "backend '%s': %s", s->plugin->iface->name, why);
         const uint64_t total = need.weight_bytes + need.cache_bytes + need.work_bytes;
-        if (n == 0) need_at[0] = total;
         if (total <= limit) {
             *capacity = (uint32_t)n;
             return VH_OK;
         }
-        need_at[1] = total;
+        vision_side = total;
     }
     return vh_error_set(err, VH_ERR_DEVICE_OUT_OF_MEMORY, "backend '%s': the vision side and the embedding alone "
-                        "need %.3f GB, more than the %s (%.3f GB)", s->plugin->iface->name, need_at[0] / 1e9,
+                        "need %.3f GB, more than the %s (%.3f GB)", s->plugin->iface->name, vision_side / 1e9,
                         req->gpu_memory_budget ? "GPU memory budget" : "free GPU memory", limit / 1e9);
 }
 

@@ -108,6 +108,9 @@ static void load_fixture(const fixture *f, const char *unnorm_key, loaded *L)
     ck_assert_int_eq(vh_frame_runner_init(&L->runner, L->model, &L->plan, L->tokenizer, &L->decoder, context, &err),
                      VH_OK);
     L->runner.job.step_logits = malloc(sizeof(float) * VH_MAX_ACTION_DIM * L->model->desc.llm.vocab);
+#ifdef FIXTURE_COPY_HIDDEN
+    L->runner.ctx.copy_hidden = 1; /* the rows cross by write_hidden / read_hidden, not in place */
+#endif
     free(dir);
 }
 

@@ -96,6 +96,7 @@ START_TEST(test_abi_1_0_plugin_loads)
     ck_assert_ptr_null(VH_PLUGIN_OPTIONAL(p, executor_plan_memory));
     ck_assert_ptr_null(VH_PLUGIN_OPTIONAL(p, host_alloc));
     ck_assert_ptr_null(VH_PLUGIN_OPTIONAL(p, host_free));
+    ck_assert_ptr_null(VH_PLUGIN_OPTIONAL(p, bind_hidden));
     float *buf = vh_plugin_host_alloc(p, 1024 * sizeof(float)); /* malloc */
     ck_assert_ptr_nonnull(buf);
     buf[1023] = 1.0f;
