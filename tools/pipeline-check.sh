@@ -1,6 +1,7 @@
 #!/bin/sh
 # The two-stage plans on the GPU machine (cuda + cpu_amx), in one call or two (../shared/DEVICE.md):
 #   tools/pipeline-check.sh tests   the pipeline fixtures test (cuda,cpu_amx, every split) and vh-run
+#   tools/pipeline-check.sh repeat  N = 4 and 16, pipelined and serial, alternated twice (run-to-run spread)
 #   tools/pipeline-check.sh traces  Chrome traces of N = 0 and 4, pipelined and serial (hand-over spans)
 #   tools/pipeline-check.sh bench   full-size synthetic OpenVLA-7B: cuda alone; N = 0 1 2 4 8 16 LLM
 #                                   blocks on the CPU, pipelined and serial; N = 0 with 3 and 4 frames
@@ -63,6 +64,15 @@ if [ "${1:-tests}" = tests ]; then
   sed 's/,"vision_ms".*//' "$RESULTS/vh-run-pipeline.jsonl" > "$RESULTS/b"
   if cmp -s "$RESULTS/a" "$RESULTS/b"; then echo "vh-run: pipeline = serial ($(wc -l < "$RESULTS/a") frames)"
   else echo "vh-run: pipeline DIFFERS from serial"; fi
+elif [ "$1" = repeat ]; then
+  synth
+  for round in 1 2; do
+    for n in 4 16; do
+      for m in pipeline serial; do
+        bench repeat$round-$m-$n $(frames_for $n) --backend cuda,cpu_amx --split $((32 - n)) --mode $m
+      done
+    done
+  done
 elif [ "$1" = traces ]; then
   synth
   for n in 0 4; do
