@@ -6,6 +6,7 @@
 
 #include "image/bicubic_resize.h"
 #include "image/normalize.h"
+#include "pipeline/stage_rows.h"
 #include "text/openvla_prompt.h"
 #include "util/clock.h"
 
@@ -89,6 +90,7 @@ vh_status vh_frame_job_prepare(vh_frame_job *job, uint64_t frame_id, const uint8
     memset(job->handoff_ns, 0, sizeof job->handoff_ns);
     job->vision_ns = 0;
     job->n_generated = 0;
+    job->vision_done = 0;
     free(job->prompt);
     job->prompt = NULL;
 
@@ -116,92 +118,52 @@ vh_status vh_frame_job_prepare(vh_frame_job *job, uint64_t frame_id, const uint8
     return VH_OK;
 }
 
-static vh_status run_range(const vh_stage *s, const vh_batch *batch, uint32_t first, uint32_t end,
-                           vh_error *err)
+/* The span name of the current pass: "prefill f12", "step 3 f12". */
+static void pass_name(const vh_frame_job *job, char *name, size_t size)
 {
-    const vh_backend_iface *be = s->plugin->iface;
-    char why[512] = "";
-    vh_status st = be->executor_run(s->executor, batch, first, end - first, why, sizeof why);
-    if (st) return vh_error_set(err, st, "backend '%s', blocks %u..%u: %s", be->name, first, end - 1, why);
-    return VH_OK;
+    const unsigned long long id = (unsigned long long)job->frame_id;
+    if (job->pass == VH_PASS_PREFILL) snprintf(name, size, "prefill f%llu", id);
+    else snprintf(name, size, "step %u f%llu", job->n_generated, id);
 }
 
-/* A span of the timeline: "vision f12", "prefill f12", "step 3 f12", or a hand-over of one
- * ("in: step 3 f12", "out: prefill f12"). */
-static void trace_span(const vh_frame_job *job, uint32_t stage, const char *prefix, int vision, int64_t t0, int64_t t1)
+vh_status vh_frame_job_run_vision(vh_frame_job *job, vh_error *err)
 {
-    if (!job->ctx->trace) return;
-    char name[48];
-    const unsigned long long id = (unsigned long long)job->frame_id;
-    if (vision) snprintf(name, sizeof name, "vision f%llu", id);
-    else if (job->pass == VH_PASS_PREFILL) snprintf(name, sizeof name, "%sprefill f%llu", prefix, id);
-    else snprintf(name, sizeof name, "%sstep %u f%llu", prefix, job->n_generated, id);
-    vh_trace_span(job->ctx->trace, stage, name, job->frame_id, t0, t1);
+    const vh_model *m = job->ctx->model;
+    const float *planes[VH_MAX_TOWERS];
+    for (uint32_t t = 0; t < m->desc.n_towers; t++) planes[t] = job->pixels[t];
+    vh_batch vision = {.n_images = 1, .pixels = planes};
+    int64_t t0 = vh_now_ns();
+    vh_status st = vh_stage_run_range(&job->ctx->plan->stages[0], &vision, 0, m->llm_embed_block, err);
+    if (st) return st;
+    int64_t t1 = vh_now_ns();
+    job->vision_ns = t1 - t0;
+    job->vision_end_ns = t1;
+    job->vision_done = 1;
+    if (job->ctx->trace) {
+        char name[48];
+        snprintf(name, sizeof name, "vision f%llu", (unsigned long long)job->frame_id);
+        vh_trace_span(job->ctx->trace, 0, name, job->frame_id, t0, t1);
+    }
+    return VH_OK;
 }
 
 vh_status vh_frame_job_run_stage(vh_frame_job *job, uint32_t stage, vh_error *err)
 {
     const vh_job_context *ctx = job->ctx;
-    const vh_model *m = ctx->model;
-    const vh_stage *s = &ctx->plan->stages[stage];
-    const vh_backend_iface *be = s->plugin->iface;
-    const int last = stage + 1 == ctx->plan->n_stages;
-    const uint32_t first = stage == 0 ? m->llm_embed_block : job->stage_end[stage - 1];
-    const uint32_t end = job->stage_end[stage];
-    char why[512] = "";
     vh_status st;
-    int64_t t0 = vh_now_ns();
-
-    if (stage == 0 && job->pass == VH_PASS_PREFILL) { /* the vision towers and the projector */
-        const float *planes[VH_MAX_TOWERS];
-        for (uint32_t t = 0; t < m->desc.n_towers; t++) planes[t] = job->pixels[t];
-        vh_batch vision = {.n_images = 1, .pixels = planes};
-        if ((st = run_range(s, &vision, 0, m->llm_embed_block, err))) return st;
-        int64_t t1 = vh_now_ns();
-        job->vision_ns = t1 - t0;
-        job->vision_end_ns = t1;
-        trace_span(job, stage, "", 1, t0, t1);
-        t0 = t1;
-    }
-    /* the rows cross by copy (write_hidden / read_hidden), or the executor works on them in place
-     * in the job's buffer (bind_hidden: a CPU stage takes a prefill's megabytes without a copy) */
-    vh_status (*bind)(vh_executor *, float *, uint32_t, char *, size_t) =
-        ctx->plan->n_stages > 1 && !ctx->copy_hidden ? VH_PLUGIN_OPTIONAL(s->plugin, bind_hidden) : NULL;
-    if (bind) {
-        if ((st = bind(s->executor, job->hidden, job->batch.n_rows, why, sizeof why)))
-            return vh_error_set(err, st, "backend '%s': %s", be->name, why);
-    } else if (stage > 0) {
-        if ((st = be->write_hidden(s->executor, job->hidden, job->batch.n_rows, why, sizeof why)))
-            return vh_error_set(err, st, "backend '%s': %s", be->name, why);
-        int64_t t1 = vh_now_ns();
-        job->handoff_ns[stage] += t1 - t0;
-        trace_span(job, stage, "in: ", 0, t0, t1);
-        t0 = t1;
-    }
-    /* with several stages the last runs the head as its own call, so the split scheduler sees its
-     * cost apart (one stage: one call, which keeps a GPU's decode step one graph) */
-    const int head_apart = last && ctx->plan->n_stages > 1;
-    const uint32_t body_end = head_apart ? m->head_block : end;
-    if (first < body_end && (st = run_range(s, &job->batch, first, body_end, err))) return st;
-    int64_t t1 = vh_now_ns();
-    if (head_apart) {
-        if (bind && (st = bind(s->executor, job->hidden, job->batch.n_rows, why, sizeof why))) /* one run each */
-            return vh_error_set(err, st, "backend '%s': %s", be->name, why);
-        if ((st = run_range(s, &job->batch, m->head_block, end, err))) return st;
-        int64_t t2 = vh_now_ns();
-        job->head_ns[job->pass] += t2 - t1;
-        t1 = t2;
-    }
-    job->stage_busy_ns[stage][job->pass] += t1 - t0 + (job->pass == VH_PASS_PREFILL && stage == 0 ? job->vision_ns : 0);
-    trace_span(job, stage, "", 0, t0, t1);
-    if (!last && !bind) {
-        if ((st = be->read_hidden(s->executor, job->hidden, job->batch.n_rows, why, sizeof why)))
-            return vh_error_set(err, st, "backend '%s': %s", be->name, why);
-        int64_t t2 = vh_now_ns();
-        job->handoff_ns[stage] += t2 - t1;
-        trace_span(job, stage, "out: ", 0, t1, t2);
-    }
-    return VH_OK;
+    if (stage == 0 && job->pass == VH_PASS_PREFILL && !job->vision_done && (st = vh_frame_job_run_vision(job, err)))
+        return st;
+    char name[48];
+    pass_name(job, name, sizeof name);
+    const vh_rows_job rows = {.plan = ctx->plan, .model = ctx->model, .copy_hidden = ctx->copy_hidden,
+                              .trace = ctx->trace, .name = name, .frame_id = job->frame_id};
+    const uint32_t first = stage == 0 ? ctx->model->llm_embed_block : job->stage_end[stage - 1];
+    vh_rows_timing t = {0};
+    st = vh_stage_run_rows(&rows, stage, &job->batch, job->hidden, first, job->stage_end[stage], &t, err);
+    job->stage_busy_ns[stage][job->pass] += t.busy_ns + (job->pass == VH_PASS_PREFILL && stage == 0 ? job->vision_ns : 0);
+    job->head_ns[job->pass] += t.head_ns;
+    job->handoff_ns[stage] += t.handoff_ns;
+    return st;
 }
 
 int vh_frame_job_advance(vh_frame_job *job)

@@ -74,6 +74,7 @@ typedef struct vh_frame_job {
 
     /* progress */
     vh_pass_kind pass;
+    int vision_done;                   /* the patch embeddings of this frame are on stage 0 */
     uint32_t n_generated;
     int32_t generated[VH_MAX_ACTION_DIM];
     int32_t next_token;                /* the head's output of the current pass */
@@ -102,6 +103,10 @@ vh_status vh_frame_job_prepare(vh_frame_job *job, uint64_t frame_id, const uint8
 /* Move the frame's cut: llm_split LLM blocks on stage 0 (two stages; before the first pass). The
  * plan's executors must hold the blocks (vh_plan_split_range). */
 void vh_frame_job_set_split(vh_frame_job *job, uint32_t llm_split);
+
+/* The vision towers and the projector for the job's image, on stage 0 (the prefill pass runs
+ * them first unless they ran already; the packed pass runs them before packing). */
+vh_status vh_frame_job_run_vision(vh_frame_job *job, vh_error *err);
 
 /* Run the current pass's part on stage `stage`. */
 vh_status vh_frame_job_run_stage(vh_frame_job *job, uint32_t stage, vh_error *err);

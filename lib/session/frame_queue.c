@@ -106,17 +106,31 @@ vh_status vh_frame_queue_submit(vh_frame_queue *q, vh_frame_record *rec, uint64_
     return VH_OK;
 }
 
+/* Start the oldest pending record, if any and the queue is open. Lock held. */
+static vh_frame_record *start_oldest(vh_frame_queue *q)
+{
+    if (q->closed || !q->first_pending) return NULL;
+    vh_frame_record *rec = pop_pending(q);
+    rec->state = VH_RECORD_RUNNING;
+    rec->result.started_ns = vh_now_ns();
+    pthread_cond_signal(&q->has_space);
+    return rec;
+}
+
 vh_frame_record *vh_frame_queue_take(vh_frame_queue *q)
 {
     pthread_mutex_lock(&q->lock);
     while (!q->closed && !q->first_pending) pthread_cond_wait(&q->has_pending, &q->lock);
-    vh_frame_record *rec = NULL;
-    if (!q->closed) {
-        rec = pop_pending(q);
-        rec->state = VH_RECORD_RUNNING;
-        rec->result.started_ns = vh_now_ns();
-        pthread_cond_signal(&q->has_space);
-    }
+    vh_frame_record *rec = start_oldest(q);
+    pthread_mutex_unlock(&q->lock);
+    return rec;
+}
+
+vh_frame_record *vh_frame_queue_try_take(vh_frame_queue *q, int *closed)
+{
+    pthread_mutex_lock(&q->lock);
+    vh_frame_record *rec = start_oldest(q);
+    *closed = q->closed;
     pthread_mutex_unlock(&q->lock);
     return rec;
 }

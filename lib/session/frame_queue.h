@@ -55,6 +55,9 @@ vh_status vh_frame_queue_submit(vh_frame_queue *q, vh_frame_record *rec, uint64_
 
 /* The worker's side: wait for the oldest pending record and mark it RUNNING; NULL once closed. */
 vh_frame_record *vh_frame_queue_take(vh_frame_queue *q);
+/* The same without waiting: the oldest pending record, or NULL when none is pending (*closed
+ * tells whether the queue is closed, after which no record comes any more). */
+vh_frame_record *vh_frame_queue_try_take(vh_frame_queue *q, int *closed);
 /* The worker's side: rec->result is filled in; make it visible to pollers. */
 void vh_frame_queue_finish(vh_frame_queue *q, vh_frame_record *rec);
 
