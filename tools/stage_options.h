@@ -1,5 +1,5 @@
 /* The options vh-run and vh-bench share for placing a model on stages:
- *   --split N  --mode serial|pipeline  --gpu-mem-budget BYTES  --zone N  --trace PATH
+ *   --split N  --mode serial|pipeline|packed  --gpu-mem-budget BYTES  --zone N  --trace PATH
  * parsed into the session parameters. */
 #ifndef VH_TOOLS_STAGE_OPTIONS_H
 #define VH_TOOLS_STAGE_OPTIONS_H
@@ -12,14 +12,16 @@
 
 #define VH_STAGE_OPTIONS_USAGE                                                                          \
     "  --split N             with two backends: LLM blocks on the first (default: chosen at start)\n"    \
-    "  --mode M              serial | pipeline (default): frames overlap across the two stages\n"       \
+    "  --mode M              serial | pipeline (default): frames overlap across the two stages |\n"     \
+    "                        packed: one pass carries a new frame's prefill and a decode row of each\n" \
+    "                        frame in flight\n"                                                          \
     "  --gpu-mem-budget B    bytes the GPU stage may hold (suffixes K, M, G: powers of 1000); with two\n" \
     "                        backends and no --split, the split is the most LLM blocks that fit\n"      \
     "  --zone N              LLM blocks on each side of the split held by both stages (default 0 with\n" \
     "                        --split, else 2); the split follows measured stage times inside it\n"      \
     "  --trace PATH          write a Chrome/Perfetto trace of the stages' work (also: VH_TRACE=PATH)\n"    \
-    "  --frames-in-flight K  pipeline: frames circulating at once, each with its own KV slot (1..8;\n"   \
-    "                        default: the number of stages)\n"
+    "  --frames-in-flight K  pipeline, packed: frames in flight at once, each with its own KV slot\n"   \
+    "                        (1..8; default: pipeline the number of stages, packed the action length)\n"
 
 /* "8G", "8000000000", "1.5G" -> bytes; -1 when malformed. */
 static inline int vh_parse_bytes(const char *s, uint64_t *out)
@@ -68,8 +70,9 @@ static inline int vh_parse_stage_option(const char *tool, const char *flag, cons
     if (!strcmp(flag, "--mode")) {
         if (!strcmp(value, "serial")) p->execution_mode = VH_EXECUTION_SERIAL;
         else if (!strcmp(value, "pipeline")) p->execution_mode = VH_EXECUTION_PIPELINE;
+        else if (!strcmp(value, "packed")) p->execution_mode = VH_EXECUTION_PACKED;
         else {
-            fprintf(stderr, "%s: --mode is 'serial' or 'pipeline'\n", tool);
+            fprintf(stderr, "%s: --mode is 'serial', 'pipeline' or 'packed'\n", tool);
             return -1;
         }
         return 1;

@@ -3,7 +3,7 @@
  *
  *   vh-bench [--model DIR] [--image FILE] [--frames N] [--warmup N] [--backend NAME[,NAME...]]
  *            [--threads N] [--inflight K] [--plugin-path P] [--instruction TEXT] [--unnorm-key KEY] [--json]
- *            [--split N] [--mode serial|pipeline] [--gpu-mem-budget BYTES] [--zone N] [--trace PATH]
+ *            [--split N] [--mode serial|pipeline|packed] [--gpu-mem-budget BYTES] [--zone N] [--trace PATH]
  *
  * Submits N copies of one image after W warm-up frames, keeping K frames submitted and not yet
  * polled (default: the session's frames in flight, so a pipeline is kept full), and reports
@@ -100,7 +100,7 @@ int main(int argc, char **argv)
     if (parse_args(argc, argv, &o)) {
         fprintf(stderr, "usage: vh-bench [--model DIR] [--image FILE] [--frames N] [--warmup N] [--backend NAMES]\n"
                         "                [--threads N] [--inflight K] [--plugin-path P] [--instruction TEXT]\n"
-                        "                [--unnorm-key KEY] [--json] [--split N] [--mode serial|pipeline]\n"
+                        "                [--unnorm-key KEY] [--json] [--split N] [--mode serial|pipeline|packed]\n"
                         "                [--gpu-mem-budget BYTES] [--zone N] [--trace PATH]\n" VH_STAGE_OPTIONS_USAGE);
         return 2;
     }
@@ -202,7 +202,8 @@ int main(int argc, char **argv)
     }
     const double handoff_ms = timed ? (end.handoff_ns - at_warmup.handoff_ns) / 1e6 / timed : 0;
     const double overlap = fps * slowest_ms / 1e3; /* 1: the slowest stage never waits */
-    const char *mode = end.execution_mode == VH_EXECUTION_PIPELINE ? "pipeline" : "serial";
+    const char *mode = end.execution_mode == VH_EXECUTION_PIPELINE ? "pipeline"
+                       : end.execution_mode == VH_EXECUTION_PACKED ? "packed" : "serial";
 
     if (o.json) {
         json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:i, s:f, s:f, s:I, s:I}", "model", o.model, "image", o.image,

@@ -4,7 +4,7 @@
  *   vh-run --model DIR --image FILE [--image FILE ...] --instruction TEXT [--unnorm-key KEY]
  *          [--backend NAME[,NAME...]] [--threads N] [--plugin-path P] [--json] [--verbose]
  *          [--decode-positions contiguous|openvla-hf440]
- *          [--split N] [--mode serial|pipeline] [--gpu-mem-budget BYTES] [--zone N] [--trace PATH]
+ *          [--split N] [--mode serial|pipeline|packed] [--gpu-mem-budget BYTES] [--zone N] [--trace PATH]
  *
  * With no --model and no --image it runs the bundled tiny OpenVLA model on the bundled frames.
  * The images are submitted in order as one stream (policy "block": none is dropped); results are
@@ -51,7 +51,7 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: vh-run [--model DIR] [--image FILE ...] [--instruction TEXT] [--unnorm-key KEY]\n"
             "              [--backend NAME[,NAME...]] [--threads N] [--plugin-path PATH] [--json] [--verbose]\n"
-            "              [--decode-positions contiguous|openvla-hf440] [--split N] [--mode serial|pipeline]\n"
+            "              [--decode-positions contiguous|openvla-hf440] [--split N] [--mode serial|pipeline|packed]\n"
             "              [--gpu-mem-budget BYTES] [--zone N] [--trace PATH]\n"
             VH_STAGE_OPTIONS_USAGE
             "Runs a Vision-Language-Action model on the images, in order, and prints one action per image.\n"

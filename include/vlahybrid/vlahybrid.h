@@ -126,7 +126,13 @@ typedef enum vh_execution_mode {
      * identical to SERIAL with the same backends and split. */
     VH_EXECUTION_PIPELINE = 0,
     /* One frame at a time; each of its passes goes through the stages in turn. */
-    VH_EXECUTION_SERIAL = 1
+    VH_EXECUTION_SERIAL = 1,
+    /* Cross-request packed decoding: every forward pass carries the prefill of at most one new
+     * frame and one decode row of each frame in flight (up to frames_in_flight, default the
+     * action's length), so the weights are read once for all of them. Higher throughput, longer
+     * latency per frame; a frame's action is returned as soon as its own tokens exist, whatever
+     * arrives after it. Works with one or two backends (their stages run each pass in turn). */
+    VH_EXECUTION_PACKED = 2
 } vh_execution_mode;
 
 typedef struct vh_session_params {
@@ -163,10 +169,11 @@ typedef struct vh_session_params {
                                     when the split is chosen. */
     const char *trace_path;      /* write a Chrome trace (JSON, for Perfetto) of the stages' work
                                     here at destroy; NULL: the VH_TRACE environment variable, if set */
-    uint32_t frames_in_flight;   /* pipeline: frames between their first and last pass at once,
-                                    each with its own KV cache slot on every stage (1..8). Default
-                                    0: as many as stages. More hide the passes' ping-pong between
-                                    the stages better, at the cost of KV memory. */
+    uint32_t frames_in_flight;   /* pipeline and packed: frames between their first and last pass
+                                    at once, each with its own KV cache slot on every stage (1..8).
+                                    Default 0: pipeline, as many as stages (more hide the passes'
+                                    ping-pong between the stages better); packed, the action's
+                                    length (7 for OpenVLA: a frame enters with each pass). */
 } vh_session_params;
 
 VH_API void vh_session_params_init_sized(vh_session_params *params, size_t struct_size);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pipeline/packed_pass.h"
 #include "pipeline/split_scheduler.h"
 #include "util/clock.h"
 
@@ -20,6 +21,8 @@ struct vh_stage_pipeline {
     vh_pipeline_config cfg;
     uint32_t n_stages, n_jobs;
     int pipelined;
+    int packed;                        /* packed passes in the intake thread */
+    vh_packed_pass pass;
     int has_scheduler;
     vh_split_scheduler scheduler;
     vh_frame_job jobs[MAX_JOBS];
@@ -158,10 +161,74 @@ static void *stage_main(void *arg)
     }
 }
 
+/* Packed mode: every pass carries at most one new frame's prefill and a decode row of every
+ * frame in flight; a frame enters when it arrives and a KV slot is free, and leaves with its last
+ * token. Blocks for frames only when none is in flight. */
+static void run_packed(vh_stage_pipeline *p)
+{
+    vh_frame_job *active[MAX_JOBS], *pass[MAX_JOBS];
+    uint32_t n_active = 0;
+    int closed = 0;
+    for (;;) {
+        vh_frame_job *fresh = NULL;
+        pthread_mutex_lock(&p->lock);
+        const int slot_free = p->n_free > 0;
+        pthread_mutex_unlock(&p->lock);
+        if (!closed && slot_free) {
+            vh_frame_record *rec = n_active ? vh_frame_queue_try_take(p->cfg.frames, &closed)
+                                            : vh_frame_queue_take(p->cfg.frames);
+            if (!rec && !n_active) closed = 1; /* take() gives NULL only once the queue is closed */
+            if (rec) {
+                pthread_mutex_lock(&p->lock);
+                vh_frame_job *job = p->free_jobs[--p->n_free];
+                pthread_mutex_unlock(&p->lock);
+                job->owner = rec;
+                vh_error err;
+                vh_error_clear(&err);
+                vh_status st = vh_frame_job_prepare(job, rec->result.frame_id, rec->rgb, rec->width, rec->height,
+                                                    (size_t)rec->width * 3, rec->instruction, &err);
+                /* the context holds a prefill and a decode row of every other frame in flight */
+                if (!st && job->n_rows + n_active > p->cfg.ctx->max_context)
+                    st = vh_error_set(&err, VH_ERR_BAD_FRAME, "the instruction is too long to pack beside %u "
+                                      "frames in flight (%u prompt rows, context %u)", n_active, job->n_rows,
+                                      p->cfg.ctx->max_context);
+                if (!st) st = vh_frame_job_run_vision(job, &err);
+                if (st) complete(p, job, st, &err);
+                else fresh = job;
+            }
+        }
+        if (!fresh && !n_active) {
+            if (closed) return;
+            continue;
+        }
+        uint32_t n = 0;
+        if (fresh) pass[n++] = fresh;
+        for (uint32_t i = 0; i < n_active; i++) pass[n++] = active[i];
+        vh_error err;
+        vh_error_clear(&err);
+        const vh_packed_pass before = p->pass;
+        vh_status st = vh_packed_pass_run(&p->pass, pass, n, &err);
+        pthread_mutex_lock(&p->lock);
+        for (uint32_t i = 0; i < p->n_stages; i++) {
+            p->passes[i]++;
+            p->busy_ns[i] += p->pass.stage_time[i].busy_ns - before.stage_time[i].busy_ns;
+            p->handoff_ns[i] += p->pass.stage_time[i].handoff_ns - before.stage_time[i].handoff_ns;
+        }
+        pthread_mutex_unlock(&p->lock);
+        n_active = 0;
+        for (uint32_t i = 0; i < n; i++) { /* a failed pass fails every frame in it */
+            vh_error each = err;
+            if (st) complete(p, pass[i], st, &each);
+            else if (vh_frame_job_advance(pass[i])) active[n_active++] = pass[i];
+            else complete(p, pass[i], VH_OK, &each);
+        }
+    }
+}
+
 static void *intake_main(void *arg)
 {
     vh_stage_pipeline *p = arg;
-    for (;;) {
+    while (!p->packed) {
         pthread_mutex_lock(&p->lock);
         while (p->n_free == 0) pthread_cond_wait(&p->changed, &p->lock);
         vh_frame_job *job = p->free_jobs[--p->n_free];
@@ -198,6 +265,7 @@ static void *intake_main(void *arg)
         if (p->pipelined) enqueue(p, 0, job);
         else run_serially(p, job);
     }
+    if (p->packed) run_packed(p);
     /* the queue is closed: let the frames in flight finish, then stop the stage threads */
     pthread_mutex_lock(&p->lock);
     while (p->n_free < p->n_jobs) pthread_cond_wait(&p->changed, &p->lock);
@@ -216,12 +284,13 @@ vh_status vh_stage_pipeline_start(const vh_pipeline_config *cfg, vh_stage_pipeli
     p->cfg = *cfg;
     p->n_stages = plan->n_stages;
     p->pipelined = cfg->mode == VH_EXECUTION_PIPELINE && plan->n_stages > 1;
-    p->n_jobs = p->pipelined ? cfg->frames_in_flight : 1;
+    p->packed = cfg->mode == VH_EXECUTION_PACKED;
+    p->n_jobs = p->pipelined || p->packed ? cfg->frames_in_flight : 1;
     if (p->n_jobs < 1) p->n_jobs = 1;
     if (p->n_jobs > MAX_JOBS) p->n_jobs = MAX_JOBS;
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->changed, NULL);
-    p->has_scheduler = plan->n_stages == 2;
+    p->has_scheduler = plan->n_stages == 2 && !p->packed; /* a packed pass has one cut for all */
     if (p->has_scheduler) vh_split_scheduler_init(&p->scheduler, plan, cfg->action_tokens, cfg->ctx->trace);
     *out = p;
 
@@ -230,6 +299,10 @@ vh_status vh_stage_pipeline_start(const vh_pipeline_config *cfg, vh_stage_pipeli
         if (st) return st; /* the caller stops what started */
         p->n_jobs_ready++;
         p->free_jobs[p->n_free++] = &p->jobs[j];
+    }
+    if (p->packed) {
+        vh_status st = vh_packed_pass_init(&p->pass, cfg->ctx, p->n_jobs, err);
+        if (st) return st;
     }
     if (cfg->ctx->trace) {
         char name[64];
@@ -266,6 +339,7 @@ void vh_stage_pipeline_stop(vh_stage_pipeline *p)
     }
     for (uint32_t i = 0; i < p->n_stage_threads; i++) pthread_join(p->stages[i].thread, NULL);
     for (uint32_t j = 0; j < p->n_jobs_ready; j++) vh_frame_job_free(&p->jobs[j]);
+    if (p->pass.ctx) vh_packed_pass_free(&p->pass);
     if (p->has_scheduler) vh_split_scheduler_destroy(&p->scheduler);
     pthread_cond_destroy(&p->changed);
     pthread_mutex_destroy(&p->lock);
@@ -278,7 +352,7 @@ void vh_stage_pipeline_stats(vh_stage_pipeline *p, vh_session_info *info)
     int64_t prefill_block[2] = {0, 0}, decode_block[2] = {0, 0};
     uint32_t split = plan->llm_split, changes = 0;
     if (p->has_scheduler) vh_split_scheduler_read(&p->scheduler, &split, &changes, prefill_block, decode_block);
-    info->execution_mode = p->pipelined ? VH_EXECUTION_PIPELINE : VH_EXECUTION_SERIAL;
+    info->execution_mode = p->packed ? VH_EXECUTION_PACKED : p->pipelined ? VH_EXECUTION_PIPELINE : VH_EXECUTION_SERIAL;
     info->frames_in_flight = p->n_jobs;
     info->n_stages = plan->n_stages;
     info->llm_split = plan->n_stages == 2 ? (int32_t)split : -1;

@@ -119,8 +119,12 @@ static vh_status load_session(vh_session *s, const vh_session_params *p, vh_erro
     if (trace_path && *trace_path && (st = vh_trace_open(trace_path, &s->trace, err))) return st;
 
     const uint32_t n_backends = count_backends(p->backends);
-    const uint32_t in_flight = p->execution_mode != VH_EXECUTION_PIPELINE || n_backends < 2 ? 1
-                               : p->frames_in_flight ? p->frames_in_flight : n_backends;
+    uint32_t in_flight = 1; /* serial, or a pipeline of one stage */
+    if (p->execution_mode == VH_EXECUTION_PACKED)
+        in_flight = p->frames_in_flight ? p->frames_in_flight : s->stats->dim;
+    else if (p->execution_mode == VH_EXECUTION_PIPELINE && n_backends > 1)
+        in_flight = p->frames_in_flight ? p->frames_in_flight : n_backends;
+    if (in_flight > VH_MAX_FRAMES_IN_FLIGHT) in_flight = VH_MAX_FRAMES_IN_FLIGHT;
     const uint32_t zone = p->split_zone >= 0 ? (uint32_t)p->split_zone : p->llm_split >= 0 ? 0 : 2;
     vh_plan_request req = {.backends = p->backends, .plugin_path = p->plugin_path, .n_threads = p->n_threads,
                            .max_context = s->max_context, .max_sequences = in_flight,
@@ -147,7 +151,8 @@ static vh_status load_session(vh_session *s, const vh_session_params *p, vh_erro
         vh_log_info(&s->log, "split: %u of %u LLM blocks on %s (%s), zone %u..%u, %s, %u frames in flight",
                     s->plan.llm_split, s->plan.n_llm_layers, s->plan.stages[0].plugin->iface->name,
                     how[s->plan.split_source], s->plan.split_min, s->plan.split_max,
-                    in_flight > 1 ? "pipelined" : "serial", in_flight);
+                    p->execution_mode == VH_EXECUTION_PACKED ? "packed" : in_flight > 1 ? "pipelined" : "serial",
+                    in_flight);
         if (s->plan.split_source == VH_SPLIT_BALANCED)
             vh_log_info(&s->log, "measured per frame: stage 0 fixed %.2f ms + %.3f ms a block, stage 1 fixed %.2f ms + "
                         "%.3f ms a block", s->plan.costs.fixed_ns[0] / 1e6, s->plan.costs.block_ns[0] / 1e6,
@@ -193,7 +198,8 @@ vh_status vh_session_create(const vh_session_params *params, vh_session **sessio
         return create_failed(&log, VH_ERR_INVALID_ARGUMENT, "%s must be in [0, 4096]", "n_threads");
     if (p.decode_positions != VH_DECODE_POSITIONS_CONTIGUOUS && p.decode_positions != VH_DECODE_POSITIONS_OPENVLA_HF440)
         return create_failed(&log, VH_ERR_INVALID_ARGUMENT, "%s is not a vh_decode_positions", "decode_positions");
-    if (p.execution_mode != VH_EXECUTION_PIPELINE && p.execution_mode != VH_EXECUTION_SERIAL)
+    if (p.execution_mode != VH_EXECUTION_PIPELINE && p.execution_mode != VH_EXECUTION_SERIAL &&
+        p.execution_mode != VH_EXECUTION_PACKED)
         return create_failed(&log, VH_ERR_INVALID_ARGUMENT, "%s is not a vh_execution_mode", "execution_mode");
     if (p.frames_in_flight > VH_MAX_FRAMES_IN_FLIGHT)
         return create_failed(&log, VH_ERR_INVALID_ARGUMENT, "%s must be in [0, 8]", "frames_in_flight");

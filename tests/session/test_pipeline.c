@@ -1,4 +1,5 @@
-/* The two-stage plans and the cross-frame pipeline, through the public API. For a stream of the
+/* The execution modes through the public API: two-stage plans, the cross-frame pipeline and
+ * packed passes. For a stream of the
  * fixtures' frames with varying instructions, at every split, the pipelined session must give
  * exactly the serial session's actions, and both must match the float64 reference
  * (tests/fixtures/make_openvla_fixtures.py) wherever its margins allow; on CPU-only stages
@@ -95,9 +96,40 @@ static void stream_params(const stream *st, const char *backends, vh_session_par
     p->n_threads = THREADS;
 }
 
-/* Run the stream through one session (all frames submitted at once, policy BLOCK). */
+/* How the frames arrive. */
+typedef enum arrival {
+    BURST,                             /* all submitted at once (policy BLOCK paces the submitter) */
+    ONE_AT_A_TIME,                     /* each polled before the next is submitted */
+    GROUPS_WITH_GAPS                   /* groups of 3, 15 ms apart */
+} arrival;
+
+static void submit(vh_session *s, const frames *f, uint32_t i)
+{
+    vh_frame fr;
+    vh_frame_init(&fr);
+    fr.rgb = f->rgb[i];
+    fr.width = f->w[i];
+    fr.height = f->h[i];
+    fr.instruction = f->instruction[i];
+    fr.tag = i;
+    ck_assert_int_eq(vh_submit_frame(s, &fr, NULL), VH_OK);
+}
+
+static void poll_into(vh_session *s, uint32_t i, actions *out)
+{
+    vh_action a;
+    vh_action_init(&a);
+    ck_assert_int_eq(vh_poll_action(s, &a, 60000), VH_OK);
+    ck_assert_msg(a.status == VH_OK, "frame %u: %s", i, vh_status_string(a.status));
+    ck_assert_uint_eq(a.tag, i); /* in submission order */
+    ck_assert_uint_eq(a.action_dim, 7);
+    memcpy(out->ids[i], a.token_ids, sizeof out->ids[i]);
+    memcpy(out->values[i], a.values, sizeof out->values[i]);
+}
+
+/* Run the stream through one session. */
 static void run_stream(const stream *st, const frames *f, const char *backends, int32_t split, int32_t zone,
-                       vh_execution_mode mode, uint32_t in_flight, const char *trace, actions *out)
+                       vh_execution_mode mode, uint32_t in_flight, arrival how, const char *trace, actions *out)
 {
     char *dir;
     vh_session_params p;
@@ -111,26 +143,13 @@ static void run_stream(const stream *st, const frames *f, const char *backends, 
     p.queue_capacity = 4;
     vh_session *s = NULL;
     ck_assert_msg(vh_session_create(&p, &s) == VH_OK, "%s (%s split %d)", vh_last_error(), backends, split);
+    uint32_t polled = 0;
     for (uint32_t i = 0; i < f->n; i++) {
-        vh_frame fr;
-        vh_frame_init(&fr);
-        fr.rgb = f->rgb[i];
-        fr.width = f->w[i];
-        fr.height = f->h[i];
-        fr.instruction = f->instruction[i];
-        fr.tag = i;
-        ck_assert_int_eq(vh_submit_frame(s, &fr, NULL), VH_OK);
+        submit(s, f, i);
+        if (how == ONE_AT_A_TIME) poll_into(s, polled++, out);
+        if (how == GROUPS_WITH_GAPS && i % 3 == 2) usleep(15000);
     }
-    for (uint32_t i = 0; i < f->n; i++) {
-        vh_action a;
-        vh_action_init(&a);
-        ck_assert_int_eq(vh_poll_action(s, &a, 60000), VH_OK);
-        ck_assert_msg(a.status == VH_OK, "frame %u: %s", i, vh_status_string(a.status));
-        ck_assert_uint_eq(a.tag, i); /* in submission order */
-        ck_assert_uint_eq(a.action_dim, 7);
-        memcpy(out->ids[i], a.token_ids, sizeof out->ids[i]);
-        memcpy(out->values[i], a.values, sizeof out->values[i]);
-    }
+    while (polled < f->n) poll_into(s, polled++, out);
     vh_session_info_init(&out->info);
     ck_assert_int_eq(vh_session_get_info(s, &out->info), VH_OK);
     vh_session_destroy(s);
@@ -182,16 +201,16 @@ START_TEST(test_every_split_and_mode)
     load_frames(st, &f);
 
     actions one, serial, got;
-    run_stream(st, &f, ONE_STAGE, -1, -1, VH_EXECUTION_SERIAL, 0, NULL, &one);
+    run_stream(st, &f, ONE_STAGE, -1, -1, VH_EXECUTION_SERIAL, 0, BURST, NULL, &one);
     assert_reference_tokens(&f, &one, "one stage");
 
     char what[96];
     for (int32_t split = 0; split <= (int32_t)st->n_layers; split++) {
-        run_stream(st, &f, PIPELINE_STAGES, split, -1, VH_EXECUTION_SERIAL, 0, NULL, &serial);
+        run_stream(st, &f, PIPELINE_STAGES, split, -1, VH_EXECUTION_SERIAL, 0, BURST, NULL, &serial);
         snprintf(what, sizeof what, "serial split %d", split);
         if (EXACT_ACROSS_SPLITS) assert_same_actions(&f, &one, &serial, what);
         else assert_reference_tokens(&f, &serial, what);
-        run_stream(st, &f, PIPELINE_STAGES, split, -1, VH_EXECUTION_PIPELINE, 0, NULL, &got);
+        run_stream(st, &f, PIPELINE_STAGES, split, -1, VH_EXECUTION_PIPELINE, 0, BURST, NULL, &got);
         snprintf(what, sizeof what, "pipeline split %d", split);
         assert_same_actions(&f, &serial, &got, what);
         for (int m = 0; m < 2; m++) {
@@ -214,7 +233,7 @@ START_TEST(test_every_split_and_mode)
     }
     /* chosen split, zone of 1 each side: the cut may move from frame to frame; three frames in
      * flight (more than stages) */
-    run_stream(st, &f, PIPELINE_STAGES, -1, 1, VH_EXECUTION_PIPELINE, 3, NULL, &got);
+    run_stream(st, &f, PIPELINE_STAGES, -1, 1, VH_EXECUTION_PIPELINE, 3, BURST, NULL, &got);
     ck_assert_uint_eq(got.info.frames_in_flight, 3);
     if (EXACT_ACROSS_SPLITS) assert_same_actions(&f, &one, &got, "pipeline, chosen split");
     else assert_reference_tokens(&f, &got, "pipeline, chosen split");
@@ -223,6 +242,56 @@ START_TEST(test_every_split_and_mode)
     ck_assert_uint_ge(got.info.split_max - got.info.split_min, 1);
     fprintf(stderr, "%s: chosen split %d (zone %u..%u, %u moves)\n", st->model, got.info.llm_split,
             got.info.split_min, got.info.split_max, got.info.split_changes);
+    free_frames(&f);
+}
+END_TEST
+
+/* Packed passes: for bursts, one frame at a time (passes of decode rows only, so actions finish
+ * without new frames) and groups with gaps, frames of four instructions (prompt lengths) mixed,
+ * fewer frames in flight than tokens, one and two stages: the tokens equal the serial one-stage
+ * session's (and the reference's) wherever the reference margin is clear of the backends'
+ * precision: the rows of other frames in a pass change a row's arithmetic path at most. */
+START_TEST(test_packed_equals_serial)
+{
+    const stream *st = &streams[_i];
+    frames f;
+    load_frames(st, &f);
+    actions one, got;
+    run_stream(st, &f, ONE_STAGE, -1, -1, VH_EXECUTION_SERIAL, 0, BURST, NULL, &one);
+    static const struct {
+        const char *backends;
+        int32_t split;
+        uint32_t in_flight;
+        arrival how;
+        const char *what;
+    } runs[] = {
+        {ONE_STAGE, -1, 0, BURST, "burst"},
+        {ONE_STAGE, -1, 0, ONE_AT_A_TIME, "one at a time"},
+        {ONE_STAGE, -1, 0, GROUPS_WITH_GAPS, "groups with gaps"},
+        {ONE_STAGE, -1, 2, BURST, "burst, 2 in flight"},
+        {PIPELINE_STAGES, 1, 0, BURST, "two stages, burst"},
+    };
+    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+        run_stream(st, &f, runs[r].backends, runs[r].split, -1, VH_EXECUTION_PACKED, runs[r].in_flight, runs[r].how,
+                   NULL, &got);
+        uint32_t compared = 0, equal = 0;
+        for (uint32_t i = 0; i < f.n; i++) {
+            int same = !memcmp(got.ids[i], one.ids[i], sizeof got.ids[i]);
+            equal += same;
+            if (json_real_value(json_object_get(f.reference[i], "min_margin")) < MIN_MARGIN) continue;
+            ck_assert_msg(same, "packed, %s: frame %u: tokens differ from serial", runs[r].what, i);
+            compared++;
+        }
+        ck_assert_uint_gt(compared, 0);
+        ck_assert_int_eq(got.info.execution_mode, VH_EXECUTION_PACKED);
+        ck_assert_uint_eq(got.info.frames_in_flight, runs[r].in_flight ? runs[r].in_flight : 7);
+        ck_assert_uint_eq(got.info.frames_completed, f.n);
+        /* a burst packs: about one pass per frame (+ the last ones' steps), not one per token */
+        if (runs[r].how == BURST && !runs[r].in_flight) ck_assert_uint_lt(got.info.stages[0].passes, 2 * f.n);
+        if (runs[r].how == ONE_AT_A_TIME) ck_assert_uint_eq(got.info.stages[0].passes, 7 * f.n);
+        fprintf(stderr, "%s packed, %s: %u passes for %u frames, %u/%u frames equal to serial\n", st->model,
+                runs[r].what, (unsigned)got.info.stages[0].passes, f.n, equal, f.n);
+    }
     free_frames(&f);
 }
 END_TEST
@@ -238,7 +307,7 @@ START_TEST(test_trace_shows_the_overlap)
     char path[4096];
     snprintf(path, sizeof path, "%s/trace.json", dir);
     actions got;
-    run_stream(st, &f, PIPELINE_STAGES, 1, -1, VH_EXECUTION_PIPELINE, 0, path, &got);
+    run_stream(st, &f, PIPELINE_STAGES, 1, -1, VH_EXECUTION_PIPELINE, 0, BURST, path, &got);
 
     json_error_t jerr;
     json_t *root = json_load_file(path, 0, &jerr);
@@ -374,6 +443,7 @@ int main(void)
     TCase *tc = tcase_create("pipeline");
     tcase_set_timeout(tc, 900);
     tcase_add_loop_test(tc, test_every_split_and_mode, 0, (int)(sizeof streams / sizeof streams[0]));
+    tcase_add_loop_test(tc, test_packed_equals_serial, 0, (int)(sizeof streams / sizeof streams[0]));
     tcase_add_test(tc, test_trace_shows_the_overlap);
     tcase_add_test(tc, test_destroy_with_frames_in_flight);
 #ifdef SKIP_WITHOUT_DEVICE
