@@ -1,6 +1,8 @@
 #!/bin/sh
 # The two-stage plans on the GPU machine (cuda + cpu_amx), in one call or two (../shared/DEVICE.md):
 #   tools/pipeline-check.sh tests   the pipeline fixtures test (cuda,cpu_amx, every split) and vh-run
+#   tools/pipeline-check.sh packed  cuda: serial vs packed (issue 6) closed loop and at 10/30/60 Hz, and
+#                                   the transformers peer
 #   tools/pipeline-check.sh repeat  N = 4 and 16, pipelined and serial, alternated twice (run-to-run spread)
 #   tools/pipeline-check.sh traces  Chrome traces of N = 0 and 4, pipelined and serial (hand-over spans)
 #   tools/pipeline-check.sh bench   full-size synthetic OpenVLA-7B: cuda alone; N = 0 1 2 4 8 16 LLM
@@ -64,6 +66,20 @@ if [ "${1:-tests}" = tests ]; then
   sed 's/,"vision_ms".*//' "$RESULTS/vh-run-pipeline.jsonl" > "$RESULTS/b"
   if cmp -s "$RESULTS/a" "$RESULTS/b"; then echo "vh-run: pipeline = serial ($(wc -l < "$RESULTS/a") frames)"
   else echo "vh-run: pipeline DIFFERS from serial"; fi
+elif [ "$1" = packed ]; then
+  synth
+  step "cuda: serial, packed as fast as possible and at 10 / 30 / 60 Hz"
+  bench packed-serial 16 --backend cuda --mode serial
+  bench packed-packed 60 --backend cuda --mode packed --warmup 8
+  for hz in 10 30 60; do
+    bench packed-serial-${hz}hz $((hz * 2)) --backend cuda --mode serial --rate $hz
+    bench packed-packed-${hz}hz $((hz * 2)) --backend cuda --mode packed --rate $hz
+  done
+  step "packed with the head on the CPU (cuda,cpu_amx split 32)"
+  bench packed-packed-2stage 40 --backend cuda,cpu_amx --split 32 --mode packed --warmup 8
+  step "peer: transformers generate"
+  PYTHONUNBUFFERED=1 timeout 150 python3 tools/bench_transformers.py --json "$RESULTS/peer.json" > "$RESULTS/peer.log" 2>&1
+  echo "rc=$?"; tail -n 6 "$RESULTS/peer.log"
 elif [ "$1" = repeat ]; then
   synth
   for round in 1 2; do

@@ -2,11 +2,13 @@
  * vh-bench: time a model folder on a stream of frames.
  *
  *   vh-bench [--model DIR] [--image FILE] [--frames N] [--warmup N] [--backend NAME[,NAME...]]
- *            [--threads N] [--inflight K] [--plugin-path P] [--instruction TEXT] [--unnorm-key KEY] [--json]
+ *            [--threads N] [--inflight K | --rate HZ] [--plugin-path P] [--instruction TEXT] [--unnorm-key KEY]
+ *            [--json]
  *            [--split N] [--mode serial|pipeline|packed] [--gpu-mem-budget BYTES] [--zone N] [--trace PATH]
  *
  * Submits N copies of one image after W warm-up frames, keeping K frames submitted and not yet
- * polled (default: the session's frames in flight, so a pipeline is kept full), and reports
+ * polled (default: the session's frames in flight, so a pipeline is kept full), or one frame every
+ * 1/HZ seconds (--rate: a camera's arrivals, whatever the results), and reports
  * frames/s over the timed frames and, per phase (vision = preprocessing + towers + projector,
  * prefill, decode) and end to end (submitted -> action ready), the mean, p50, p95 and max in
  * milliseconds. With two stages it also reports each stage's busy time per frame, the hand-off
@@ -28,6 +30,7 @@
 typedef struct options {
     const char *model, *image, *backends, *plugin_path, *instruction, *unnorm_key;
     int frames, warmup, threads, inflight, json; /* inflight 0: the session's frames in flight */
+    double rate;                                  /* frames/s arriving; 0: closed loop (inflight) */
     vh_session_params stage;                      /* --split, --mode, --gpu-mem-budget, --zone, --trace */
 } options;
 
@@ -61,6 +64,11 @@ static int parse_args(int argc, char **argv, options *o)
         else if (!strcmp(a, "--threads")) { if (parse_int(v, 0, 4096, &o->threads)) return -1; }
         else if (vh_is_stage_option(a)) { if (vh_parse_stage_option("vh-bench", a, v, &o->stage) < 0) return -1; }
         else if (!strcmp(a, "--inflight")) { if (parse_int(v, 1, 64, &o->inflight)) return -1; }
+        else if (!strcmp(a, "--rate")) {
+            char *end;
+            o->rate = strtod(v, &end);
+            if (*end || !(o->rate > 0 && o->rate <= 10000)) return -1;
+        }
         else { fprintf(stderr, "vh-bench: unknown option %s\n", a); return -1; }
     }
     return 0;
@@ -99,7 +107,7 @@ int main(int argc, char **argv)
     options o;
     if (parse_args(argc, argv, &o)) {
         fprintf(stderr, "usage: vh-bench [--model DIR] [--image FILE] [--frames N] [--warmup N] [--backend NAMES]\n"
-                        "                [--threads N] [--inflight K] [--plugin-path P] [--instruction TEXT]\n"
+                        "                [--threads N] [--inflight K | --rate HZ] [--plugin-path P] [--instruction TEXT]\n"
                         "                [--unnorm-key KEY] [--json] [--split N] [--mode serial|pipeline|packed]\n"
                         "                [--gpu-mem-budget BYTES] [--zone N] [--trace PATH]\n" VH_STAGE_OPTIONS_USAGE);
         return 2;
@@ -153,20 +161,30 @@ int main(int argc, char **argv)
     double *step = calloc((size_t)o.frames, sizeof(double)); /* one decode step: decode / (tokens - 1) */
     int failures = 0, timed = 0, submitted = 0, polled = 0;
     double t_first = 0, t_last = 0;
-    /* Keep `inflight` frames submitted and not yet polled (1: each frame's latency is its own). */
+    /* Closed loop: keep `inflight` frames submitted and not yet polled (1: each frame's latency is
+     * its own). Open loop (--rate): a frame every 1/rate s whatever the results (policy BLOCK: a
+     * submit waits while the queue is full), polling in between. */
+    double next_arrival = now_s();
     while (polled < total) {
-        while (submitted < total && submitted - polled < o.inflight) {
+        while (submitted < total &&
+               (o.rate > 0 ? now_s() >= next_arrival : submitted - polled < o.inflight)) {
             if (vh_submit_frame(s, &f, NULL) != VH_OK) {
                 fprintf(stderr, "vh-bench: %s\n", vh_last_error());
                 failures++;
                 break;
             }
             submitted++;
+            next_arrival += o.rate > 0 ? 1.0 / o.rate : 0;
         }
-        if (submitted == polled) break;
+        if (submitted == polled && (o.rate <= 0 || submitted == total)) break;
+        int32_t wait_ms = -1;
+        if (o.rate > 0 && submitted < total) {
+            double ahead = next_arrival - now_s();
+            wait_ms = ahead > 0 ? (int32_t)(ahead * 1e3) + 1 : 0;
+        }
         vh_action a;
         vh_action_init(&a);
-        if (vh_poll_action(s, &a, -1) != VH_OK) continue;
+        if (vh_poll_action(s, &a, wait_ms) != VH_OK) continue;
         polled++;
         if (a.status != VH_OK) {
             failures++;
@@ -216,6 +234,7 @@ int main(int argc, char **argv)
             json_object_set_new(j, names[i], json_pack("{s:f, s:f, s:f, s:f}", "mean", all[i]->mean, "p50",
                                                        all[i]->p50, "p95", all[i]->p95, "max", all[i]->max));
         json_object_set_new(j, "mode", json_string(mode));
+        json_object_set_new(j, "arrival_rate_hz", json_real(o.rate));
         json_object_set_new(j, "frames_in_flight", json_integer(end.frames_in_flight));
         json_object_set_new(j, "llm_split", json_integer(end.llm_split));
         json_object_set_new(j, "split_min", json_integer(end.split_min));
@@ -243,8 +262,11 @@ int main(int argc, char **argv)
         printf("backend  %s; load %.2f s; backend memory (all of it, allocated at load): weights %.1f MB, "
                "KV cache + activations + workspace %.1f MB\n", info.backends,
                t_load, info.backend_weight_bytes / 1e6, info.backend_work_bytes / 1e6);
-        printf("frames   %d timed after %d warm-up, %d failed; %.3f frames/s (%s, %u in flight, %d submitted ahead)\n",
-               timed, o.warmup, failures, fps, mode, end.frames_in_flight, o.inflight);
+        char arrivals[64];
+        if (o.rate > 0) snprintf(arrivals, sizeof arrivals, "arriving at %.1f Hz", o.rate);
+        else snprintf(arrivals, sizeof arrivals, "%d submitted ahead", o.inflight);
+        printf("frames   %d timed after %d warm-up, %d failed; %.3f frames/s (%s, %u in flight, %s)\n", timed,
+               o.warmup, failures, fps, mode, end.frames_in_flight, arrivals);
         if (end.n_stages > 1) {
             printf("split    %d LLM blocks on %s (zone %u..%u, %u changes); GPU stage memory %.1f MB\n", end.llm_split,
                    end.stages[0].backend, end.split_min, end.split_max, end.split_changes, end.gpu_bytes / 1e6);
