@@ -1,6 +1,6 @@
 /*
  * The session's frame driver: takes frames from the frame queue and runs them through the plan's
- * stages, serially or as a cross-frame pipeline.
+ * stages: serially, as a cross-frame pipeline, or in packed passes.
  *
  * Serial: one thread prepares a frame and runs each of its passes through every stage in turn.
  * Pipeline: an intake thread prepares frames (resize, normalise, tokenise) and chooses each one's
@@ -10,8 +10,13 @@
  * stage runs frame t+1's. Stage queues hold at most frames_in_flight jobs (bounded by
  * construction); at stage 0 a waiting token step goes before a new frame's prefill.
  *
+ * Packed (pipeline/packed_pass.h): the intake thread runs passes that each carry at most one new
+ * frame's prefill and one decode row of every other frame in flight (frames_in_flight jobs, each
+ * its own KV slot), the stages of each pass in turn; a frame leaves with its last token.
+ *
  * Results go to the frame queue's records (in submission order for pollers, whatever order the
- * frames finish in). The per-pass calls are those of the serial mode, so results are identical.
+ * frames finish in). The pipeline's per-pass calls are those of the serial mode, so results are
+ * identical; a packed pass computes the same rows in a larger batch.
  */
 #ifndef VH_PIPELINE_STAGE_PIPELINE_H
 #define VH_PIPELINE_STAGE_PIPELINE_H

@@ -410,7 +410,7 @@ CREATE_CASE(create_split_too_big, p.backends = "cpu_generic,cpu_generic"; p.llm_
 CREATE_CASE(create_split_negative, p.backends = "cpu_generic,cpu_generic"; p.llm_split = -2)
 CREATE_CASE(create_zone_negative, p.backends = "cpu_generic,cpu_generic"; p.split_zone = -2)
 CREATE_CASE(create_zone_huge, p.backends = "cpu_generic,cpu_generic"; p.split_zone = 4097)
-CREATE_CASE(create_mode_2, p.execution_mode = (vh_execution_mode)2)
+CREATE_CASE(create_mode_3, p.execution_mode = (vh_execution_mode)3)
 CREATE_CASE(create_in_flight_9, p.backends = "cpu_generic,cpu_generic"; p.frames_in_flight = 9)
 CREATE_CASE(create_trace_unwritable, p.trace_path = c->in_missing)
 CREATE_CASE(create_backend_three, p.backends = "cpu_generic,cpu_generic,cpu_generic"; p.llm_split = 1)
@@ -615,7 +615,7 @@ static const misuse_case misuse_cases[] = {
     ROW(create_split_negative, VH_ERR_INVALID_ARGUMENT, "llm_split", 0),
     ROW(create_zone_negative, VH_ERR_INVALID_ARGUMENT, "split_zone", 0),
     ROW(create_zone_huge, VH_ERR_INVALID_ARGUMENT, "split_zone", 0),
-    ROW(create_mode_2, VH_ERR_INVALID_ARGUMENT, "execution_mode", 0),
+    ROW(create_mode_3, VH_ERR_INVALID_ARGUMENT, "execution_mode", 0),
     ROW(create_in_flight_9, VH_ERR_INVALID_ARGUMENT, "frames_in_flight", 0),
     ROW(create_trace_unwritable, VH_ERR_IO, "trace file", 0),
     ROW(create_backend_three, VH_ERR_UNSUPPORTED, "at most two stages", 0),
