@@ -3,6 +3,7 @@
 #   tools/pipeline-check.sh tests   the pipeline fixtures test (cuda,cpu_amx, every split) and vh-run
 #   tools/pipeline-check.sh packed  cuda: serial vs packed (issue 6) closed loop and at 10/30/60 Hz, and
 #                                   the transformers peer
+#   tools/pipeline-check.sh packed-batch  cuda packed with 1, 2, 4 new frames a pass, and serial
 #   tools/pipeline-check.sh repeat  N = 4 and 16, pipelined and serial, alternated twice (run-to-run spread)
 #   tools/pipeline-check.sh traces  Chrome traces of N = 0 and 4, pipelined and serial (hand-over spans)
 #   tools/pipeline-check.sh bench   full-size synthetic OpenVLA-7B: cuda alone; N = 0 1 2 4 8 16 LLM
@@ -80,6 +81,11 @@ elif [ "$1" = packed ]; then
   step "peer: transformers generate"
   PYTHONUNBUFFERED=1 timeout 150 python3 tools/bench_transformers.py --json "$RESULTS/peer.json" > "$RESULTS/peer.log" 2>&1
   echo "rc=$?"; tail -n 6 "$RESULTS/peer.log"
+elif [ "$1" = packed-batch ]; then
+  synth
+  step "cuda packed: 7 / 14 / 28 frames in flight = 1 / 2 / 4 new frames a pass"
+  for k in 7 14 28; do bench packed-k$k 60 --backend cuda --mode packed --frames-in-flight $k --warmup $((k + 2)); done
+  bench packed-serial 16 --backend cuda --mode serial
 elif [ "$1" = repeat ]; then
   synth
   for round in 1 2; do

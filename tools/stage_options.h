@@ -21,7 +21,8 @@
     "                        --split, else 2); the split follows measured stage times inside it\n"      \
     "  --trace PATH          write a Chrome/Perfetto trace of the stages' work (also: VH_TRACE=PATH)\n"    \
     "  --frames-in-flight K  pipeline, packed: frames in flight at once, each with its own KV slot\n"   \
-    "                        (1..8; default: pipeline the number of stages, packed the action length)\n"
+    "                        (1..32; default: pipeline the number of stages, packed the action\n"   \
+    "                        length; packed with more takes several new frames a pass)\n"
 
 /* "8G", "8000000000", "1.5G" -> bytes; -1 when malformed. */
 static inline int vh_parse_bytes(const char *s, uint64_t *out)
@@ -60,8 +61,8 @@ static inline int vh_parse_stage_option(const char *tool, const char *flag, cons
     }
     if (!strcmp(flag, "--frames-in-flight")) {
         long n = strtol(value, &end, 10);
-        if (*end || end == value || n < 1 || n > 8) {
-            fprintf(stderr, "%s: %s needs a number in [1, 8]\n", tool, flag);
+        if (*end || end == value || n < 1 || n > 32) {
+            fprintf(stderr, "%s: %s needs a number in [1, 32]\n", tool, flag);
             return -1;
         }
         p->frames_in_flight = (uint32_t)n;

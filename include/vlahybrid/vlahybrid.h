@@ -170,10 +170,12 @@ typedef struct vh_session_params {
     const char *trace_path;      /* write a Chrome trace (JSON, for Perfetto) of the stages' work
                                     here at destroy; NULL: the VH_TRACE environment variable, if set */
     uint32_t frames_in_flight;   /* pipeline and packed: frames between their first and last pass
-                                    at once, each with its own KV cache slot on every stage (1..8).
+                                    at once, each with its own KV cache slot on every stage (1..32).
                                     Default 0: pipeline, as many as stages (more hide the passes'
                                     ping-pong between the stages better); packed, the action's
-                                    length (7 for OpenVLA: a frame enters with each pass). */
+                                    length (7 for OpenVLA: a frame enters with each pass). Packed
+                                    with more: a pass takes up to ceil(frames_in_flight / action
+                                    length) new frames at once (vision and prefills batched). */
 } vh_session_params;
 
 VH_API void vh_session_params_init_sized(vh_session_params *params, size_t struct_size);

@@ -4,15 +4,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-vh_status vh_packed_pass_init(vh_packed_pass *p, const vh_job_context *ctx, uint32_t max_jobs, vh_error *err)
+#include "util/clock.h"
+
+vh_status vh_packed_pass_init(vh_packed_pass *p, const vh_job_context *ctx, uint32_t max_jobs, uint32_t max_images,
+                              vh_error *err)
 {
     memset(p, 0, sizeof *p);
     p->ctx = ctx;
     p->max_jobs = max_jobs;
+    p->max_images = max_images ? max_images : 1;
+    p->max_rows = ctx->max_context * p->max_images;
     p->segments = calloc(max_jobs, sizeof *p->segments);
-    p->tokens = calloc(ctx->max_context, sizeof *p->tokens);
+    p->tokens = calloc(p->max_rows, sizeof *p->tokens);
     p->out_tokens = calloc(max_jobs, sizeof *p->out_tokens);
-    p->hidden = vh_plan_host_alloc(ctx->plan, sizeof(float) * ctx->max_context * ctx->model->desc.llm.hidden);
+    p->hidden = vh_plan_host_alloc(ctx->plan, sizeof(float) * p->max_rows * ctx->model->desc.llm.hidden);
     if (!p->segments || !p->tokens || !p->out_tokens || !p->hidden) {
         vh_packed_pass_free(p);
         return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (packed pass)");
@@ -36,16 +41,47 @@ uint32_t vh_packed_pass_rows(vh_frame_job *const *jobs, uint32_t n)
     return rows;
 }
 
+vh_status vh_packed_pass_run_vision(vh_packed_pass *p, vh_frame_job *const *jobs, uint32_t n, vh_error *err)
+{
+    const vh_model *m = p->ctx->model;
+    const uint32_t towers = m->desc.n_towers;
+    if (n == 0 || n > p->max_images)
+        return vh_error_set(err, VH_ERR_INTERNAL, "vision batch of %u images (at most %u)", n, p->max_images);
+    const float *planes[VH_MAX_TOWERS * 32]; /* image-major: [image][tower] */
+    if ((size_t)n * towers > sizeof planes / sizeof planes[0])
+        return vh_error_set(err, VH_ERR_INTERNAL, "vision batch of %u images is too large", n);
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t t = 0; t < towers; t++) planes[i * towers + t] = jobs[i]->pixels[t];
+    vh_batch vision = {.n_images = n, .pixels = planes};
+    int64_t t0 = vh_now_ns();
+    vh_status st = vh_stage_run_range(&p->ctx->plan->stages[0], &vision, 0, m->llm_embed_block, err);
+    if (st) return st;
+    int64_t t1 = vh_now_ns();
+    for (uint32_t i = 0; i < n; i++) {
+        jobs[i]->vision_ns = t1 - t0;
+        jobs[i]->vision_end_ns = t1;
+        jobs[i]->vision_done = 1;
+        jobs[i]->segment.image = (int32_t)i; /* its patch embeddings in this batch */
+    }
+    if (p->ctx->trace) {
+        char name[48];
+        snprintf(name, sizeof name, "vision of %u frames", n);
+        vh_trace_span(p->ctx->trace, 0, name, jobs[0]->frame_id, t0, t1);
+    }
+    p->stage_time[0].busy_ns += t1 - t0;
+    return VH_OK;
+}
+
 vh_status vh_packed_pass_run(vh_packed_pass *p, vh_frame_job *const *jobs, uint32_t n, vh_error *err)
 {
     const vh_job_context *ctx = p->ctx;
     const vh_plan *plan = ctx->plan;
     uint32_t prefills = 0;
     for (uint32_t i = 0; i < n; i++) prefills += jobs[i]->pass == VH_PASS_PREFILL;
-    /* one prefill at most: its patch embeddings are the ones stage 0 computed last (image 0) */
-    if (n == 0 || n > p->max_jobs || prefills > 1 || vh_packed_pass_rows(jobs, n) > ctx->max_context)
-        return vh_error_set(err, VH_ERR_INTERNAL, "packed pass of %u frames (%u prefills), %u rows (at most %u, 1, "
-                            "%u)", n, prefills, vh_packed_pass_rows(jobs, n), p->max_jobs, ctx->max_context);
+    /* the prefills' patch embeddings are those of stage 0's last vision batch (image i, i-th prefill) */
+    if (n == 0 || n > p->max_jobs || prefills > p->max_images || vh_packed_pass_rows(jobs, n) > p->max_rows)
+        return vh_error_set(err, VH_ERR_INTERNAL, "packed pass of %u frames (%u prefills), %u rows (at most %u, %u, "
+                            "%u)", n, prefills, vh_packed_pass_rows(jobs, n), p->max_jobs, p->max_images, p->max_rows);
     /* the frames' segments and rows, in order */
     uint32_t rows = 0;
     for (uint32_t i = 0; i < n; i++) {

@@ -161,53 +161,81 @@ static void *stage_main(void *arg)
     }
 }
 
-/* Packed mode: every pass carries at most one new frame's prefill and a decode row of every
- * frame in flight; a frame enters when it arrives and a KV slot is free, and leaves with its last
- * token. Blocks for frames only when none is in flight. */
+/* Take a new frame into a free job, prepared; NULL when none (or it failed and was answered).
+ * Blocks for a frame only when `wait`. */
+static vh_frame_job *admit(vh_stage_pipeline *p, int wait, uint32_t rows_in_pass, int *closed)
+{
+    pthread_mutex_lock(&p->lock);
+    const int slot_free = p->n_free > 0;
+    pthread_mutex_unlock(&p->lock);
+    if (*closed || !slot_free) return NULL;
+    vh_frame_record *rec = wait ? vh_frame_queue_take(p->cfg.frames) : vh_frame_queue_try_take(p->cfg.frames, closed);
+    if (!rec) {
+        if (wait) *closed = 1; /* take() gives NULL only once the queue is closed */
+        return NULL;
+    }
+    pthread_mutex_lock(&p->lock);
+    vh_frame_job *job = p->free_jobs[--p->n_free];
+    pthread_mutex_unlock(&p->lock);
+    job->owner = rec;
+    vh_error err;
+    vh_error_clear(&err);
+    vh_status st = vh_frame_job_prepare(job, rec->result.frame_id, rec->rgb, rec->width, rec->height,
+                                        (size_t)rec->width * 3, rec->instruction, &err);
+    if (!st && rows_in_pass + job->n_rows > p->pass.max_rows)
+        st = vh_error_set(&err, VH_ERR_BAD_FRAME, "the instruction is too long to pack beside the frames in flight "
+                          "(%u prompt rows, %u rows a pass)", job->n_rows, p->pass.max_rows);
+    if (st) {
+        complete(p, job, st, &err);
+        return NULL;
+    }
+    return job;
+}
+
+/* Packed mode: every pass carries the prefills of up to images_per_pass new frames (their vision
+ * as one batch first) and a decode row of every frame in flight; a frame enters when it arrives
+ * and a KV slot is free, and leaves with its last token. Blocks for frames only when none is in
+ * flight. */
 static void run_packed(vh_stage_pipeline *p)
 {
     vh_frame_job *active[MAX_JOBS], *pass[MAX_JOBS];
     uint32_t n_active = 0;
     int closed = 0;
     for (;;) {
-        vh_frame_job *fresh = NULL;
-        pthread_mutex_lock(&p->lock);
-        const int slot_free = p->n_free > 0;
-        pthread_mutex_unlock(&p->lock);
-        if (!closed && slot_free) {
-            vh_frame_record *rec = n_active ? vh_frame_queue_try_take(p->cfg.frames, &closed)
-                                            : vh_frame_queue_take(p->cfg.frames);
-            if (!rec && !n_active) closed = 1; /* take() gives NULL only once the queue is closed */
-            if (rec) {
+        /* the new frames: while they fit beside the decode rows (a frame's rows are at most
+         * max_context; a pass holds images_per_pass of them) */
+        uint32_t n_fresh = 0, rows = n_active;
+        while (n_fresh < p->pass.max_images && !closed) {
+            vh_frame_job *job = admit(p, n_active == 0 && n_fresh == 0, rows, &closed);
+            if (!job) {
+                int any_free;
                 pthread_mutex_lock(&p->lock);
-                vh_frame_job *job = p->free_jobs[--p->n_free];
+                any_free = p->n_free > 0;
                 pthread_mutex_unlock(&p->lock);
-                job->owner = rec;
-                vh_error err;
-                vh_error_clear(&err);
-                vh_status st = vh_frame_job_prepare(job, rec->result.frame_id, rec->rgb, rec->width, rec->height,
-                                                    (size_t)rec->width * 3, rec->instruction, &err);
-                /* the context holds a prefill and a decode row of every other frame in flight */
-                if (!st && job->n_rows + n_active > p->cfg.ctx->max_context)
-                    st = vh_error_set(&err, VH_ERR_BAD_FRAME, "the instruction is too long to pack beside %u "
-                                      "frames in flight (%u prompt rows, context %u)", n_active, job->n_rows,
-                                      p->cfg.ctx->max_context);
-                if (!st) st = vh_frame_job_run_vision(job, &err);
-                if (st) complete(p, job, st, &err);
-                else fresh = job;
+                if (!any_free || closed || n_active || n_fresh) break; /* nothing more to wait for now */
+                continue; /* a frame failed to prepare: wait for the next */
             }
+            pass[n_fresh++] = job;
+            rows += job->n_rows;
         }
-        if (!fresh && !n_active) {
+        vh_error err;
+        vh_error_clear(&err);
+        vh_status st = VH_OK;
+        if (n_fresh && (st = vh_packed_pass_run_vision(&p->pass, pass, n_fresh, &err))) {
+            for (uint32_t i = 0; i < n_fresh; i++) {
+                vh_error each = err;
+                complete(p, pass[i], st, &each);
+            }
+            n_fresh = 0;
+        }
+        if (!n_fresh && !n_active) {
             if (closed) return;
             continue;
         }
-        uint32_t n = 0;
-        if (fresh) pass[n++] = fresh;
+        uint32_t n = n_fresh;
         for (uint32_t i = 0; i < n_active; i++) pass[n++] = active[i];
-        vh_error err;
-        vh_error_clear(&err);
         const vh_packed_pass before = p->pass;
-        vh_status st = vh_packed_pass_run(&p->pass, pass, n, &err);
+        st = vh_packed_pass_run(&p->pass, pass, n, &err);
         pthread_mutex_lock(&p->lock);
         for (uint32_t i = 0; i < p->n_stages; i++) {
             p->passes[i]++;
@@ -301,7 +329,7 @@ vh_status vh_stage_pipeline_start(const vh_pipeline_config *cfg, vh_stage_pipeli
         p->free_jobs[p->n_free++] = &p->jobs[j];
     }
     if (p->packed) {
-        vh_status st = vh_packed_pass_init(&p->pass, cfg->ctx, p->n_jobs, err);
+        vh_status st = vh_packed_pass_init(&p->pass, cfg->ctx, p->n_jobs, cfg->images_per_pass, err);
         if (st) return st;
     }
     if (cfg->ctx->trace) {

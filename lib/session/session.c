@@ -126,8 +126,10 @@ static vh_status load_session(vh_session *s, const vh_session_params *p, vh_erro
         in_flight = p->frames_in_flight ? p->frames_in_flight : n_backends;
     if (in_flight > VH_MAX_FRAMES_IN_FLIGHT) in_flight = VH_MAX_FRAMES_IN_FLIGHT;
     const uint32_t zone = p->split_zone >= 0 ? (uint32_t)p->split_zone : p->llm_split >= 0 ? 0 : 2;
+    /* packed: a frame stays dim passes, so in_flight frames admit up to in_flight / dim a pass */
+    const uint32_t per_pass = p->execution_mode == VH_EXECUTION_PACKED ? (in_flight + s->stats->dim - 1) / s->stats->dim : 1;
     vh_plan_request req = {.backends = p->backends, .plugin_path = p->plugin_path, .n_threads = p->n_threads,
-                           .max_context = s->max_context, .max_sequences = in_flight,
+                           .max_context = s->max_context, .max_sequences = in_flight, .images_per_pass = per_pass,
                            .gpu_memory_budget = p->gpu_memory_budget, .llm_split = p->llm_split, .split_zone = zone,
                            .action_tokens = s->stats->dim, .log = &s->log};
     if ((st = vh_plan_create(s->model, &req, &s->plan, err))) return st;
@@ -138,7 +140,8 @@ static vh_status load_session(vh_session *s, const vh_session_params *p, vh_erro
     if ((st = vh_frame_queue_init(&s->queue, p->queue_capacity, p->queue_policy, err))) return st;
     s->queue_ready = 1;
     vh_pipeline_config pc = {.ctx = &s->jobs, .frames = &s->queue, .mode = p->execution_mode,
-                             .frames_in_flight = in_flight, .action_tokens = s->stats->dim,
+                             .frames_in_flight = in_flight, .images_per_pass = per_pass,
+                             .action_tokens = s->stats->dim,
                              .on_frame_error = record_frame_error, .user = s};
     if ((st = vh_stage_pipeline_start(&pc, &s->pipeline, err))) return st;
 
@@ -202,7 +205,7 @@ vh_status vh_session_create(const vh_session_params *params, vh_session **sessio
         p.execution_mode != VH_EXECUTION_PACKED)
         return create_failed(&log, VH_ERR_INVALID_ARGUMENT, "%s is not a vh_execution_mode", "execution_mode");
     if (p.frames_in_flight > VH_MAX_FRAMES_IN_FLIGHT)
-        return create_failed(&log, VH_ERR_INVALID_ARGUMENT, "%s must be in [0, 8]", "frames_in_flight");
+        return create_failed(&log, VH_ERR_INVALID_ARGUMENT, "%s must be in [0, 32]", "frames_in_flight");
     if (p.llm_split < -1 || p.split_zone < -1 || p.split_zone > 4096)
         return create_failed(&log, VH_ERR_INVALID_ARGUMENT, "%s", "llm_split must be >= -1 and split_zone in [-1, 4096]");
 

@@ -411,7 +411,7 @@ CREATE_CASE(create_split_negative, p.backends = "cpu_generic,cpu_generic"; p.llm
 CREATE_CASE(create_zone_negative, p.backends = "cpu_generic,cpu_generic"; p.split_zone = -2)
 CREATE_CASE(create_zone_huge, p.backends = "cpu_generic,cpu_generic"; p.split_zone = 4097)
 CREATE_CASE(create_mode_3, p.execution_mode = (vh_execution_mode)3)
-CREATE_CASE(create_in_flight_9, p.backends = "cpu_generic,cpu_generic"; p.frames_in_flight = 9)
+CREATE_CASE(create_in_flight_33, p.backends = "cpu_generic,cpu_generic"; p.frames_in_flight = 33)
 CREATE_CASE(create_trace_unwritable, p.trace_path = c->in_missing)
 CREATE_CASE(create_backend_three, p.backends = "cpu_generic,cpu_generic,cpu_generic"; p.llm_split = 1)
 CREATE_CASE(create_plugin_missing_file, p.plugin_path = c->missing)
@@ -616,7 +616,7 @@ static const misuse_case misuse_cases[] = {
     ROW(create_zone_negative, VH_ERR_INVALID_ARGUMENT, "split_zone", 0),
     ROW(create_zone_huge, VH_ERR_INVALID_ARGUMENT, "split_zone", 0),
     ROW(create_mode_3, VH_ERR_INVALID_ARGUMENT, "execution_mode", 0),
-    ROW(create_in_flight_9, VH_ERR_INVALID_ARGUMENT, "frames_in_flight", 0),
+    ROW(create_in_flight_33, VH_ERR_INVALID_ARGUMENT, "frames_in_flight", 0),
     ROW(create_trace_unwritable, VH_ERR_IO, "trace file", 0),
     ROW(create_backend_three, VH_ERR_UNSUPPORTED, "at most two stages", 0),
     /* a plugin file that is not there is not found; one that is not a plugin cannot be loaded
