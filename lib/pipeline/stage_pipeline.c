@@ -161,63 +161,32 @@ static void *stage_main(void *arg)
     }
 }
 
-/* Take a new frame into a free job, prepared; NULL when none (or it failed and was answered).
- * Blocks for a frame only when `wait`. */
-static vh_frame_job *admit(vh_stage_pipeline *p, int wait, uint32_t rows_in_pass, int *closed)
+/* Packed mode, in its own thread: every pass carries the prefills of up to images_per_pass new
+ * frames (prepared by the intake thread, their vision run here as one batch) and a decode row of
+ * every frame in flight; a frame enters when it is ready and leaves with its last token. The
+ * intake thread's resize and tokenisation overlap the GPU's work. */
+static void *packed_main(void *arg)
 {
-    pthread_mutex_lock(&p->lock);
-    const int slot_free = p->n_free > 0;
-    pthread_mutex_unlock(&p->lock);
-    if (*closed || !slot_free) return NULL;
-    vh_frame_record *rec = wait ? vh_frame_queue_take(p->cfg.frames) : vh_frame_queue_try_take(p->cfg.frames, closed);
-    if (!rec) {
-        if (wait) *closed = 1; /* take() gives NULL only once the queue is closed */
-        return NULL;
-    }
-    pthread_mutex_lock(&p->lock);
-    vh_frame_job *job = p->free_jobs[--p->n_free];
-    pthread_mutex_unlock(&p->lock);
-    job->owner = rec;
-    vh_error err;
-    vh_error_clear(&err);
-    vh_status st = vh_frame_job_prepare(job, rec->result.frame_id, rec->rgb, rec->width, rec->height,
-                                        (size_t)rec->width * 3, rec->instruction, &err);
-    if (!st && rows_in_pass + job->n_rows > p->pass.max_rows)
-        st = vh_error_set(&err, VH_ERR_BAD_FRAME, "the instruction is too long to pack beside the frames in flight "
-                          "(%u prompt rows, %u rows a pass)", job->n_rows, p->pass.max_rows);
-    if (st) {
-        complete(p, job, st, &err);
-        return NULL;
-    }
-    return job;
-}
-
-/* Packed mode: every pass carries the prefills of up to images_per_pass new frames (their vision
- * as one batch first) and a decode row of every frame in flight; a frame enters when it arrives
- * and a KV slot is free, and leaves with its last token. Blocks for frames only when none is in
- * flight. */
-static void run_packed(vh_stage_pipeline *p)
-{
+    vh_stage_pipeline *p = ((stage_thread *)arg)->pipeline;
     vh_frame_job *active[MAX_JOBS], *pass[MAX_JOBS];
     uint32_t n_active = 0;
-    int closed = 0;
     for (;;) {
-        /* the new frames: while they fit beside the decode rows (a frame's rows are at most
-         * max_context; a pass holds images_per_pass of them) */
+        /* the new frames: while they fit beside the decode rows */
         uint32_t n_fresh = 0, rows = n_active;
-        while (n_fresh < p->pass.max_images && !closed) {
-            vh_frame_job *job = admit(p, n_active == 0 && n_fresh == 0, rows, &closed);
-            if (!job) {
-                int any_free;
-                pthread_mutex_lock(&p->lock);
-                any_free = p->n_free > 0;
-                pthread_mutex_unlock(&p->lock);
-                if (!any_free || closed || n_active || n_fresh) break; /* nothing more to wait for now */
-                continue; /* a frame failed to prepare: wait for the next */
-            }
+        pthread_mutex_lock(&p->lock);
+        while (!n_active && !p->n_waiting[0] && !p->stopping) pthread_cond_wait(&p->changed, &p->lock);
+        if (!n_active && !p->n_waiting[0]) { /* stopping, all done */
+            pthread_mutex_unlock(&p->lock);
+            return NULL;
+        }
+        while (n_fresh < p->pass.max_images && p->n_waiting[0] &&
+               rows + p->waiting[0][0]->n_rows <= p->pass.max_rows) {
+            vh_frame_job *job = pop_waiting(p, 0);
             pass[n_fresh++] = job;
             rows += job->n_rows;
         }
+        pthread_mutex_unlock(&p->lock);
+
         vh_error err;
         vh_error_clear(&err);
         vh_status st = VH_OK;
@@ -228,10 +197,7 @@ static void run_packed(vh_stage_pipeline *p)
             }
             n_fresh = 0;
         }
-        if (!n_fresh && !n_active) {
-            if (closed) return;
-            continue;
-        }
+        if (!n_fresh && !n_active) continue;
         uint32_t n = n_fresh;
         for (uint32_t i = 0; i < n_active; i++) pass[n++] = active[i];
         const vh_packed_pass before = p->pass;
@@ -256,7 +222,7 @@ static void run_packed(vh_stage_pipeline *p)
 static void *intake_main(void *arg)
 {
     vh_stage_pipeline *p = arg;
-    while (!p->packed) {
+    for (;;) {
         pthread_mutex_lock(&p->lock);
         while (p->n_free == 0) pthread_cond_wait(&p->changed, &p->lock);
         vh_frame_job *job = p->free_jobs[--p->n_free];
@@ -290,10 +256,9 @@ static void *intake_main(void *arg)
             pthread_mutex_unlock(&p->lock);
             vh_frame_job_set_split(job, vh_split_scheduler_choose(&p->scheduler, backlog));
         }
-        if (p->pipelined) enqueue(p, 0, job);
+        if (p->pipelined || p->packed) enqueue(p, 0, job);
         else run_serially(p, job);
     }
-    if (p->packed) run_packed(p);
     /* the queue is closed: let the frames in flight finish, then stop the stage threads */
     pthread_mutex_lock(&p->lock);
     while (p->n_free < p->n_jobs) pthread_cond_wait(&p->changed, &p->lock);
@@ -339,6 +304,12 @@ vh_status vh_stage_pipeline_start(const vh_pipeline_config *cfg, vh_stage_pipeli
             vh_trace_name_track(cfg->ctx->trace, i, name);
         }
         vh_trace_name_track(cfg->ctx->trace, plan->n_stages, "intake (resize, tokenise)");
+    }
+    if (p->packed) {
+        p->stages[0] = (stage_thread){.pipeline = p, .index = 0};
+        if (pthread_create(&p->stages[0].thread, NULL, packed_main, &p->stages[0]) != 0)
+            return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "cannot start the packed-pass thread");
+        p->n_stage_threads = 1;
     }
     if (p->pipelined) {
         for (uint32_t i = 0; i < p->n_stages; i++) {
