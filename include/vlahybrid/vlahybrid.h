@@ -119,19 +119,20 @@ typedef enum vh_decode_positions {
     VH_DECODE_POSITIONS_OPENVLA_HF440 = 1
 } vh_decode_positions;
 
-/* How a session with two backends runs its stages. */
+/* How a session runs its frames through the model's stages. */
 typedef enum vh_execution_mode {
-    /* Several frames in flight, one thread per stage: while the second stage runs frame t's token
-     * step, the first runs frame t+1's (vision, prefill or step). The default. Results are
-     * identical to SERIAL with the same backends and split. */
+    /* Two backends: several frames in flight, one thread per stage: while the second stage runs
+     * frame t's token step, the first runs frame t+1's (vision, prefill or step). Results are
+     * identical to SERIAL with the same backends and split. The default (one backend: serial). */
     VH_EXECUTION_PIPELINE = 0,
     /* One frame at a time; each of its passes goes through the stages in turn. */
     VH_EXECUTION_SERIAL = 1,
-    /* Cross-request packed decoding: every forward pass carries the prefill of at most one new
-     * frame and one decode row of each frame in flight (up to frames_in_flight, default the
-     * action's length), so the weights are read once for all of them. Higher throughput, longer
-     * latency per frame; a frame's action is returned as soon as its own tokens exist, whatever
-     * arrives after it. Works with one or two backends (their stages run each pass in turn). */
+    /* Cross-request packed decoding: every forward pass carries the prefills of the newest frames
+     * (one with the default frames_in_flight, the action's length; more with more) and one decode
+     * row of each frame in flight, so the weights are read once for all of them. Higher
+     * throughput, longer latency per frame; a frame's action is returned as soon as its own
+     * tokens exist, whatever arrives after it. Works with one or two backends (their stages run
+     * each pass in turn). */
     VH_EXECUTION_PACKED = 2
 } vh_execution_mode;
 
@@ -161,7 +162,7 @@ typedef struct vh_session_params {
                                     budget (weights, KV cache, work space, as the backend counts
                                     them). Otherwise: the split balancing the two stages' per-block
                                     costs, measured on both backends at create (and cached, see
-                                    doc/pipeline.md). Ignored with one backend. */
+                                    doc/architecture.md). Ignored with one backend. */
     vh_execution_mode execution_mode; /* default VH_EXECUTION_PIPELINE; one backend: serial */
     int32_t split_zone;          /* two backends: LLM blocks on each side of the split held by both
                                     stages, inside which the split follows the measured stage times
@@ -258,7 +259,6 @@ VH_API const char *vh_session_last_error(vh_session *session);
 VH_API vh_status vh_session_prompt_ids(vh_session *session, const char *instruction, int32_t *ids,
                                        size_t capacity, size_t *count);
 
-/* Facts about the loaded session. */
 /* One stage of a session: a backend and the blocks it holds. */
 typedef struct vh_stage_stats {
     char backend[32];
@@ -270,6 +270,7 @@ typedef struct vh_stage_stats {
     int64_t decode_block_ns;          /* ... in a one-token decode pass */
 } vh_stage_stats;
 
+/* Facts about the loaded session. */
 typedef struct vh_session_info {
     size_t struct_size;        /* set by vh_session_info_init() */
     uint32_t action_dim;       /* values per action */
@@ -286,7 +287,7 @@ typedef struct vh_session_info {
     vh_execution_mode execution_mode;
     uint32_t frames_in_flight;    /* at most this many frames between their first and last pass */
     uint32_t n_stages;
-    vh_stage_stats stages[4];
+    vh_stage_stats stages[4];     /* the first n_stages (at most 4) */
     int32_t llm_split;            /* two stages: LLM blocks on the first for the next frame; else -1 */
     uint32_t split_min, split_max;/* the dynamic zone the split moves in */
     uint32_t split_changes;       /* how often the scheduler moved it */
