@@ -15,10 +15,11 @@ vh_status vh_packed_pass_init(vh_packed_pass *p, const vh_job_context *ctx, uint
     p->max_images = max_images ? max_images : 1;
     p->max_rows = ctx->max_context * p->max_images;
     p->segments = calloc(max_jobs, sizeof *p->segments);
+    p->jobs = calloc(max_jobs, sizeof *p->jobs);
     p->tokens = calloc(p->max_rows, sizeof *p->tokens);
     p->out_tokens = calloc(max_jobs, sizeof *p->out_tokens);
     p->hidden = vh_plan_host_alloc(ctx->plan, sizeof(float) * p->max_rows * ctx->model->desc.llm.hidden);
-    if (!p->segments || !p->tokens || !p->out_tokens || !p->hidden) {
+    if (!p->segments || !p->jobs || !p->tokens || !p->out_tokens || !p->hidden) {
         vh_packed_pass_free(p);
         return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (packed pass)");
     }
@@ -28,6 +29,7 @@ vh_status vh_packed_pass_init(vh_packed_pass *p, const vh_job_context *ctx, uint
 void vh_packed_pass_free(vh_packed_pass *p)
 {
     free(p->segments);
+    free(p->jobs);
     free(p->tokens);
     free(p->out_tokens);
     if (p->hidden) vh_plan_host_free(p->ctx->plan, p->hidden);
@@ -72,10 +74,8 @@ vh_status vh_packed_pass_run_vision(vh_packed_pass *p, vh_frame_job *const *jobs
     return VH_OK;
 }
 
-vh_status vh_packed_pass_run(vh_packed_pass *p, vh_frame_job *const *jobs, uint32_t n, vh_error *err)
+vh_status vh_packed_pass_begin(vh_packed_pass *p, vh_frame_job *const *jobs, uint32_t n, vh_error *err)
 {
-    const vh_job_context *ctx = p->ctx;
-    const vh_plan *plan = ctx->plan;
     uint32_t prefills = 0;
     for (uint32_t i = 0; i < n; i++) prefills += jobs[i]->pass == VH_PASS_PREFILL;
     /* the prefills' patch embeddings are those of stage 0's last vision batch (image i, i-th prefill) */
@@ -86,24 +86,40 @@ vh_status vh_packed_pass_run(vh_packed_pass *p, vh_frame_job *const *jobs, uint3
     uint32_t rows = 0;
     for (uint32_t i = 0; i < n; i++) {
         const vh_batch *b = &jobs[i]->batch;
+        p->jobs[i] = jobs[i];
         p->segments[i] = jobs[i]->segment;
         memcpy(p->tokens + rows, b->tokens, sizeof(int32_t) * b->n_rows);
         rows += b->n_rows;
     }
-    vh_batch batch = {.n_segments = n, .segments = p->segments, .n_rows = rows, .tokens = p->tokens,
-                      .out_tokens = p->out_tokens};
-    char name[48];
-    snprintf(name, sizeof name, "pass %llu: %u prefill + %u steps", (unsigned long long)p->count, prefills,
+    p->n = n;
+    p->batch = (vh_batch){.n_segments = n, .segments = p->segments, .n_rows = rows, .tokens = p->tokens,
+                          .out_tokens = p->out_tokens};
+    snprintf(p->name, sizeof p->name, "pass %llu: %u prefill + %u steps", (unsigned long long)p->count, prefills,
              n - prefills);
-    const vh_rows_job r = {.plan = plan, .model = ctx->model, .copy_hidden = ctx->copy_hidden, .trace = ctx->trace,
-                           .name = name, .frame_id = jobs[0]->frame_id};
-    /* every frame of a pass has the plan's cut (the packed mode does not move it) */
-    for (uint32_t s = 0; s < plan->n_stages; s++) {
-        const uint32_t first = s == 0 ? ctx->model->llm_embed_block : jobs[0]->stage_end[s - 1];
-        vh_status st = vh_stage_run_rows(&r, s, &batch, p->hidden, first, jobs[0]->stage_end[s], &p->stage_time[s], err);
-        if (st) return st;
-    }
-    for (uint32_t i = 0; i < n; i++) jobs[i]->next_token = p->out_tokens[i];
-    p->count++;
     return VH_OK;
+}
+
+vh_status vh_packed_pass_stage(vh_packed_pass *p, uint32_t stage, vh_error *err)
+{
+    const vh_job_context *ctx = p->ctx;
+    const vh_rows_job r = {.plan = ctx->plan, .model = ctx->model, .copy_hidden = ctx->copy_hidden,
+                           .trace = ctx->trace, .name = p->name, .frame_id = p->jobs[0]->frame_id};
+    /* every frame of a pass has the plan's cut (the packed mode does not move it) */
+    const uint32_t *end = p->jobs[0]->stage_end;
+    const uint32_t first = stage == 0 ? ctx->model->llm_embed_block : end[stage - 1];
+    return vh_stage_run_rows(&r, stage, &p->batch, p->hidden, first, end[stage], &p->stage_time[stage], err);
+}
+
+void vh_packed_pass_end(vh_packed_pass *p)
+{
+    for (uint32_t i = 0; i < p->n; i++) p->jobs[i]->next_token = p->out_tokens[i];
+    p->count++;
+}
+
+vh_status vh_packed_pass_run(vh_packed_pass *p, vh_frame_job *const *jobs, uint32_t n, vh_error *err)
+{
+    vh_status st = vh_packed_pass_begin(p, jobs, n, err);
+    for (uint32_t s = 0; s < p->ctx->plan->n_stages && !st; s++) st = vh_packed_pass_stage(p, s, err);
+    if (!st) vh_packed_pass_end(p);
+    return st;
 }

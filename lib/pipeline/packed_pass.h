@@ -7,7 +7,8 @@
  * gives one token per segment (only each segment's last row goes through the final norm and the
  * LM head). Frames of any prompt length mix.
  *
- * The pass runs every stage in turn in the calling thread.
+ * A pass runs every stage in turn (vh_packed_pass_run), or stage by stage in different threads
+ * (begin / stage / end): two passes, each with its own buffers, then overlap across two stages.
  */
 #ifndef VH_PIPELINE_PACKED_PASS_H
 #define VH_PIPELINE_PACKED_PASS_H
@@ -22,6 +23,10 @@ typedef struct vh_packed_pass {
     int32_t *tokens;                   /* [max_rows] the packed rows' tokens */
     int32_t *out_tokens;               /* [max_jobs] */
     float *hidden;                     /* [max_rows, Dl] the packed rows between stages */
+    vh_frame_job **jobs;               /* [max_jobs] the current pass's frames */
+    uint32_t n;
+    vh_batch batch;                    /* the current pass */
+    char name[48];                     /* its name in the trace */
     uint64_t count;                    /* passes run */
     vh_rows_timing stage_time[VH_MAX_STAGES]; /* all passes */
 } vh_packed_pass;
@@ -42,5 +47,11 @@ vh_status vh_packed_pass_run_vision(vh_packed_pass *p, vh_frame_job *const *jobs
  * order), then frames at a decode step. Every job's next_token is set; then call
  * vh_frame_job_advance on each. The rows must fit (vh_packed_pass_rows <= max_rows). */
 vh_status vh_packed_pass_run(vh_packed_pass *p, vh_frame_job *const *jobs, uint32_t n, vh_error *err);
+
+/* The same in steps, for stages in different threads: begin (the batch), each stage in order (the
+ * rows cross through the pass's own buffer), end (every job's next_token). */
+vh_status vh_packed_pass_begin(vh_packed_pass *p, vh_frame_job *const *jobs, uint32_t n, vh_error *err);
+vh_status vh_packed_pass_stage(vh_packed_pass *p, uint32_t stage, vh_error *err);
+void vh_packed_pass_end(vh_packed_pass *p);
 
 #endif
