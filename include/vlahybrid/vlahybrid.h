@@ -131,8 +131,8 @@ typedef enum vh_execution_mode {
      * (one with the default frames_in_flight, the action's length; more with more) and one decode
      * row of each frame in flight, so the weights are read once for all of them. Higher
      * throughput, longer latency per frame; a frame's action is returned as soon as its own
-     * tokens exist, whatever arrives after it. Works with one or two backends (their stages run
-     * each pass in turn). */
+     * tokens exist, whatever arrives after it. With two backends two groups of frames alternate:
+     * stage 0 runs one group's pass while stage 1 finishes the other's. */
     VH_EXECUTION_PACKED = 2
 } vh_execution_mode;
 
@@ -174,9 +174,11 @@ typedef struct vh_session_params {
                                     at once, each with its own KV cache slot on every stage (1..32).
                                     Default 0: pipeline, as many as stages (more hide the passes'
                                     ping-pong between the stages better); packed, the action's
-                                    length (7 for OpenVLA: a frame enters with each pass). Packed
-                                    with more: a pass takes up to ceil(frames_in_flight / action
-                                    length) new frames at once (vision and prefills batched). */
+                                    length (7 for OpenVLA: a frame enters with each pass), twice
+                                    that with two stages (two groups of passes alternate over
+                                    them). Packed with more: a pass takes up to
+                                    ceil(frames_in_flight / action length) new frames at once
+                                    (vision and prefills batched). */
 } vh_session_params;
 
 VH_API void vh_session_params_init_sized(vh_session_params *params, size_t struct_size);

@@ -17,12 +17,28 @@ typedef struct stage_thread {
     pthread_t thread;
 } stage_thread;
 
+/* A packed pass and the frames it carries from pass to pass. With two stages two groups
+ * alternate, so stage 0 runs one group's pass while stage 1 finishes the other's. */
+typedef struct pass_group {
+    vh_packed_pass pass;
+    uint32_t capacity;                 /* frames the group holds at most */
+    vh_frame_job *active[MAX_JOBS];    /* frames between passes (at a decode step) */
+    uint32_t n_active;
+    vh_frame_job *in_pass[MAX_JOBS];   /* the current pass: new frames first, then active ones */
+    uint32_t n_in_pass;
+    vh_status failed;                  /* the current pass failed on a stage */
+    vh_error err;
+} pass_group;
+
 struct vh_stage_pipeline {
     vh_pipeline_config cfg;
     uint32_t n_stages, n_jobs;
     int pipelined;
-    int packed;                        /* packed passes in the intake thread */
-    vh_packed_pass pass;
+    int packed;                        /* packed passes (pass groups) */
+    pass_group groups[2];              /* one doing every stage, or two alternating over two stages */
+    uint32_t n_groups;
+    pass_group *group_waiting[VH_MAX_STAGES][2]; /* per stage, oldest first */
+    uint32_t n_group_waiting[VH_MAX_STAGES];
     int has_scheduler;
     vh_split_scheduler scheduler;
     vh_frame_job jobs[MAX_JOBS];
@@ -161,62 +177,136 @@ static void *stage_main(void *arg)
     }
 }
 
-/* Packed mode, in its own thread: every pass carries the prefills of up to images_per_pass new
- * frames (prepared by the intake thread, their vision run here as one batch) and a decode row of
- * every frame in flight; a frame enters when it is ready and leaves with its last token. The
- * intake thread's resize and tokenisation overlap the GPU's work. */
-static void *packed_main(void *arg)
+/* Packed mode. Frames prepared by the intake thread wait at stage 0's queue; a pass takes the
+ * prefills of up to max_images of them (their vision run here as one batch) beside a decode row
+ * of every frame the group has in flight; a frame leaves with its last token. */
+
+/* Count a group's pass on `stage` in the statistics: its time there since `before`. Lock held. */
+static void account(vh_stage_pipeline *p, const pass_group *g, uint32_t stage, vh_rows_timing before)
+{
+    p->passes[stage]++;
+    p->busy_ns[stage] += g->pass.stage_time[stage].busy_ns - before.busy_ns;
+    p->handoff_ns[stage] += g->pass.stage_time[stage].handoff_ns - before.handoff_ns;
+}
+
+/* Stage 0 of a group's pass: admit new frames, run their vision, start the pass. Returns with
+ * g->in_pass filled (possibly empty) and g->failed set. Lock held on entry and on return. */
+static void start_group_pass(vh_stage_pipeline *p, pass_group *g)
+{
+    uint32_t n_fresh = 0, rows = g->n_active;
+    while (n_fresh < g->pass.max_images && g->n_active + n_fresh < g->capacity && p->n_waiting[0] &&
+           rows + p->waiting[0][0]->n_rows <= g->pass.max_rows) {
+        vh_frame_job *job = pop_waiting(p, 0);
+        g->in_pass[n_fresh++] = job;
+        rows += job->n_rows;
+    }
+    pthread_mutex_unlock(&p->lock);
+
+    vh_error_clear(&g->err);
+    g->failed = VH_OK;
+    const vh_rows_timing before = g->pass.stage_time[0];
+    if (n_fresh && (g->failed = vh_packed_pass_run_vision(&g->pass, g->in_pass, n_fresh, &g->err))) {
+        for (uint32_t i = 0; i < n_fresh; i++) {
+            vh_error each = g->err;
+            complete(p, g->in_pass[i], g->failed, &each);
+        }
+        n_fresh = 0;
+        g->failed = VH_OK;
+    }
+    g->n_in_pass = n_fresh;
+    for (uint32_t i = 0; i < g->n_active; i++) g->in_pass[g->n_in_pass++] = g->active[i];
+    g->n_active = 0;
+    if (g->n_in_pass && !(g->failed = vh_packed_pass_begin(&g->pass, g->in_pass, g->n_in_pass, &g->err)))
+        g->failed = vh_packed_pass_stage(&g->pass, 0, &g->err);
+    pthread_mutex_lock(&p->lock);
+    if (g->n_in_pass) account(p, g, 0, before);
+}
+
+/* After the last stage: every frame of the pass takes its token and goes on, or is answered. */
+static void finish_group_pass(vh_stage_pipeline *p, pass_group *g)
+{
+    if (!g->failed) vh_packed_pass_end(&g->pass);
+    for (uint32_t i = 0; i < g->n_in_pass; i++) { /* a failed pass fails every frame in it */
+        vh_error each = g->err;
+        if (g->failed) complete(p, g->in_pass[i], g->failed, &each);
+        else if (vh_frame_job_advance(g->in_pass[i])) g->active[g->n_active++] = g->in_pass[i];
+        else complete(p, g->in_pass[i], VH_OK, &each);
+    }
+    g->n_in_pass = 0;
+}
+
+/* The stage-0 thread: one group through every stage, or (two stages) each group's stage 0. */
+static void *packed_stage0_main(void *arg)
 {
     vh_stage_pipeline *p = ((stage_thread *)arg)->pipeline;
-    vh_frame_job *active[MAX_JOBS], *pass[MAX_JOBS];
-    uint32_t n_active = 0;
+    const int alone = p->n_groups == 1;
+    pthread_mutex_lock(&p->lock);
     for (;;) {
-        /* the new frames: while they fit beside the decode rows */
-        uint32_t n_fresh = 0, rows = n_active;
-        pthread_mutex_lock(&p->lock);
-        while (!n_active && !p->n_waiting[0] && !p->stopping) pthread_cond_wait(&p->changed, &p->lock);
-        if (!n_active && !p->n_waiting[0]) { /* stopping, all done */
-            pthread_mutex_unlock(&p->lock);
-            return NULL;
-        }
-        while (n_fresh < p->pass.max_images && p->n_waiting[0] &&
-               rows + p->waiting[0][0]->n_rows <= p->pass.max_rows) {
-            vh_frame_job *job = pop_waiting(p, 0);
-            pass[n_fresh++] = job;
-            rows += job->n_rows;
-        }
-        pthread_mutex_unlock(&p->lock);
-
-        vh_error err;
-        vh_error_clear(&err);
-        vh_status st = VH_OK;
-        if (n_fresh && (st = vh_packed_pass_run_vision(&p->pass, pass, n_fresh, &err))) {
-            for (uint32_t i = 0; i < n_fresh; i++) {
-                vh_error each = err;
-                complete(p, pass[i], st, &each);
+        /* a group at stage 0 with work: frames in flight, or room for a waiting frame */
+        pass_group *g = NULL;
+        for (uint32_t k = 0; k < p->n_group_waiting[0] && !g; k++) {
+            pass_group *c = p->group_waiting[0][k];
+            if (c->n_active || (p->n_waiting[0] && c->n_active < c->capacity)) {
+                g = c;
+                memmove(&p->group_waiting[0][k], &p->group_waiting[0][k + 1],
+                        sizeof(pass_group *) * (p->n_group_waiting[0] - k - 1));
+                p->n_group_waiting[0]--;
             }
-            n_fresh = 0;
         }
-        if (!n_fresh && !n_active) continue;
-        uint32_t n = n_fresh;
-        for (uint32_t i = 0; i < n_active; i++) pass[n++] = active[i];
-        const vh_packed_pass before = p->pass;
-        st = vh_packed_pass_run(&p->pass, pass, n, &err);
-        pthread_mutex_lock(&p->lock);
-        for (uint32_t i = 0; i < p->n_stages; i++) {
-            p->passes[i]++;
-            p->busy_ns[i] += p->pass.stage_time[i].busy_ns - before.stage_time[i].busy_ns;
-            p->handoff_ns[i] += p->pass.stage_time[i].handoff_ns - before.stage_time[i].handoff_ns;
+        if (!g) {
+            if (p->stopping) break;
+            pthread_cond_wait(&p->changed, &p->lock);
+            continue;
         }
-        pthread_mutex_unlock(&p->lock);
-        n_active = 0;
-        for (uint32_t i = 0; i < n; i++) { /* a failed pass fails every frame in it */
-            vh_error each = err;
-            if (st) complete(p, pass[i], st, &each);
-            else if (vh_frame_job_advance(pass[i])) active[n_active++] = pass[i];
-            else complete(p, pass[i], VH_OK, &each);
+        start_group_pass(p, g);
+        if (alone) { /* the other stages here too */
+            pthread_mutex_unlock(&p->lock);
+            for (uint32_t s = 1; s < p->n_stages && g->n_in_pass && !g->failed; s++) {
+                const vh_rows_timing before = g->pass.stage_time[s];
+                g->failed = vh_packed_pass_stage(&g->pass, s, &g->err);
+                pthread_mutex_lock(&p->lock);
+                account(p, g, s, before);
+                pthread_mutex_unlock(&p->lock);
+            }
+            finish_group_pass(p, g);
+            pthread_mutex_lock(&p->lock);
+            p->group_waiting[0][p->n_group_waiting[0]++] = g;
+        } else if (g->n_in_pass) {
+            p->group_waiting[1][p->n_group_waiting[1]++] = g;
+            pthread_cond_broadcast(&p->changed);
+        } else {
+            p->group_waiting[0][p->n_group_waiting[0]++] = g;
         }
     }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+/* The stage-1 thread of two pipelined groups: the pass's second half, then back to stage 0. */
+static void *packed_stage1_main(void *arg)
+{
+    vh_stage_pipeline *p = ((stage_thread *)arg)->pipeline;
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        if (!p->n_group_waiting[1]) {
+            if (p->stopping) break;
+            pthread_cond_wait(&p->changed, &p->lock);
+            continue;
+        }
+        pass_group *g = p->group_waiting[1][0];
+        memmove(&p->group_waiting[1][0], &p->group_waiting[1][1], sizeof(pass_group *) * (p->n_group_waiting[1] - 1));
+        p->n_group_waiting[1]--;
+        pthread_mutex_unlock(&p->lock);
+        const vh_rows_timing before = g->pass.stage_time[1];
+        if (!g->failed) g->failed = vh_packed_pass_stage(&g->pass, 1, &g->err);
+        finish_group_pass(p, g);
+        pthread_mutex_lock(&p->lock);
+        account(p, g, 1, before);
+        p->group_waiting[0][p->n_group_waiting[0]++] = g;
+        pthread_cond_broadcast(&p->changed);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
 }
 
 static void *intake_main(void *arg)
@@ -293,9 +383,16 @@ vh_status vh_stage_pipeline_start(const vh_pipeline_config *cfg, vh_stage_pipeli
         p->n_jobs_ready++;
         p->free_jobs[p->n_free++] = &p->jobs[j];
     }
-    if (p->packed) {
-        vh_status st = vh_packed_pass_init(&p->pass, cfg->ctx, p->n_jobs, cfg->images_per_pass, err);
-        if (st) return st;
+    if (p->packed) { /* two stages and room for two groups: they alternate over the stages */
+        const uint32_t dim = cfg->action_tokens ? cfg->action_tokens : 1;
+        p->n_groups = plan->n_stages == 2 && p->n_jobs >= 2 ? 2 : 1;
+        for (uint32_t k = 0; k < p->n_groups; k++) {
+            pass_group *g = &p->groups[k];
+            g->capacity = p->n_jobs / p->n_groups + (k < p->n_jobs % p->n_groups);
+            vh_status st = vh_packed_pass_init(&g->pass, cfg->ctx, g->capacity, (g->capacity + dim - 1) / dim, err);
+            if (st) return st;
+            p->group_waiting[0][p->n_group_waiting[0]++] = g;
+        }
     }
     if (cfg->ctx->trace) {
         char name[64];
@@ -305,11 +402,11 @@ vh_status vh_stage_pipeline_start(const vh_pipeline_config *cfg, vh_stage_pipeli
         }
         vh_trace_name_track(cfg->ctx->trace, plan->n_stages, "intake (resize, tokenise)");
     }
-    if (p->packed) {
-        p->stages[0] = (stage_thread){.pipeline = p, .index = 0};
-        if (pthread_create(&p->stages[0].thread, NULL, packed_main, &p->stages[0]) != 0)
-            return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "cannot start the packed-pass thread");
-        p->n_stage_threads = 1;
+    for (uint32_t i = 0; p->packed && i < p->n_groups; i++) {
+        p->stages[i] = (stage_thread){.pipeline = p, .index = i};
+        if (pthread_create(&p->stages[i].thread, NULL, i ? packed_stage1_main : packed_stage0_main, &p->stages[i]))
+            return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "cannot start the packed-pass threads");
+        p->n_stage_threads++;
     }
     if (p->pipelined) {
         for (uint32_t i = 0; i < p->n_stages; i++) {
@@ -338,7 +435,8 @@ void vh_stage_pipeline_stop(vh_stage_pipeline *p)
     }
     for (uint32_t i = 0; i < p->n_stage_threads; i++) pthread_join(p->stages[i].thread, NULL);
     for (uint32_t j = 0; j < p->n_jobs_ready; j++) vh_frame_job_free(&p->jobs[j]);
-    if (p->pass.ctx) vh_packed_pass_free(&p->pass);
+    for (uint32_t k = 0; k < p->n_groups; k++)
+        if (p->groups[k].pass.ctx) vh_packed_pass_free(&p->groups[k].pass);
     if (p->has_scheduler) vh_split_scheduler_destroy(&p->scheduler);
     pthread_cond_destroy(&p->changed);
     pthread_mutex_destroy(&p->lock);
