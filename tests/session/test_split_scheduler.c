@@ -52,15 +52,22 @@ static vh_frame_job frame(uint32_t split, uint32_t n, double block0, double bloc
     return j;
 }
 
+/* A plan of n LLM blocks cut at `split`, free to move in [lo, hi]. */
+static vh_plan zone_plan(uint32_t n, uint32_t split, uint32_t lo, uint32_t hi)
+{
+    vh_plan plan;
+    memset(&plan, 0, sizeof plan);
+    plan.n_llm_layers = n;
+    plan.llm_split = split;
+    plan.split_min = lo;
+    plan.split_max = hi;
+    return plan;
+}
+
 START_TEST(test_scheduler_moves_towards_balance)
 {
     /* 8 blocks, given split 4 with a zone of 2: the cut may go to 2..6 */
-    vh_plan plan;
-    memset(&plan, 0, sizeof plan);
-    plan.n_llm_layers = 8;
-    plan.llm_split = 4;
-    plan.split_min = 2;
-    plan.split_max = 6;
+    vh_plan plan = zone_plan(8, 4, 2, 6);
     vh_split_scheduler s;
     vh_split_scheduler_init(&s, &plan, 7, NULL);
     const uint32_t none[2] = {0, 0};
@@ -94,12 +101,7 @@ END_TEST
 
 START_TEST(test_scheduler_small_gain_and_backlog)
 {
-    vh_plan plan;
-    memset(&plan, 0, sizeof plan);
-    plan.n_llm_layers = 10;
-    plan.llm_split = 5;
-    plan.split_min = 3;
-    plan.split_max = 7;
+    vh_plan plan = zone_plan(10, 5, 3, 7);
     vh_split_scheduler s;
     vh_split_scheduler_init(&s, &plan, 7, NULL);
     /* balanced at 5 but for a 1% edge on stage 1: no move for it */
