@@ -155,21 +155,23 @@ static void plan_work(vh_executor *e, cuda_arena *a)
             NP = max64(NP, v->n_patches);
             S = max64(S, v->image_size);
         }
+        /* a block runs its row-wise steps and GEMMs over all images' tokens at once */
+        const uint64_t IT = images * T;
         e->vit.pixels = arena_take(a, 3 * S * S * 4);
         e->vit.patches = arena_take(a, NP * PP3 * 2);
-        e->vit.xn = arena_take(a, T * D * 2);
-        e->vit.qkv = arena_take(a, T * 3 * D * 4);
-        e->vit.q = arena_take(a, T * D * 2);
-        e->vit.k = arena_take(a, T * D * 2);
-        e->vit.v = arena_take(a, T * D * 2);
-        e->vit.attn = arena_take(a, T * D * 2);
-        e->vit.tmp = arena_take(a, max64(T, NP) * D * 4);
-        e->vit.mlp = arena_take(a, T * H * 4);
-        e->vit.mlp_bf16 = arena_take(a, T * H * 2);
+        e->vit.xn = arena_take(a, IT * D * 2);
+        e->vit.qkv = arena_take(a, IT * 3 * D * 4);
+        e->vit.q = arena_take(a, IT * D * 2);
+        e->vit.k = arena_take(a, IT * D * 2);
+        e->vit.v = arena_take(a, IT * D * 2);
+        e->vit.attn = arena_take(a, IT * D * 2);
+        e->vit.tmp = arena_take(a, max64(IT, NP) * D * 4);
+        e->vit.mlp = arena_take(a, IT * H * 4);
+        e->vit.mlp_bf16 = arena_take(a, IT * H * 2);
     }
     if (has_proj || has_llm) e->proj.patch_embeds = arena_take(a, images * m->n_image_tokens * m->llm.hidden * 4);
-    if (has_proj) {
-        const uint64_t N = m->n_image_tokens;
+    if (has_proj) { /* all images' rows at once */
+        const uint64_t N = images * m->n_image_tokens;
         e->proj.in = arena_take(a, N * m->vision_dim * 2);
         e->proj.h1 = arena_take(a, N * m->projector_hidden * 4);
         e->proj.h1_bf16 = arena_take(a, N * m->projector_hidden * 2);

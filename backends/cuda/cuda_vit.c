@@ -41,69 +41,75 @@ vh_status cuda_vit_embed(vh_executor *e, const cuda_block *b, const vh_batch *ba
     return VH_OK;
 }
 
-/* timm Block: x = x + ls1 * proj(attn(norm1(x))); x = x + ls2 * fc2(gelu(fc1(norm2(x)))) */
+/* timm Block: x = x + ls1 * proj(attn(norm1(x))); x = x + ls2 * fc2(gelu(fc1(norm2(x))))
+ * The images' tokens are contiguous, so every row-wise step and GEMM runs once over all images
+ * (M = images x T: several frames' towers at GEMM sizes nearer the GPU's peak); attention per
+ * image. */
 vh_status cuda_vit_block(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size)
 {
     const uint32_t t = b->desc->tower;
     const vh_vit_desc *v = &e->model->towers[t];
     const int D = (int)v->embed_dim, H = (int)v->mlp_hidden, T = (int)(v->n_prefix + v->n_patches);
+    const int R = (int)batch->n_images * T;
     vit_buffers *s = &e->vit;
     const float scale = (float)(1.0 / sqrt((double)v->head_dim));
+    float *x = tower_tokens(e, t, 0);
     vh_status st;
+    vhc_layernorm_bf16(e->stream, x, b->vec[VH_VIT_NORM1_W], b->vec[VH_VIT_NORM1_B], s->xn, R, D, v->norm_eps);
+    if ((st = vhc_linear(e->gemm, s->xn, D, R, D, b->mat[VH_VIT_QKV_W], 3 * D, s->qkv, 3 * D, 0, err, err_size)))
+        return st;
+    vhc_vit_qkv_split(e->stream, s->qkv, b->vec[VH_VIT_QKV_B], s->q, s->k, s->v, R, D);
     for (uint32_t i = 0; i < batch->n_images; i++) {
-        float *x = tower_tokens(e, t, i);
-        vhc_layernorm_bf16(e->stream, x, b->vec[VH_VIT_NORM1_W], b->vec[VH_VIT_NORM1_B], s->xn, T, D, v->norm_eps);
-        if ((st = vhc_linear(e->gemm, s->xn, D, T, D, b->mat[VH_VIT_QKV_W], 3 * D, s->qkv, 3 * D, 0, err, err_size)))
-            return st;
-        vhc_vit_qkv_split(e->stream, s->qkv, b->vec[VH_VIT_QKV_B], s->q, s->k, s->v, T, D);
-        vhc_attention(e->stream, s->q, D, s->k, s->v, D, NULL, T, s->attn, D, T, (int)v->n_heads, (int)v->n_heads,
-                      (int)v->head_dim, scale);
-        if ((st = vhc_linear(e->gemm, s->attn, D, T, D, b->mat[VH_VIT_PROJ_W], D, s->tmp, D, 0, err, err_size)))
-            return st;
-        vhc_residual_add(e->stream, x, s->tmp, b->vec[VH_VIT_PROJ_B], b->vec[VH_VIT_LS1], T, D);
-
-        vhc_layernorm_bf16(e->stream, x, b->vec[VH_VIT_NORM2_W], b->vec[VH_VIT_NORM2_B], s->xn, T, D, v->norm_eps);
-        if ((st = vhc_linear(e->gemm, s->xn, D, T, D, b->mat[VH_VIT_FC1_W], H, s->mlp, H, 0, err, err_size))) return st;
-        vhc_bias_gelu_bf16(e->stream, s->mlp, b->vec[VH_VIT_FC1_B], s->mlp_bf16, T, H);
-        if ((st = vhc_linear(e->gemm, s->mlp_bf16, H, T, H, b->mat[VH_VIT_FC2_W], D, s->tmp, D, 0, err, err_size)))
-            return st;
-        vhc_residual_add(e->stream, x, s->tmp, b->vec[VH_VIT_FC2_B], b->vec[VH_VIT_LS2], T, D);
+        const int64_t at = (int64_t)i * T * D;
+        vhc_attention(e->stream, s->q + at, D, s->k + at, s->v + at, D, NULL, T, s->attn + at, D, T, (int)v->n_heads,
+                      (int)v->n_heads, (int)v->head_dim, scale);
     }
+    if ((st = vhc_linear(e->gemm, s->attn, D, R, D, b->mat[VH_VIT_PROJ_W], D, s->tmp, D, 0, err, err_size)))
+        return st;
+    vhc_residual_add(e->stream, x, s->tmp, b->vec[VH_VIT_PROJ_B], b->vec[VH_VIT_LS1], R, D);
+
+    vhc_layernorm_bf16(e->stream, x, b->vec[VH_VIT_NORM2_W], b->vec[VH_VIT_NORM2_B], s->xn, R, D, v->norm_eps);
+    if ((st = vhc_linear(e->gemm, s->xn, D, R, D, b->mat[VH_VIT_FC1_W], H, s->mlp, H, 0, err, err_size))) return st;
+    vhc_bias_gelu_bf16(e->stream, s->mlp, b->vec[VH_VIT_FC1_B], s->mlp_bf16, R, H);
+    if ((st = vhc_linear(e->gemm, s->mlp_bf16, H, R, H, b->mat[VH_VIT_FC2_W], D, s->tmp, D, 0, err, err_size)))
+        return st;
+    vhc_residual_add(e->stream, x, s->tmp, b->vec[VH_VIT_FC2_B], b->vec[VH_VIT_LS2], R, D);
     return VH_OK;
 }
 
-/* PrismaticProjector on the towers' patch tokens, concatenated on channels. */
+/* PrismaticProjector on the towers' patch tokens, concatenated on channels; all images' rows
+ * at once (image i's patch embeddings at patch_embeds + i N Dl). */
 vh_status cuda_projector(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size)
 {
     const vh_model_desc *m = e->model;
     const int N = (int)m->n_image_tokens, Dv = (int)m->vision_dim, H1 = (int)m->projector_hidden;
-    const int Dl = (int)m->llm.hidden;
+    const int Dl = (int)m->llm.hidden, R = (int)batch->n_images * N;
     projector_buffers *p = &e->proj;
     vh_status st;
     for (uint32_t i = 0; i < batch->n_images; i++) {
         int col = 0;
         for (uint32_t t = 0; t < m->n_towers; t++) {
             const vh_vit_desc *v = &m->towers[t];
-            vhc_gather_patches_bf16(e->stream, tower_tokens(e, t, i), (int)v->n_prefix, N, (int)v->embed_dim, p->in,
-                                    col, Dv);
+            vhc_gather_patches_bf16(e->stream, tower_tokens(e, t, i), (int)v->n_prefix, N, (int)v->embed_dim,
+                                    p->in + (size_t)i * N * Dv, col, Dv);
             col += (int)v->embed_dim;
         }
-        float *out = p->patch_embeds + (size_t)i * N * Dl;
-        if ((st = vhc_linear(e->gemm, p->in, Dv, N, Dv, b->mat[VH_PROJ_FC1_W], H1, p->h1, H1, 0, err, err_size)))
+    }
+    float *out = p->patch_embeds;
+    if ((st = vhc_linear(e->gemm, p->in, Dv, R, Dv, b->mat[VH_PROJ_FC1_W], H1, p->h1, H1, 0, err, err_size)))
+        return st;
+    vhc_bias_gelu_bf16(e->stream, p->h1, b->vec[VH_PROJ_FC1_B], p->h1_bf16, R, H1);
+    if (m->projector_layers == 3) {
+        if ((st = vhc_linear(e->gemm, p->h1_bf16, H1, R, H1, b->mat[VH_PROJ_FC2_W], Dl, p->h2, Dl, 0, err, err_size)))
             return st;
-        vhc_bias_gelu_bf16(e->stream, p->h1, b->vec[VH_PROJ_FC1_B], p->h1_bf16, N, H1);
-        if (m->projector_layers == 3) {
-            if ((st = vhc_linear(e->gemm, p->h1_bf16, H1, N, H1, b->mat[VH_PROJ_FC2_W], Dl, p->h2, Dl, 0, err, err_size)))
-                return st;
-            vhc_bias_gelu_bf16(e->stream, p->h2, b->vec[VH_PROJ_FC2_B], p->h2_bf16, N, Dl);
-            if ((st = vhc_linear(e->gemm, p->h2_bf16, Dl, N, Dl, b->mat[VH_PROJ_FC3_W], Dl, out, Dl, 0, err, err_size)))
-                return st;
-            vhc_bias_add_f32(e->stream, out, b->vec[VH_PROJ_FC3_B], out, N, Dl);
-        } else {
-            if ((st = vhc_linear(e->gemm, p->h1_bf16, H1, N, H1, b->mat[VH_PROJ_FC2_W], Dl, out, Dl, 0, err, err_size)))
-                return st;
-            vhc_bias_add_f32(e->stream, out, b->vec[VH_PROJ_FC2_B], out, N, Dl);
-        }
+        vhc_bias_gelu_bf16(e->stream, p->h2, b->vec[VH_PROJ_FC2_B], p->h2_bf16, R, Dl);
+        if ((st = vhc_linear(e->gemm, p->h2_bf16, Dl, R, Dl, b->mat[VH_PROJ_FC3_W], Dl, out, Dl, 0, err, err_size)))
+            return st;
+        vhc_bias_add_f32(e->stream, out, b->vec[VH_PROJ_FC3_B], out, R, Dl);
+    } else {
+        if ((st = vhc_linear(e->gemm, p->h1_bf16, H1, R, H1, b->mat[VH_PROJ_FC2_W], Dl, out, Dl, 0, err, err_size)))
+            return st;
+        vhc_bias_add_f32(e->stream, out, b->vec[VH_PROJ_FC2_B], out, R, Dl);
     }
     return VH_OK;
 }
