@@ -272,6 +272,8 @@ START_TEST(test_packed_equals_serial)
         {ONE_STAGE, -1, 14, BURST, "burst, 14 in flight (2 new frames a pass)"},
         {ONE_STAGE, -1, 20, GROUPS_WITH_GAPS, "groups with gaps, 20 in flight (3 new frames a pass)"},
         {PIPELINE_STAGES, 1, 0, BURST, "two stages, burst"},
+        {PIPELINE_STAGES, 1, 1, BURST, "two stages, 1 in flight (one group)"},
+        {PIPELINE_STAGES, 1, 3, GROUPS_WITH_GAPS, "two stages, 3 in flight (groups of 2 and 1)"},
     };
     for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
         run_stream(st, &f, runs[r].backends, runs[r].split, -1, VH_EXECUTION_PACKED, runs[r].in_flight, runs[r].how,
