@@ -25,7 +25,6 @@ vh_status vh_frame_job_init(vh_frame_job *job, const vh_job_context *ctx, uint32
     job->tokens = malloc(sizeof *job->tokens * ctx->max_context);
     job->hidden = vh_plan_host_alloc(ctx->plan, sizeof(float) * ctx->max_context * m->desc.llm.hidden);
     if (!job->tokens || !job->hidden) goto oom;
-    vh_frame_job_set_split(job, ctx->plan->llm_split);
     return VH_OK;
 oom:
     vh_frame_job_free(job);

@@ -15,11 +15,12 @@ vh_status vh_packed_pass_init(vh_packed_pass *p, const vh_job_context *ctx, uint
     p->max_images = max_images ? max_images : 1;
     p->max_rows = ctx->max_context * p->max_images;
     p->segments = calloc(max_jobs, sizeof *p->segments);
+    p->planes = calloc((size_t)p->max_images * ctx->model->desc.n_towers, sizeof *p->planes);
     p->jobs = calloc(max_jobs, sizeof *p->jobs);
     p->tokens = calloc(p->max_rows, sizeof *p->tokens);
     p->out_tokens = calloc(max_jobs, sizeof *p->out_tokens);
     p->hidden = vh_plan_host_alloc(ctx->plan, sizeof(float) * p->max_rows * ctx->model->desc.llm.hidden);
-    if (!p->segments || !p->jobs || !p->tokens || !p->out_tokens || !p->hidden) {
+    if (!p->segments || !p->planes || !p->jobs || !p->tokens || !p->out_tokens || !p->hidden) {
         vh_packed_pass_free(p);
         return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (packed pass)");
     }
@@ -29,6 +30,7 @@ vh_status vh_packed_pass_init(vh_packed_pass *p, const vh_job_context *ctx, uint
 void vh_packed_pass_free(vh_packed_pass *p)
 {
     free(p->segments);
+    free(p->planes);
     free(p->jobs);
     free(p->tokens);
     free(p->out_tokens);
@@ -49,12 +51,9 @@ vh_status vh_packed_pass_run_vision(vh_packed_pass *p, vh_frame_job *const *jobs
     const uint32_t towers = m->desc.n_towers;
     if (n == 0 || n > p->max_images)
         return vh_error_set(err, VH_ERR_INTERNAL, "vision batch of %u images (at most %u)", n, p->max_images);
-    const float *planes[VH_MAX_TOWERS * 32]; /* image-major: [image][tower] */
-    if ((size_t)n * towers > sizeof planes / sizeof planes[0])
-        return vh_error_set(err, VH_ERR_INTERNAL, "vision batch of %u images is too large", n);
     for (uint32_t i = 0; i < n; i++)
-        for (uint32_t t = 0; t < towers; t++) planes[i * towers + t] = jobs[i]->pixels[t];
-    vh_batch vision = {.n_images = n, .pixels = planes};
+        for (uint32_t t = 0; t < towers; t++) p->planes[i * towers + t] = jobs[i]->pixels[t];
+    vh_batch vision = {.n_images = n, .pixels = p->planes};
     int64_t t0 = vh_now_ns();
     vh_status st = vh_stage_run_range(&p->ctx->plan->stages[0], &vision, 0, m->llm_embed_block, err);
     if (st) return st;

@@ -20,6 +20,7 @@ typedef struct vh_packed_pass {
     const vh_job_context *ctx;
     uint32_t max_jobs, max_images, max_rows;
     vh_segment *segments;              /* [max_jobs] */
+    const float **planes;              /* [max_images * towers] a vision batch's pixels, image-major */
     int32_t *tokens;                   /* [max_rows] the packed rows' tokens */
     int32_t *out_tokens;               /* [max_jobs] */
     float *hidden;                     /* [max_rows, Dl] the packed rows between stages */

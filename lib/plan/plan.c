@@ -110,13 +110,15 @@ static vh_status choose_split(const vh_model *model, const vh_plan_request *req,
     const uint32_t n = plan->n_llm_layers;
     if (req->llm_split >= 0 && (uint32_t)req->llm_split > n)
         return vh_error_set(err, VH_ERR_INVALID_ARGUMENT, "llm_split %d: the model has %u LLM blocks", req->llm_split, n);
-    uint32_t capacity;
-    vh_status st = first_stage_capacity(model, req, plan, &capacity, err);
-    if (st) return st;
-    uint32_t split;
+    /* the first stage's room in LLM blocks: only a chosen split asks the backend (a given split
+     * is the caller's; executor_create then checks the budget) */
+    uint32_t split, capacity = n;
+    vh_status st;
     if (req->llm_split >= 0) {
         split = (uint32_t)req->llm_split;
         plan->split_source = VH_SPLIT_EXPLICIT;
+    } else if ((st = first_stage_capacity(model, req, plan, &capacity, err))) {
+        return st;
     } else if (req->gpu_memory_budget && plan->stages[0].device == VH_DEVICE_GPU) {
         split = capacity;
         plan->split_source = VH_SPLIT_BUDGET;
@@ -132,10 +134,7 @@ static vh_status choose_split(const vh_model *model, const vh_plan_request *req,
     const uint32_t z = req->split_zone;
     plan->llm_split = split;
     plan->split_min = split > z ? split - z : 0;
-    plan->split_max = split + z < n ? split + z : n;
-    if (plan->split_max < split) plan->split_max = split;
-    if (plan->split_source != VH_SPLIT_EXPLICIT && plan->split_max > capacity)
-        plan->split_max = capacity > split ? capacity : split;
+    plan->split_max = split + z < capacity ? split + z : capacity; /* split <= capacity <= n */
     plan->stages[0].first_block = 0;
     plan->stages[0].n_blocks = plan->llm_first_block + plan->split_max;
     plan->stages[1].first_block = plan->llm_first_block + plan->split_min;
