@@ -31,8 +31,7 @@ struct vh_session {
     vh_tokenizer *tokenizer;
     const vh_action_stats *stats;
     vh_action_decoder decoder;
-    vh_plan plan;
-    int plan_ready;
+    vh_plan plan;                      /* all zero until made: destroying it is then a no-op */
     vh_job_context jobs;               /* what every frame job shares */
     uint32_t max_context;
     vh_frame_queue queue;
@@ -47,15 +46,19 @@ struct vh_session {
 static _Thread_local char thread_session_error[VH_ERROR_MESSAGE_SIZE];
 
 /* Record a failed call: the session's last error, the thread's vh_last_error(), the log. */
+/* The session's last error and the log (a frame's failure, from the pipeline's threads). */
+static void remember_error(vh_session *s, const vh_error *err)
+{
+    pthread_mutex_lock(&s->error_lock);
+    s->last_error = *err;
+    pthread_mutex_unlock(&s->error_lock);
+    vh_log_error(&s->log, "%s", err->message);
+}
+
 static vh_status report(vh_session *s, const vh_error *err)
 {
     vh_error_publish_thread(err);
-    if (s) {
-        pthread_mutex_lock(&s->error_lock);
-        s->last_error = *err;
-        pthread_mutex_unlock(&s->error_lock);
-        vh_log_error(&s->log, "%s", err->message);
-    }
+    if (s) remember_error(s, err);
     return err->status;
 }
 
@@ -81,11 +84,7 @@ static int struct_size_ok(const void *s, size_t caller_size, size_t known_size)
 
 static void record_frame_error(void *user, const vh_error *err)
 {
-    vh_session *s = user;
-    pthread_mutex_lock(&s->error_lock);
-    s->last_error = *err;
-    pthread_mutex_unlock(&s->error_lock);
-    vh_log_error(&s->log, "%s", err->message);
+    remember_error(user, err);
 }
 
 /* Backends named: "a,b" is two. */
@@ -134,7 +133,6 @@ static vh_status load_session(vh_session *s, const vh_session_params *p, vh_erro
                            .gpu_memory_budget = p->gpu_memory_budget, .llm_split = p->llm_split, .split_zone = zone,
                            .action_tokens = s->stats->dim, .log = &s->log};
     if ((st = vh_plan_create(s->model, &req, &s->plan, err))) return st;
-    s->plan_ready = 1;
     vh_job_context_init(&s->jobs, s->model, &s->plan, s->tokenizer, &s->decoder, s->max_context);
     s->jobs.decode_positions = p->decode_positions;
     s->jobs.trace = s->trace;
@@ -237,7 +235,7 @@ void vh_session_destroy(vh_session *s)
         vh_error err;
         if (vh_trace_close(s->trace, &err)) vh_log_error(&s->log, "%s", err.message);
     }
-    if (s->plan_ready) vh_plan_destroy(&s->plan);
+    vh_plan_destroy(&s->plan);
     vh_action_decoder_free(&s->decoder);
     vh_tokenizer_free(s->tokenizer);
     vh_model_free(s->model);
