@@ -39,12 +39,6 @@ static inline int vh_parse_bytes(const char *s, uint64_t *out)
     return 0;
 }
 
-static inline int vh_is_stage_option(const char *flag)
-{
-    return !strcmp(flag, "--split") || !strcmp(flag, "--zone") || !strcmp(flag, "--mode") ||
-           !strcmp(flag, "--gpu-mem-budget") || !strcmp(flag, "--trace") || !strcmp(flag, "--frames-in-flight");
-}
-
 /* 1: `flag` was one of the stage options and `value` was taken; 0: not ours; -1: a bad value. */
 static inline int vh_parse_stage_option(const char *tool, const char *flag, const char *value, vh_session_params *p)
 {

@@ -63,14 +63,17 @@ static int parse_args(int argc, char **argv, options *o)
         else if (!strcmp(a, "--frames")) { if (parse_int(v, 1, 1000000, &o->frames)) return -1; }
         else if (!strcmp(a, "--warmup")) { if (parse_int(v, 0, 1000000, &o->warmup)) return -1; }
         else if (!strcmp(a, "--threads")) { if (parse_int(v, 0, 4096, &o->threads)) return -1; }
-        else if (vh_is_stage_option(a)) { if (vh_parse_stage_option("vh-bench", a, v, &o->stage) < 0) return -1; }
         else if (!strcmp(a, "--inflight")) { if (parse_int(v, 1, 64, &o->inflight)) return -1; }
         else if (!strcmp(a, "--rate")) {
             char *end;
             o->rate = strtod(v, &end);
             if (*end || !(o->rate > 0 && o->rate <= 10000)) return -1;
         }
-        else { fprintf(stderr, "vh-bench: unknown option %s\n", a); return -1; }
+        else {
+            int taken = vh_parse_stage_option("vh-bench", a, v, &o->stage); /* --split, --mode, ... */
+            if (taken < 0) return -1;
+            if (!taken) { fprintf(stderr, "vh-bench: unknown option %s\n", a); return -1; }
+        }
     }
     return 0;
 }

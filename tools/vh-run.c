@@ -108,11 +108,13 @@ static int parse_args(int argc, char **argv, options *o)
                 return -1;
             }
             o->threads = (int)n;
-        } else if (vh_is_stage_option(a)) {
-            if (vh_parse_stage_option("vh-run", a, argv[++i], &o->stage) < 0) return -1;
         } else {
-            fprintf(stderr, "vh-run: unknown option %s\n", a);
-            return -1;
+            int taken = vh_parse_stage_option("vh-run", a, argv[++i], &o->stage);
+            if (taken < 0) return -1;
+            if (!taken) {
+                fprintf(stderr, "vh-run: unknown option %s\n", a);
+                return -1;
+            }
         }
     }
     return 0;
