@@ -114,11 +114,3 @@ void vh_packed_pass_end(vh_packed_pass *p)
     for (uint32_t i = 0; i < p->n; i++) p->jobs[i]->next_token = p->out_tokens[i];
     p->count++;
 }
-
-vh_status vh_packed_pass_run(vh_packed_pass *p, vh_frame_job *const *jobs, uint32_t n, vh_error *err)
-{
-    vh_status st = vh_packed_pass_begin(p, jobs, n, err);
-    for (uint32_t s = 0; s < p->ctx->plan->n_stages && !st; s++) st = vh_packed_pass_stage(p, s, err);
-    if (!st) vh_packed_pass_end(p);
-    return st;
-}

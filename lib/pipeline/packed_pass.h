@@ -7,8 +7,8 @@
  * gives one token per segment (only each segment's last row goes through the final norm and the
  * LM head). Frames of any prompt length mix.
  *
- * A pass runs every stage in turn (vh_packed_pass_run), or stage by stage in different threads
- * (begin / stage / end): two passes, each with its own buffers, then overlap across two stages.
+ * A pass runs in steps (begin / each stage / end), so two passes, each with its own buffers, can
+ * overlap across two stages in different threads (packed_groups.c).
  */
 #ifndef VH_PIPELINE_PACKED_PASS_H
 #define VH_PIPELINE_PACKED_PASS_H
@@ -44,13 +44,11 @@ uint32_t vh_packed_pass_rows(vh_frame_job *const *jobs, uint32_t n);
  * max_images); they then go first in the next pass, in this order. */
 vh_status vh_packed_pass_run_vision(vh_packed_pass *p, vh_frame_job *const *jobs, uint32_t n, vh_error *err);
 
-/* One pass over jobs[0..n): first the new frames of the last vision batch (prefills, in its
- * order), then frames at a decode step. Every job's next_token is set; then call
- * vh_frame_job_advance on each. The rows must fit (vh_packed_pass_rows <= max_rows). */
-vh_status vh_packed_pass_run(vh_packed_pass *p, vh_frame_job *const *jobs, uint32_t n, vh_error *err);
-
-/* The same in steps, for stages in different threads: begin (the batch), each stage in order (the
- * rows cross through the pass's own buffer), end (every job's next_token). */
+/* One pass over jobs[0..n), in steps (the stages may run in different threads): begin builds the
+ * batch (first the new frames of the last vision batch, prefills in its order, then frames at a
+ * decode step; the rows must fit: vh_packed_pass_rows <= max_rows), each stage in order runs it
+ * (the rows cross through the pass's own buffer), end sets every job's next_token; then call
+ * vh_frame_job_advance on each. */
 vh_status vh_packed_pass_begin(vh_packed_pass *p, vh_frame_job *const *jobs, uint32_t n, vh_error *err);
 vh_status vh_packed_pass_stage(vh_packed_pass *p, uint32_t stage, vh_error *err);
 void vh_packed_pass_end(vh_packed_pass *p);
