@@ -33,7 +33,6 @@ typedef struct vh_pipeline_config {
     vh_frame_queue *frames;
     vh_execution_mode mode;
     uint32_t frames_in_flight;         /* pipeline, packed: jobs circulating (the executors' KV sequences) */
-    uint32_t images_per_pass;          /* packed: new frames one pass may carry (the plan's max_images) */
     uint32_t action_tokens;
     /* a frame failed: err names it (the session records it as its last error) */
     void (*on_frame_error)(void *user, const vh_error *err);

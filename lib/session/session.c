@@ -139,7 +139,7 @@ static vh_status load_session(vh_session *s, const vh_session_params *p, vh_erro
     if ((st = vh_frame_queue_init(&s->queue, p->queue_capacity, p->queue_policy, err))) return st;
     s->queue_ready = 1;
     vh_pipeline_config pc = {.ctx = &s->jobs, .frames = &s->queue, .mode = p->execution_mode,
-                             .frames_in_flight = in_flight, .images_per_pass = per_pass,
+                             .frames_in_flight = in_flight,
                              .action_tokens = s->stats->dim,
                              .on_frame_error = record_frame_error, .user = s};
     if ((st = vh_stage_pipeline_start(&pc, &s->pipeline, err))) return st;
