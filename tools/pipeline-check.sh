@@ -4,6 +4,8 @@
 #   tools/pipeline-check.sh packed  cuda: serial vs packed (issue 6) closed loop and at 10/30/60 Hz, and
 #                                   the transformers peer
 #   tools/pipeline-check.sh packed-batch  cuda packed with 1, 2, 4 new frames a pass, and serial
+#   tools/pipeline-check.sh profile GPU time per operation (VH_CUDA_PROFILE=1) of cuda serial and packed
+#                                   with 7 and 14 frames in flight (tables in $RESULTS/profile-*.err)
 #   tools/pipeline-check.sh repeat  N = 4 and 16, pipelined and serial, alternated twice (run-to-run spread)
 #   tools/pipeline-check.sh traces  Chrome traces of N = 0 and 4, pipelined and serial (hand-over spans)
 #   tools/pipeline-check.sh bench   full-size synthetic OpenVLA-7B: cuda alone; N = 0 1 2 4 8 16 LLM
@@ -86,6 +88,14 @@ elif [ "$1" = packed-batch ]; then
   step "cuda packed: 7 / 14 / 28 frames in flight = 1 / 2 / 4 new frames a pass"
   for k in 7 14 28; do bench packed-k$k 60 --backend cuda --mode packed --frames-in-flight $k --warmup $((k + 2)); done
   bench packed-serial 16 --backend cuda --mode serial
+elif [ "$1" = profile ]; then
+  synth
+  step "GPU time per operation: cuda serial, packed with 7 and 14 in flight"
+  VH_CUDA_PROFILE=1 bench profile-serial 8 --backend cuda --mode serial
+  for k in 7 14; do
+    VH_CUDA_PROFILE=1 bench profile-packed-k$k 30 --backend cuda --mode packed --frames-in-flight $k --warmup $((k + 2))
+  done
+  for f in "$RESULTS"/profile-*.err; do echo "-- $f"; grep -A 28 "vh cuda profile" "$f"; done
 elif [ "$1" = repeat ]; then
   synth
   for round in 1 2; do

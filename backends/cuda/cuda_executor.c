@@ -328,7 +328,8 @@ vh_status cuda_executor_create(const vh_executor_params *params, vh_executor **o
     vh_status st = describe_executor(params, &e, err, err_size);
     if (st) return st;
     const char *graphs = getenv("VH_CUDA_GRAPHS");
-    e->graphs_enabled = !(graphs && !strcmp(graphs, "0"));
+    e->profile = vhc_profile_from_env();
+    e->graphs_enabled = !(graphs && !strcmp(graphs, "0")) && !e->profile; /* events do not time inside graphs */
     cudaError_t ce;
     if ((ce = cudaSetDevice(e->device)) || (ce = cudaStreamCreateWithFlags(&e->stream, cudaStreamNonBlocking))) {
         st = cuda_fail(err, err_size, ce, "device setup");
@@ -377,6 +378,9 @@ void cuda_executor_destroy(vh_executor *e)
 {
     if (!e) return;
     if (e->stream) cudaStreamSynchronize(e->stream);
+    char who[64];
+    snprintf(who, sizeof who, "blocks %u..%u", e->params.first_block, e->params.first_block + e->params.n_blocks - 1);
+    vhc_profile_destroy(e->profile, who);
     for (uint32_t i = 0; i < sizeof e->decode_graphs / sizeof e->decode_graphs[0]; i++)
         if (e->decode_graphs[i].exec) cudaGraphExecDestroy(e->decode_graphs[i].exec);
     vhc_gemm_destroy(e->gemm);
@@ -447,6 +451,7 @@ static vh_status enqueue(vh_executor *e, const vh_batch *batch, const cuda_block
                          int has_rows, char *err, size_t err_size)
 {
     cudaError_t ce;
+    VHC_MARK(e, "batch upload", (int)batch->n_rows);
     if (has_rows &&
         ((ce = cudaMemcpyAsync(e->llm.rows, e->llm.rows_host, sizeof(vhc_row) * batch->n_rows, cudaMemcpyHostToDevice,
                                e->stream)) ||
@@ -466,6 +471,7 @@ static vh_status enqueue(vh_executor *e, const vh_batch *batch, const cuda_block
         default: st = vh_backend_fail(err, err_size, VH_ERR_UNSUPPORTED, "cuda: unknown block kind %d", b->desc->kind);
         }
     }
+    VHC_MARK(e, "copies out", 0);
     return st;
 }
 
@@ -546,6 +552,7 @@ vh_status cuda_executor_run(vh_executor *e, const vh_batch *batch, uint32_t firs
     vh_status st;
     if (needs_rows && (st = validate_and_stage_rows(e, batch, err, err_size))) return st;
 
+    vhc_profile_run_begin(e->profile);
     int launched = 0;
     if (e->graphs_enabled && needs_rows && !needs_images && batch->n_rows == 1 && batch->n_segments == 1 &&
         (st = run_decode_graph(e, batch, blocks, first_block, n_blocks, &launched, err, err_size)))
@@ -564,8 +571,10 @@ vh_status cuda_executor_run(vh_executor *e, const vh_batch *batch, uint32_t firs
             ce = cudaMemcpyAsync(batch->out_logits, e->llm.logits, sizeof(float) * batch->n_segments * e->model->llm.vocab,
                                  cudaMemcpyDeviceToHost, e->stream);
     }
+    vhc_profile_run_close(e->profile, e->stream);
     if (ce == cudaSuccess) ce = cudaStreamSynchronize(e->stream);
     if (ce != cudaSuccess) return cuda_fail(err, err_size, ce, "running the blocks");
+    vhc_profile_run_end(e->profile);
     if (has_head) memcpy(batch->out_tokens, e->llm.tokens_host, sizeof(int32_t) * batch->n_segments);
     if (needs_rows) e->last_rows_count = batch->n_rows;
     if (hand_out) e->x_out_rows = batch->n_rows;

@@ -9,6 +9,7 @@
 
 #include "cuda_gemm.h"
 #include "cuda_kernels.h"
+#include "cuda_profile.h"
 #include "vlahybrid/backend.h"
 
 /* A block's tensors on the device: matrices bf16 (mat), vectors fp32 (vec). */
@@ -96,7 +97,11 @@ struct vh_executor {
     /* decode-step graphs, one per block range (a moving pipeline split runs several ranges) */
     struct { cudaGraphExec_t exec; uint32_t first_block, n_blocks; uint64_t last_use; } decode_graphs[4];
     uint64_t graph_clock;
+    vhc_profile *profile;              /* VH_CUDA_PROFILE=1 only (cuda_profile.h) */
 };
+
+/* Marks where an operation starts on the stream, for the opt-in profile. */
+#define VHC_MARK(e, op, rows) vhc_profile_mark((e)->profile, (e)->stream, (op), (rows))
 
 vh_status cuda_executor_plan_memory(const vh_executor_params *params, vh_memory_report *need, char *err,
                                     size_t err_size);

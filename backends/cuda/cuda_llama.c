@@ -15,6 +15,7 @@ vh_status cuda_llm_embed(vh_executor *e, const cuda_block *b, const vh_batch *ba
 {
     (void)err;
     (void)err_size;
+    VHC_MARK(e, "llm.embed", (int)batch->n_rows);
     vhc_embed_rows(e->stream, b->mat[VH_LLM_EMBED_TOKENS], e->proj.patch_embeds, e->llm.rows, e->llm.x,
                    (int)batch->n_rows, (int)e->model->llm.hidden);
     return VH_OK;
@@ -63,18 +64,27 @@ vh_status cuda_llm_block(vh_executor *e, const cuda_block *b, const vh_batch *ba
     vhc_bf16 *v_cache = e->v_cache + (size_t)(b->desc->layer - e->first_llm_layer) * layer_cache;
     vh_status st;
 
+    VHC_MARK(e, "llm.norm", R);
     vhc_rmsnorm_bf16(e->stream, s->x, b->vec[VH_LLM_ATTN_NORM], s->xn, R, Dl, l->rms_eps, NULL);
+    VHC_MARK(e, "llm.qkv", R);
     if ((st = vhc_linear(e->gemm, s->xn, Dl, R, Dl, b->qkv_w, qkv_dim, s->qkv, qkv_dim, 0, err, err_size))) return st;
+    VHC_MARK(e, "llm.rope+kv", R);
     vhc_llm_rope_qkv(e->stream, s->qkv, s->rows, s->q, k_cache, v_cache, R, (int)l->n_heads, (int)l->n_kv_heads, hd,
                      s->rope_inv_freq);
+    VHC_MARK(e, "llm.attention", R);
     llm_attention(e, batch, k_cache, v_cache);
+    VHC_MARK(e, "llm.o_proj", R);
     if ((st = vhc_linear(e->gemm, s->attn, q_dim, R, q_dim, b->mat[VH_LLM_O], Dl, s->x, Dl, 1, err, err_size)))
         return st;
 
+    VHC_MARK(e, "llm.norm", R);
     vhc_rmsnorm_bf16(e->stream, s->x, b->vec[VH_LLM_MLP_NORM], s->xn, R, Dl, l->rms_eps, NULL);
+    VHC_MARK(e, "llm.gate_up", R);
     if ((st = vhc_linear(e->gemm, s->xn, Dl, R, Dl, b->gate_up_w, 2 * F, s->gate_up, 2 * F, 0, err, err_size)))
         return st;
+    VHC_MARK(e, "llm.silu_mul", R);
     vhc_silu_mul_bf16(e->stream, s->gate_up, s->act, R, F);
+    VHC_MARK(e, "llm.down", R);
     return vhc_linear(e->gemm, s->act, F, R, F, b->mat[VH_LLM_DOWN], Dl, s->x, Dl, 1, err, err_size);
 }
 
@@ -83,6 +93,7 @@ vh_status cuda_llm_head(vh_executor *e, const cuda_block *b, const vh_batch *bat
     const vh_llm_desc *l = &e->model->llm;
     llm_buffers *s = &e->llm;
     const int S = (int)batch->n_segments, Dl = (int)l->hidden, V = (int)l->vocab;
+    VHC_MARK(e, "llm.head", S);
     vhc_rmsnorm_bf16(e->stream, s->x, b->vec[VH_LLM_HEAD_NORM], s->head_in, S, Dl, l->rms_eps, s->last_rows);
     vh_status st = vhc_linear(e->gemm, s->head_in, Dl, S, Dl, b->mat[VH_LLM_HEAD_LM], V, s->logits, V, 0, err, err_size);
     if (st) return st;

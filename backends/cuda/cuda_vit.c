@@ -21,6 +21,7 @@ vh_status cuda_vit_embed(vh_executor *e, const cuda_block *b, const vh_batch *ba
     const vh_vit_desc *v = &e->model->towers[t];
     const int D = (int)v->embed_dim, P = (int)v->patch_size, S = (int)v->image_size, NP = (int)v->n_patches;
     const int K = 3 * P * P;
+    VHC_MARK(e, "vit.embed", (int)batch->n_images);
     for (uint32_t i = 0; i < batch->n_images; i++) {
         const float *pixels = batch->pixels[(size_t)i * e->model->n_towers + t];
         cudaError_t ce = cudaMemcpyAsync(e->vit.pixels, pixels, sizeof(float) * 3 * S * S, cudaMemcpyHostToDevice,
@@ -55,24 +56,35 @@ vh_status cuda_vit_block(vh_executor *e, const cuda_block *b, const vh_batch *ba
     const float scale = (float)(1.0 / sqrt((double)v->head_dim));
     float *x = tower_tokens(e, t, 0);
     vh_status st;
+    VHC_MARK(e, "vit.norm", R);
     vhc_layernorm_bf16(e->stream, x, b->vec[VH_VIT_NORM1_W], b->vec[VH_VIT_NORM1_B], s->xn, R, D, v->norm_eps);
+    VHC_MARK(e, "vit.qkv", R);
     if ((st = vhc_linear(e->gemm, s->xn, D, R, D, b->mat[VH_VIT_QKV_W], 3 * D, s->qkv, 3 * D, 0, err, err_size)))
         return st;
+    VHC_MARK(e, "vit.qkv_split", R);
     vhc_vit_qkv_split(e->stream, s->qkv, b->vec[VH_VIT_QKV_B], s->q, s->k, s->v, R, D);
+    VHC_MARK(e, "vit.attention", R);
     for (uint32_t i = 0; i < batch->n_images; i++) {
         const int64_t at = (int64_t)i * T * D;
         vhc_attention(e->stream, s->q + at, D, s->k + at, s->v + at, D, NULL, T, s->attn + at, D, T, (int)v->n_heads,
                       (int)v->n_heads, (int)v->head_dim, scale);
     }
+    VHC_MARK(e, "vit.proj", R);
     if ((st = vhc_linear(e->gemm, s->attn, D, R, D, b->mat[VH_VIT_PROJ_W], D, s->tmp, D, 0, err, err_size)))
         return st;
+    VHC_MARK(e, "vit.residual", R);
     vhc_residual_add(e->stream, x, s->tmp, b->vec[VH_VIT_PROJ_B], b->vec[VH_VIT_LS1], R, D);
 
+    VHC_MARK(e, "vit.norm", R);
     vhc_layernorm_bf16(e->stream, x, b->vec[VH_VIT_NORM2_W], b->vec[VH_VIT_NORM2_B], s->xn, R, D, v->norm_eps);
+    VHC_MARK(e, "vit.fc1", R);
     if ((st = vhc_linear(e->gemm, s->xn, D, R, D, b->mat[VH_VIT_FC1_W], H, s->mlp, H, 0, err, err_size))) return st;
+    VHC_MARK(e, "vit.gelu", R);
     vhc_bias_gelu_bf16(e->stream, s->mlp, b->vec[VH_VIT_FC1_B], s->mlp_bf16, R, H);
+    VHC_MARK(e, "vit.fc2", R);
     if ((st = vhc_linear(e->gemm, s->mlp_bf16, H, R, H, b->mat[VH_VIT_FC2_W], D, s->tmp, D, 0, err, err_size)))
         return st;
+    VHC_MARK(e, "vit.residual", R);
     vhc_residual_add(e->stream, x, s->tmp, b->vec[VH_VIT_FC2_B], b->vec[VH_VIT_LS2], R, D);
     return VH_OK;
 }
@@ -86,6 +98,7 @@ vh_status cuda_projector(vh_executor *e, const cuda_block *b, const vh_batch *ba
     const int Dl = (int)m->llm.hidden, R = (int)batch->n_images * N;
     projector_buffers *p = &e->proj;
     vh_status st;
+    VHC_MARK(e, "projector", R);
     for (uint32_t i = 0; i < batch->n_images; i++) {
         int col = 0;
         for (uint32_t t = 0; t < m->n_towers; t++) {
