@@ -143,7 +143,7 @@ static void plan_work(vh_executor *e, cuda_arena *a)
     }
     const uint64_t images = p->max_images ? p->max_images : 1;
     if (has_vit) {
-        uint64_t T = 0, D = 0, H = 0, PP3 = 0, NP = 0, S = 0;
+        uint64_t T = 0, D = 0, H = 0, PP3 = 0, NP = 0;
         for (uint32_t t = 0; t < m->n_towers; t++) {
             const vh_vit_desc *v = &m->towers[t];
             uint64_t tokens = (uint64_t)v->n_prefix + v->n_patches;
@@ -153,11 +153,15 @@ static void plan_work(vh_executor *e, cuda_arena *a)
             H = max64(H, v->mlp_hidden);
             PP3 = max64(PP3, 3ull * v->patch_size * v->patch_size);
             NP = max64(NP, v->n_patches);
-            S = max64(S, v->image_size);
         }
         /* a block runs its row-wise steps and GEMMs over all images' tokens at once */
         const uint64_t IT = images * T;
-        e->vit.pixels = arena_take(a, 3 * S * S * 4);
+        e->vit.pixel_floats = 0;
+        for (uint32_t t = 0; t < m->n_towers; t++) {
+            e->vit.tower_pixels[t] = e->vit.pixel_floats;
+            e->vit.pixel_floats += 3ull * m->towers[t].image_size * m->towers[t].image_size;
+        }
+        e->vit.pixels = arena_take(a, images * e->vit.pixel_floats * 4);
         e->vit.patches = arena_take(a, NP * PP3 * 2);
         e->vit.xn = arena_take(a, IT * D * 2);
         e->vit.qkv = arena_take(a, IT * 3 * D * 4);
@@ -195,6 +199,8 @@ static void plan_work(vh_executor *e, cuda_arena *a)
         e->llm.tokens = arena_take(a, S * 4);
         e->llm.rows = arena_take(a, R * sizeof(vhc_row));
         e->llm.last_rows = arena_take(a, S * 4);
+        e->llm.max_tiles = (uint32_t)(R / VHC_FLASH_TILE_ROWS + S);
+        e->llm.tiles = arena_take(a, e->llm.max_tiles * sizeof(vhc_attention_tile));
         e->llm.rope_inv_freq = arena_take(a, (uint64_t)l->head_dim / 2 * 4);
     }
     arena_take(a, GEMM_WORKSPACE_BYTES); /* the last piece: cuBLASLt's workspace */
@@ -253,11 +259,16 @@ static vh_status upload_rope_table(vh_executor *e, char *err, size_t err_size)
 
 static vh_status allocate_host_mirrors(vh_executor *e, char *err, size_t err_size)
 {
-    if (!e->llm.x) return VH_OK;
     cudaError_t ce;
+    const uint64_t images = e->params.max_images ? e->params.max_images : 1;
+    if (e->vit.pixels &&
+        (ce = cudaMallocHost((void **)&e->vit.pixels_host, sizeof(float) * images * e->vit.pixel_floats)))
+        return cuda_fail(err, err_size, ce, "pinned pixel buffer");
+    if (!e->llm.x) return VH_OK;
     if ((ce = cudaMallocHost((void **)&e->llm.rows_host, sizeof(vhc_row) * e->params.max_rows)) ||
         (ce = cudaMallocHost((void **)&e->llm.last_rows_host, sizeof(int32_t) * e->max_segments)) ||
         (ce = cudaMallocHost((void **)&e->llm.tokens_host, sizeof(int32_t) * e->max_segments)) ||
+        (ce = cudaMallocHost((void **)&e->llm.tiles_host, sizeof(vhc_attention_tile) * e->llm.max_tiles)) ||
         (ce = cudaMallocHost((void **)&e->llm.x_out_host, sizeof(float) * HIDDEN_OUT_ROWS * e->model->llm.hidden)))
         return cuda_fail(err, err_size, ce, "pinned host buffers");
     return VH_OK;
@@ -381,16 +392,18 @@ void cuda_executor_destroy(vh_executor *e)
     char who[64];
     snprintf(who, sizeof who, "blocks %u..%u", e->params.first_block, e->params.first_block + e->params.n_blocks - 1);
     vhc_profile_destroy(e->profile, who);
-    for (uint32_t i = 0; i < sizeof e->decode_graphs / sizeof e->decode_graphs[0]; i++)
-        if (e->decode_graphs[i].exec) cudaGraphExecDestroy(e->decode_graphs[i].exec);
+    for (uint32_t i = 0; i < sizeof e->graphs / sizeof e->graphs[0]; i++)
+        if (e->graphs[i].exec) cudaGraphExecDestroy(e->graphs[i].exec);
     vhc_gemm_destroy(e->gemm);
     cudaFree(e->weights.base);
     cudaFree(e->work.base);
     cudaFree(e->k_cache);
     cudaFree(e->v_cache);
+    cudaFreeHost(e->vit.pixels_host);
     cudaFreeHost(e->llm.rows_host);
     cudaFreeHost(e->llm.last_rows_host);
     cudaFreeHost(e->llm.tokens_host);
+    cudaFreeHost(e->llm.tiles_host);
     cudaFreeHost(e->llm.x_out_host);
     if (e->stream) cudaStreamDestroy(e->stream);
     free(e->blocks);
@@ -443,20 +456,28 @@ static vh_status validate_and_stage_rows(vh_executor *e, const vh_batch *b, char
     }
     if (row != b->n_rows)
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: segments cover %u rows, batch has %u", row, b->n_rows);
+    cuda_llm_plan_attention(e, b);
     return VH_OK;
 }
 
-/* Enqueue the batch's row metadata (from the pinned mirrors) and the blocks. */
+/* Enqueue the batch's pixels and row metadata (from the pinned mirrors) and the blocks. */
 static vh_status enqueue(vh_executor *e, const vh_batch *batch, const cuda_block *blocks, uint32_t n_blocks,
-                         int has_rows, char *err, size_t err_size)
+                         int has_pixels, int has_rows, char *err, size_t err_size)
 {
     cudaError_t ce;
     VHC_MARK(e, "batch upload", (int)batch->n_rows);
+    if (has_pixels && (ce = cudaMemcpyAsync(e->vit.pixels, e->vit.pixels_host,
+                                            sizeof(float) * batch->n_images * e->vit.pixel_floats,
+                                            cudaMemcpyHostToDevice, e->stream)))
+        return cuda_fail(err, err_size, ce, "uploading the pixels");
     if (has_rows &&
         ((ce = cudaMemcpyAsync(e->llm.rows, e->llm.rows_host, sizeof(vhc_row) * batch->n_rows, cudaMemcpyHostToDevice,
                                e->stream)) ||
          (ce = cudaMemcpyAsync(e->llm.last_rows, e->llm.last_rows_host, sizeof(int32_t) * batch->n_segments,
-                               cudaMemcpyHostToDevice, e->stream))))
+                               cudaMemcpyHostToDevice, e->stream)) ||
+         (e->llm.n_tiles && (ce = cudaMemcpyAsync(e->llm.tiles, e->llm.tiles_host,
+                                                  sizeof(vhc_attention_tile) * e->llm.n_tiles,
+                                                  cudaMemcpyHostToDevice, e->stream)))))
         return cuda_fail(err, err_size, ce, "uploading the batch");
     vh_status st = VH_OK;
     for (uint32_t i = 0; i < n_blocks && st == VH_OK; i++) {
@@ -475,52 +496,62 @@ static vh_status enqueue(vh_executor *e, const vh_batch *batch, const cuda_block
     return st;
 }
 
-/* Capture the one-row decode step over these blocks once; later steps replay it. Everything that
- * changes between steps (token, positions, KV offsets) is in the pinned row mirrors the graph's
- * first copy reads. A few ranges are kept (the least recently used is replaced). Returns VH_OK
- * with *launched = 0 when graphs are unavailable. */
-static vh_status run_decode_graph(vh_executor *e, const vh_batch *batch, const cuda_block *blocks, uint32_t first_block,
-                                  uint32_t n_blocks, int *launched, char *err, size_t err_size)
+/* Capture a one-row decode step, or a vision batch, over these blocks once; later ones replay it.
+ * Everything that changes between replays is in the pinned mirrors the graph's first copies read
+ * (pixels; token, positions, KV offsets). A few graphs are kept, keyed by block range and image
+ * count (the least recently used is replaced). Returns VH_OK with *launched = 0 when graphs are
+ * unavailable. */
+static vh_status run_graph(vh_executor *e, const vh_batch *batch, const cuda_block *blocks, uint32_t first_block,
+                           uint32_t n_blocks, int has_pixels, int has_rows, int *launched, char *err, size_t err_size)
 {
     *launched = 0;
-    const uint32_t n_slots = sizeof e->decode_graphs / sizeof e->decode_graphs[0];
+    const uint32_t n_slots = sizeof e->graphs / sizeof e->graphs[0], n_images = has_pixels ? batch->n_images : 0;
     uint32_t slot = 0;
-    for (uint32_t i = 0; i < n_slots; i++) {
-        if (e->decode_graphs[i].exec && e->decode_graphs[i].first_block == first_block &&
-            e->decode_graphs[i].n_blocks == n_blocks) {
-            slot = i;
-            break;
-        }
-        if (e->decode_graphs[i].last_use < e->decode_graphs[slot].last_use) slot = i;
+    int found = 0;
+    for (uint32_t i = 0; i < n_slots && !found; i++) {
+        found = e->graphs[i].exec && e->graphs[i].first_block == first_block && e->graphs[i].n_blocks == n_blocks &&
+                e->graphs[i].n_images == n_images;
+        if (found || e->graphs[i].last_use < e->graphs[slot].last_use) slot = i;
     }
-    if (!e->decode_graphs[slot].exec || e->decode_graphs[slot].first_block != first_block ||
-        e->decode_graphs[slot].n_blocks != n_blocks) {
-        if (e->decode_graphs[slot].exec) cudaGraphExecDestroy(e->decode_graphs[slot].exec);
-        e->decode_graphs[slot].exec = NULL;
+    if (!found) {
+        if (e->graphs[slot].exec) cudaGraphExecDestroy(e->graphs[slot].exec);
+        e->graphs[slot].exec = NULL;
         cudaGraph_t graph = NULL;
         if (cudaStreamBeginCapture(e->stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
             e->graphs_enabled = 0;
             cudaGetLastError();
             return VH_OK;
         }
-        vh_status st = enqueue(e, batch, blocks, n_blocks, 1, err, err_size);
+        vh_status st = enqueue(e, batch, blocks, n_blocks, has_pixels, has_rows, err, err_size);
         cudaError_t ce = cudaStreamEndCapture(e->stream, &graph);
-        if (st == VH_OK && ce == cudaSuccess) ce = cudaGraphInstantiate(&e->decode_graphs[slot].exec, graph, 0);
+        if (st == VH_OK && ce == cudaSuccess) ce = cudaGraphInstantiate(&e->graphs[slot].exec, graph, 0);
         if (graph) cudaGraphDestroy(graph);
         if (st != VH_OK || ce != cudaSuccess) { /* run without graphs from now on */
-            e->decode_graphs[slot].exec = NULL;
+            e->graphs[slot].exec = NULL;
             e->graphs_enabled = 0;
             cudaGetLastError();
             return VH_OK;
         }
-        e->decode_graphs[slot].first_block = first_block;
-        e->decode_graphs[slot].n_blocks = n_blocks;
+        e->graphs[slot].first_block = first_block;
+        e->graphs[slot].n_blocks = n_blocks;
+        e->graphs[slot].n_images = n_images;
     }
-    e->decode_graphs[slot].last_use = ++e->graph_clock;
-    cudaError_t ce = cudaGraphLaunch(e->decode_graphs[slot].exec, e->stream);
-    if (ce != cudaSuccess) return cuda_fail(err, err_size, ce, "launching the decode graph");
+    e->graphs[slot].last_use = ++e->graph_clock;
+    cudaError_t ce = cudaGraphLaunch(e->graphs[slot].exec, e->stream);
+    if (ce != cudaSuccess) return cuda_fail(err, err_size, ce, "launching a graph");
     *launched = 1;
     return VH_OK;
+}
+
+/* Gather the batch's image planes (each image, each tower) into the pinned mirror. */
+static void stage_pixels(vh_executor *e, const vh_batch *batch)
+{
+    const vh_model_desc *m = e->model;
+    for (uint32_t i = 0; i < batch->n_images; i++)
+        for (uint32_t t = 0; t < m->n_towers; t++)
+            memcpy(e->vit.pixels_host + i * e->vit.pixel_floats + e->vit.tower_pixels[t],
+                   batch->pixels[(size_t)i * m->n_towers + t],
+                   sizeof(float) * 3 * m->towers[t].image_size * m->towers[t].image_size);
 }
 
 vh_status cuda_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first_block, uint32_t n_blocks,
@@ -533,10 +564,11 @@ vh_status cuda_executor_run(vh_executor *e, const vh_batch *batch, uint32_t firs
                     "[%u, %u)", first_block, first_block + n_blocks, p->first_block, p->first_block + p->n_blocks);
     cudaSetDevice(e->device);
     const cuda_block *blocks = &e->blocks[first_block - p->first_block];
-    int needs_images = 0, needs_rows = 0, has_head = 0;
+    int needs_images = 0, needs_pixels = 0, needs_rows = 0, has_head = 0;
     for (uint32_t i = 0; i < n_blocks; i++) {
         vh_block_kind k = blocks[i].desc->kind;
         needs_images |= k == VH_BLOCK_VIT_EMBED || k == VH_BLOCK_VIT || k == VH_BLOCK_PROJECTOR;
+        needs_pixels |= k == VH_BLOCK_VIT_EMBED;
         needs_rows |= k == VH_BLOCK_LLM_EMBED || k == VH_BLOCK_LLM || k == VH_BLOCK_LLM_HEAD;
         has_head |= k == VH_BLOCK_LLM_HEAD;
     }
@@ -553,11 +585,14 @@ vh_status cuda_executor_run(vh_executor *e, const vh_batch *batch, uint32_t firs
     if (needs_rows && (st = validate_and_stage_rows(e, batch, err, err_size))) return st;
 
     vhc_profile_run_begin(e->profile);
+    if (needs_pixels) stage_pixels(e, batch);
     int launched = 0;
-    if (e->graphs_enabled && needs_rows && !needs_images && batch->n_rows == 1 && batch->n_segments == 1 &&
-        (st = run_decode_graph(e, batch, blocks, first_block, n_blocks, &launched, err, err_size)))
+    const int decode_step = needs_rows && !needs_images && batch->n_rows == 1 && batch->n_segments == 1;
+    const int vision_batch = needs_images && !needs_rows;
+    if (e->graphs_enabled && (decode_step || vision_batch) &&
+        (st = run_graph(e, batch, blocks, first_block, n_blocks, needs_pixels, needs_rows, &launched, err, err_size)))
         return st;
-    if (!launched && (st = enqueue(e, batch, blocks, n_blocks, needs_rows, err, err_size))) return st;
+    if (!launched && (st = enqueue(e, batch, blocks, n_blocks, needs_pixels, needs_rows, err, err_size))) return st;
     cudaError_t ce = cudaGetLastError();
     const int hand_out = needs_rows && !has_head && batch->n_rows <= HIDDEN_OUT_ROWS;
     e->x_out_rows = 0;

@@ -29,7 +29,10 @@ typedef struct cuda_arena {
 
 typedef struct vit_buffers {
     float *x[VH_MAX_TOWERS];           /* [max_images, T_t, D_t] the towers' tokens */
-    float *pixels;                     /* [3, S, S] one plane set being embedded */
+    float *pixels;                     /* [max_images, towers' planes] every image of a batch, uploaded at once */
+    float *pixels_host;                /* pinned mirror: the batch's planes gathered, then one async copy */
+    uint64_t pixel_floats;             /* one image's planes, all towers: sum of 3 S_t S_t */
+    uint64_t tower_pixels[VH_MAX_TOWERS]; /* tower t's planes start here within an image */
     vhc_bf16 *patches;                 /* [NP, 3 P P] im2col */
     vhc_bf16 *xn;                      /* [T, D] normed tokens */
     float *qkv;                        /* [T, 3D] */
@@ -61,11 +64,14 @@ typedef struct llm_buffers {
     int32_t *tokens;                   /* [S] argmax */
     vhc_row *rows;                     /* [R] per-row metadata */
     int32_t *last_rows;                /* [S] each segment's last row */
+    vhc_attention_tile *tiles;         /* [max_tiles] the prefill segments' attention tiles */
     float *rope_inv_freq;              /* [hd / 2] */
     /* pinned host mirrors */
     vhc_row *rows_host;
     int32_t *last_rows_host;
     int32_t *tokens_host;
+    vhc_attention_tile *tiles_host;
+    uint32_t n_tiles, max_tiles;       /* this batch's tiles (cuda_llm_plan_attention) */
     float *x_out_host;                 /* [HIDDEN_OUT_ROWS, Dl] the rows a short run ends with */
 } llm_buffers;
 
@@ -92,10 +98,11 @@ struct vh_executor {
     uint32_t last_rows_count;          /* rows of the last batch (read_hidden) */
     uint32_t x_out_rows;               /* rows in llm.x_out_host from the last run (0: none) */
 
-    /* A one-row decode step replays a captured CUDA graph: no per-kernel launch cost. */
+    /* A one-row decode step and a vision batch replay captured CUDA graphs: no per-kernel launch
+     * cost (a vision batch is ~600 small kernels, launch-bound without one). */
     int graphs_enabled;                /* 0 after a capture failed, or with VH_CUDA_GRAPHS=0 */
-    /* decode-step graphs, one per block range (a moving pipeline split runs several ranges) */
-    struct { cudaGraphExec_t exec; uint32_t first_block, n_blocks; uint64_t last_use; } decode_graphs[4];
+    /* one graph per block range (a moving pipeline split runs several) and image count (0: decode) */
+    struct { cudaGraphExec_t exec; uint32_t first_block, n_blocks, n_images; uint64_t last_use; } graphs[8];
     uint64_t graph_clock;
     vhc_profile *profile;              /* VH_CUDA_PROFILE=1 only (cuda_profile.h) */
 };
@@ -118,6 +125,8 @@ vh_status cuda_vit_block(vh_executor *e, const cuda_block *b, const vh_batch *ba
 vh_status cuda_projector(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size);
 vh_status cuda_llm_embed(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size);
 vh_status cuda_llm_block(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size);
+/* After the rows are staged: the batch's prefill segments as flash-attention tiles (llm.tiles_host). */
+void cuda_llm_plan_attention(vh_executor *e, const vh_batch *batch);
 vh_status cuda_llm_head(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size);
 
 #endif

@@ -25,6 +25,7 @@
 #define FA_WARPS 4
 #define FA_ROWS (16 * FA_WARPS)
 #define FA_KEYS 64
+static_assert(FA_ROWS == VHC_FLASH_TILE_ROWS, "a tile is one block's rows");
 #define FA_PAD 8 /* elements added to each shared row: rows 16 bytes apart mod 128 -> no bank conflicts */
 
 /* c (16x8 fp32) += a (16x16 bf16, row) . b (16x8 bf16, col) */
@@ -46,14 +47,14 @@ static __device__ __forceinline__ void fa_block(const vhc_bf16 *__restrict__ q, 
                                                 const vhc_bf16 *__restrict__ k, const vhc_bf16 *__restrict__ v,
                                                 int64_t kv_stride, vhc_bf16 *__restrict__ out, int64_t out_stride,
                                                 int R, int group, int hd, float scale, int n_keys_dense,
-                                                int first_position, const int HDP)
+                                                int first_position, int row_block, const int HDP)
 {
     __shared__ __align__(16) unsigned short ks[FA_KEYS][128 + FA_PAD];
     __shared__ __align__(16) unsigned short vt[128][FA_KEYS + FA_PAD];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int gid = lane >> 2, tig = lane & 3;
     const int h = blockIdx.y, kvh = h / group;
-    const int r0 = blockIdx.x * FA_ROWS + warp * 16; /* this warp's first row */
+    const int r0 = row_block * FA_ROWS + warp * 16; /* this warp's first row */
     const vhc_bf16 *kh = k + (int64_t)kvh * hd, *vh = v + (int64_t)kvh * hd;
 
     /* rows gid and gid + 8 of the warp: their key limits */
@@ -61,7 +62,7 @@ static __device__ __forceinline__ void fa_block(const vhc_bf16 *__restrict__ q, 
     const int na = ra >= R ? 0 : first_position < 0 ? n_keys_dense : first_position + ra + 1;
     const int nb = rb >= R ? 0 : first_position < 0 ? n_keys_dense : first_position + rb + 1;
     /* keys the block needs (its last row's limit) and keys that exist */
-    const int last = min(R, (int)(blockIdx.x + 1) * FA_ROWS) - 1;
+    const int last = min(R, (row_block + 1) * FA_ROWS) - 1;
     const int n_block = first_position < 0 ? n_keys_dense : first_position + last + 1;
 
     /* Q fragments (A operand): rows gid / gid + 8, columns kc * 16 + tig * 2 (+8) */
@@ -178,11 +179,21 @@ static __device__ __forceinline__ void fa_block(const vhc_bf16 *__restrict__ q, 
     const vhc_bf16 *__restrict__ q, int64_t q_stride, const vhc_bf16 *__restrict__ k, const vhc_bf16 *__restrict__ v, \
         int64_t kv_stride, vhc_bf16 *__restrict__ out, int64_t out_stride, int R, int group, int hd, float scale,     \
         int n_keys_dense, int first_position
+#define FA_TILES_PARAMS                                                                                             \
+    const vhc_bf16 *__restrict__ q, int64_t q_stride, const vhc_bf16 *__restrict__ k, const vhc_bf16 *__restrict__ v, \
+        int64_t kv_stride, vhc_bf16 *__restrict__ out, int64_t out_stride, const vhc_attention_tile *__restrict__ tiles, \
+        int group, int hd, float scale
 #define FA_KERNEL(HDP)                                                                                              \
     __global__ void __launch_bounds__(FA_WARPS * 32) k_flash_attention_##HDP(FA_PARAMS)                            \
     {                                                                                                               \
         fa_block(q, q_stride, k, v, kv_stride, out, out_stride, R, group, hd, scale, n_keys_dense, first_position,   \
-                 HDP);                                                                                              \
+                 (int)blockIdx.x, HDP);                                                                             \
+    }                                                                                                               \
+    __global__ void __launch_bounds__(FA_WARPS * 32) k_flash_attention_tiles_##HDP(FA_TILES_PARAMS)                \
+    {                                                                                                               \
+        const vhc_attention_tile t = tiles[blockIdx.x];                                                             \
+        fa_block(q + t.first_row * q_stride, q_stride, k + t.kv_base, v + t.kv_base, kv_stride,                     \
+                 out + t.first_row * out_stride, out_stride, t.n_rows, group, hd, scale, 0, t.first_position, 0, HDP);  \
     }
 FA_KERNEL(16)
 FA_KERNEL(32)
@@ -217,4 +228,21 @@ extern "C" void vhc_flash_attention(cudaStream_t s, const vhc_bf16 *q, int64_t q
     kernels[(head_dim + 15) / 16 - 1]<<<grid, FA_WARPS * 32, 0, s>>>(q, q_stride, k, v, kv_stride, out, out_stride, R,
                                                                     n_heads / n_kv_heads, head_dim, scale,
                                                                     n_keys_dense, first_position);
+}
+
+extern "C" void vhc_flash_attention_tiles(cudaStream_t s, const vhc_bf16 *q, int64_t q_stride, const vhc_bf16 *k,
+                                          const vhc_bf16 *v, int64_t kv_stride, vhc_bf16 *out, int64_t out_stride,
+                                          const vhc_attention_tile *tiles, int n_tiles, int n_heads, int n_kv_heads,
+                                          int head_dim, float scale)
+{
+    static void (*const kernels[8])(FA_TILES_PARAMS) = {
+        k_flash_attention_tiles_16, k_flash_attention_tiles_32, k_flash_attention_tiles_48,
+        k_flash_attention_tiles_64, k_flash_attention_tiles_80, k_flash_attention_tiles_96,
+        k_flash_attention_tiles_112, k_flash_attention_tiles_128};
+    if (n_tiles <= 0 ||
+        !vhc_flash_attention_supported(q, q_stride, k, v, kv_stride, out_stride, n_heads, n_kv_heads, head_dim))
+        return;
+    dim3 grid((unsigned)n_tiles, (unsigned)n_heads, 1);
+    kernels[(head_dim + 15) / 16 - 1]<<<grid, FA_WARPS * 32, 0, s>>>(q, q_stride, k, v, kv_stride, out, out_stride,
+                                                                    tiles, n_heads / n_kv_heads, head_dim, scale);
 }

@@ -96,6 +96,20 @@ void vhc_flash_attention(cudaStream_t s, const vhc_bf16 *q, int64_t q_stride, co
                          int64_t kv_stride, vhc_bf16 *out, int64_t out_stride, int R, int n_heads, int n_kv_heads,
                          int head_dim, float scale, int n_keys_dense, int first_position);
 
+/* The same kernel over many segments in one launch (a packed pass's prefills): each tile is up to
+ * VHC_FLASH_TILE_ROWS query rows of one segment, rows first_row.. of q / out, its sequence's keys at
+ * element offset kv_base of k / v, causal from first_position. A tile cut at the same rows as
+ * vhc_flash_attention's blocks gives the same bits. tiles is device memory. */
+#define VHC_FLASH_TILE_ROWS 64
+typedef struct vhc_attention_tile {
+    int32_t first_row, n_rows, first_position, unused;
+    int64_t kv_base;
+} vhc_attention_tile;
+void vhc_flash_attention_tiles(cudaStream_t s, const vhc_bf16 *q, int64_t q_stride, const vhc_bf16 *k,
+                               const vhc_bf16 *v, int64_t kv_stride, vhc_bf16 *out, int64_t out_stride,
+                               const vhc_attention_tile *tiles, int n_tiles, int n_heads, int n_kv_heads,
+                               int head_dim, float scale);
+
 /* Linear layer for a few rows (cuda_gemv.cu): D[m, n] = sum_k A[m, k] W[n, k] (+ D[m, n] when
  * accumulate) for m < M, n < N; A rows lda apart, W [N, K] contiguous, D rows ldd apart, fp32 FMA
  * chains whose order depends on K only. Served when vhc_gemv_supported: 1 <= M <= VHC_GEMV_MAX_ROWS,

@@ -21,9 +21,32 @@ vh_status cuda_llm_embed(vh_executor *e, const cuda_block *b, const vh_batch *ba
     return VH_OK;
 }
 
-/* Segments of at least this many rows (prefills) take the tensor-core kernel, one launch each; runs
- * of shorter ones (decode rows) take the row kernel, which splits each row's keys over warps. */
+/* Segments of at least this many rows (prefills) take the tensor-core kernel, all of them in one
+ * launch over their tiles; runs of shorter ones (decode rows) take the row kernel, which splits
+ * each row's keys over warps. */
 #define FLASH_MIN_ROWS 16
+
+void cuda_llm_plan_attention(vh_executor *e, const vh_batch *batch)
+{
+    const vh_llm_desc *l = &e->model->llm;
+    llm_buffers *s = &e->llm;
+    const int hd = (int)l->head_dim, H = (int)l->n_heads, Hkv = (int)l->n_kv_heads;
+    const int64_t q_dim = (int64_t)H * hd, kv_dim = (int64_t)Hkv * hd;
+    s->n_tiles = 0;
+    if (!e->k_cache || !vhc_flash_attention_supported(s->q, q_dim, e->k_cache, e->v_cache, kv_dim, q_dim, H, Hkv, hd))
+        return;
+    uint32_t row = 0;
+    for (uint32_t i = 0; i < batch->n_segments; row += batch->segments[i++].n_rows) {
+        const vh_segment *seg = &batch->segments[i];
+        if (seg->n_rows < FLASH_MIN_ROWS) continue;
+        for (uint32_t r = 0; r < seg->n_rows && s->n_tiles < s->max_tiles; r += VHC_FLASH_TILE_ROWS)
+            s->tiles_host[s->n_tiles++] = (vhc_attention_tile){
+                .first_row = (int32_t)(row + r),
+                .n_rows = (int32_t)(seg->n_rows - r < VHC_FLASH_TILE_ROWS ? seg->n_rows - r : VHC_FLASH_TILE_ROWS),
+                .first_position = (int32_t)(seg->position + r),
+                .kv_base = (int64_t)seg->sequence * e->params.max_context * kv_dim};
+    }
+}
 
 static void llm_attention(vh_executor *e, const vh_batch *batch, const vhc_bf16 *k_cache, const vhc_bf16 *v_cache)
 {
@@ -32,24 +55,18 @@ static void llm_attention(vh_executor *e, const vh_batch *batch, const vhc_bf16 
     const int hd = (int)l->head_dim, H = (int)l->n_heads, Hkv = (int)l->n_kv_heads;
     const int64_t q_dim = (int64_t)H * hd, kv_dim = (int64_t)Hkv * hd;
     const float scale = (float)(1.0 / sqrt((double)hd));
+    vhc_flash_attention_tiles(e->stream, s->q, q_dim, k_cache, v_cache, kv_dim, s->attn, q_dim, s->tiles,
+                              (int)s->n_tiles, H, Hkv, hd, scale);
     uint32_t row = 0, run_start = 0;
     for (uint32_t i = 0; i <= batch->n_segments; i++) {
         const vh_segment *seg = i < batch->n_segments ? &batch->segments[i] : NULL;
-        const int64_t base = seg ? (int64_t)seg->sequence * e->params.max_context * kv_dim : 0;
-        const int flash = seg && seg->n_rows >= FLASH_MIN_ROWS &&
-                          vhc_flash_attention_supported(s->q + row * q_dim, q_dim, k_cache + base, v_cache + base,
-                                                        kv_dim, q_dim, H, Hkv, hd);
+        const int flash = seg && seg->n_rows >= FLASH_MIN_ROWS && s->n_tiles > 0;
         if ((!seg || flash) && row > run_start) /* the run of short segments before this one */
             vhc_attention(e->stream, s->q + run_start * q_dim, q_dim, k_cache, v_cache, kv_dim, s->rows + run_start, 0,
                           s->attn + run_start * q_dim, q_dim, (int)(row - run_start), H, Hkv, hd, scale);
         if (!seg) break;
-        if (flash) {
-            vhc_flash_attention(e->stream, s->q + row * q_dim, q_dim, k_cache + base, v_cache + base, kv_dim,
-                                s->attn + row * q_dim, q_dim, (int)seg->n_rows, H, Hkv, hd, scale, 0,
-                                (int)seg->position);
-            run_start = row + seg->n_rows;
-        }
         row += seg->n_rows;
+        if (flash) run_start = row;
     }
 }
 

@@ -23,14 +23,8 @@ vh_status cuda_vit_embed(vh_executor *e, const cuda_block *b, const vh_batch *ba
     const int K = 3 * P * P;
     VHC_MARK(e, "vit.embed", (int)batch->n_images);
     for (uint32_t i = 0; i < batch->n_images; i++) {
-        const float *pixels = batch->pixels[(size_t)i * e->model->n_towers + t];
-        cudaError_t ce = cudaMemcpyAsync(e->vit.pixels, pixels, sizeof(float) * 3 * S * S, cudaMemcpyHostToDevice,
-                                         e->stream);
-        if (ce != cudaSuccess) {
-            snprintf(err, err_size, "cuda: uploading pixels: %s", cudaGetErrorString(ce));
-            return VH_ERR_BACKEND_FAILED;
-        }
-        vhc_im2col_bf16(e->stream, e->vit.pixels, S, P, e->vit.patches);
+        const float *pixels = e->vit.pixels + i * e->vit.pixel_floats + e->vit.tower_pixels[t]; /* uploaded */
+        vhc_im2col_bf16(e->stream, pixels, S, P, e->vit.patches);
         vh_status st = vhc_linear(e->gemm, e->vit.patches, K, NP, K, b->mat[VH_VIT_EMBED_PATCH_W], D, e->vit.tmp, D, 0,
                                   err, err_size);
         if (st) return st;

@@ -723,14 +723,22 @@ typedef struct att_args {
     int64_t out_stride;
     int R, n_heads, n_kv_heads, head_dim;
     float scale;
-    int segment;                /* 1: vhc_flash_attention on one causal segment (kv_base, first_position) */
+    int segment;                /* 1: vhc_flash_attention on one causal segment (kv_base, first_position);
+                                   2: vhc_flash_attention_tiles over the rows' segments */
     int64_t kv_base;
     int first_position;
+    const vhc_attention_tile *tiles; /* device, segment 2 */
+    int n_tiles;
 } att_args;
 
 static void att_launch(void *ctx)
 {
     const att_args *a = ctx;
+    if (a->segment == 2) {
+        vhc_flash_attention_tiles(0, a->q, a->q_stride, a->k, a->v, a->kv_stride, a->out, a->out_stride, a->tiles,
+                                  a->n_tiles, a->n_heads, a->n_kv_heads, a->head_dim, a->scale);
+        return;
+    }
     if (a->segment) {
         vhc_flash_attention(0, a->q, a->q_stride, a->k + a->kv_base, a->v + a->kv_base, a->kv_stride, a->out,
                             a->out_stride, a->R, a->n_heads, a->n_kv_heads, a->head_dim, a->scale, 0, a->first_position);
@@ -757,8 +765,10 @@ static void att_launch(void *ctx)
  * in the tensor cores' order (bounded here as 2 hd + 8 roundings) and rounds P to bf16 before P.V:
  * err32 grows by 2^-8 sum_j p_j |v_jd| / sum_j p_j (twice the 2^-9 relative rounding of each p_j).
  *
- * segment: run vhc_flash_attention on rows 0..R-1 of one sequence, causally (hrows give the
- * reference: row r's base and n_keys, which must be hrows[0]'s base and n_keys + r).
+ * segment 1: run vhc_flash_attention on rows 0..R-1 of one sequence, causally (hrows give the
+ * reference: row r's base and n_keys, which must be hrows[0]'s base and n_keys + r). segment 2:
+ * vhc_flash_attention_tiles in one launch over every run of rows that continues one sequence
+ * (a packed pass's segments), cut into tiles of VHC_FLASH_TILE_ROWS.
  */
 static void run_attention(const char *what, const vhc_bf16 *dq, const uint16_t *hq, int64_t q_stride,
                           const vhc_bf16 *dk, const uint16_t *hk, const vhc_bf16 *dv, const uint16_t *hv,
@@ -769,12 +779,26 @@ static void run_attention(const char *what, const vhc_bf16 *dq, const uint16_t *
     const size_t nout = (size_t)R * out_stride;
     gbuf dout = gb_new(2, nout), drows = gb_new(4, hrows ? (size_t)R * sizeof(vhc_row) / 4 : 1);
     if (hrows) gb_upload(&drows, 0, hrows, (size_t)R * sizeof(vhc_row) / 4);
+    vhc_attention_tile *tiles = xmalloc(((size_t)R + 1) * sizeof *tiles);
+    int n_tiles = 0;
+    for (int r = 0; segment == 2 && r < R; r++) {
+        vhc_attention_tile *t = n_tiles ? &tiles[n_tiles - 1] : NULL;
+        if (t && t->n_rows < VHC_FLASH_TILE_ROWS && t->first_row + t->n_rows == r && t->kv_base == hrows[r].kv_seq_base &&
+            t->first_position + t->n_rows == hrows[r].n_keys - 1)
+            t->n_rows++;
+        else
+            tiles[n_tiles++] = (vhc_attention_tile){.first_row = r, .n_rows = 1, .first_position = hrows[r].n_keys - 1,
+                                                    .kv_base = hrows[r].kv_seq_base};
+    }
+    gbuf dtiles = gb_new(4, ((size_t)n_tiles + 1) * sizeof *tiles / 4);
+    if (n_tiles) gb_upload(&dtiles, 0, tiles, (size_t)n_tiles * sizeof *tiles / 4);
     att_args a = {dq, q_stride, dk, dv, kv_stride, hrows ? (const vhc_row *)gb_at(&drows, 0) : NULL, n_dense,
-                  gb_at(&dout, 0), out_stride, R, H, Hkv, hd, scale, segment, segment ? hrows[0].kv_seq_base : 0,
-                  segment ? hrows[0].n_keys - 1 : 0};
+                  gb_at(&dout, 0), out_stride, R, H, Hkv, hd, scale, segment,
+                  segment == 1 ? hrows[0].kv_seq_base : 0, segment == 1 ? hrows[0].n_keys - 1 : 0,
+                  (const vhc_attention_tile *)gb_at(&dtiles, 0), n_tiles};
     const int flash = segment || (!hrows && vhc_flash_attention_supported(dq, q_stride, dk, dv, kv_stride, out_stride,
                                                                           H, Hkv, hd));
-    if (segment)
+    if (segment == 1)
         for (int r = 0; r < R; r++)
             if (hrows[r].kv_seq_base != hrows[0].kv_seq_base || hrows[r].n_keys != hrows[0].n_keys + r) {
                 printf("FAIL %s: test bug: rows are not one segment\n", what);
@@ -843,8 +867,8 @@ static void run_attention(const char *what, const vhc_bf16 *dq, const uint16_t *
     cmp_bf16(K_ATT, what, all + GUARD, ref, err, nout, mask, 1, 0);
     check_guards(what, all, &dout);
     if (time_it) printf("  time %-58s %9.1f us\n", what, time_launches(att_launch, &a, 20));
-    free(all), free(ref), free(err), free(mask), free(s), free(acc), free(vmax), free(qv), free(pv);
-    gb_free(&dout), gb_free(&drows);
+    free(all), free(ref), free(err), free(mask), free(s), free(acc), free(vmax), free(qv), free(pv), free(tiles);
+    gb_free(&dout), gb_free(&drows), gb_free(&dtiles);
 }
 
 /* Dense (ViT) attention on random bf16 q, k, v. fused: one [T, 3D] buffer (q | k | v), strides 3D.
@@ -1125,6 +1149,14 @@ static void llm_step(const char *name, llm_cache *c, const step_part *parts, int
                  rows[0].n_keys - 1);
         run_attention(what, gb_at(&dq, 0), gq, (int64_t)hq * hd, gb_at(&c->k, 0), c->hk, gb_at(&c->v, 0), c->hv,
                       c->kv_stride, rows, 0, (int64_t)hq * hd, R, hq, hkv, hd, 1, time_it);
+    }
+    /* every part of the batch as the segments of one tiled launch (a packed pass's prefills and steps) */
+    if (!perm_rows &&
+        vhc_flash_attention_supported(gb_at(&dq, 0), (int64_t)hq * hd, gb_at(&c->k, 0), gb_at(&c->v, 0), c->kv_stride,
+                                      (int64_t)hq * hd, hq, hkv, hd)) {
+        snprintf(what, sizeof what, "flash attention tiles %s R=%d heads=%d/%d hd=%d", name, R, hq, hkv, hd);
+        run_attention(what, gb_at(&dq, 0), gq, (int64_t)hq * hd, gb_at(&c->k, 0), c->hk, gb_at(&c->v, 0), c->hv,
+                      c->kv_stride, rows, 0, (int64_t)hq * hd, R, hq, hkv, hd, 2, time_it);
     }
 
     free(qall), free(kall), free(vall), free(qref), free(qerr), free(kref), free(kerr), free(vref), free(wmask);
@@ -1627,6 +1659,27 @@ int main(void)
             llm_step(name, &c, s3, 4, 10000.0f, 2.0f, 1, seed++, 0);
             snprintf(name, sizeof name, "multi-seq cfg%d step4", cfg);
             llm_step(name, &c, s4, 4, 10000.0f, 2.0f, 1, seed++, 0);
+            llm_cache_free(&c);
+        }
+    }
+    /* a packed pass's layout, rows in segment order: prefills of several sequences and decode rows
+     * in one batch, also as one tiled flash launch (llm_step's "flash attention tiles") */
+    {
+        static const int hds[2] = {128, 64}, hqs[2] = {8, 4}, hkvs[2] = {2, 4};
+        for (int cfg = 0; cfg < 2; cfg++) {
+            llm_cache c;
+            int cap[3] = {300, 300, 300};
+            llm_cache_init(&c, hqs[cfg], hkvs[cfg], hds[cfg], 0, 3, cap);
+            step_part s1[2] = {{0, 70}, {1, 100}};
+            step_part s2[3] = {{2, 130}, {0, 1}, {1, 1}};
+            step_part s3[3] = {{1, 1}, {0, 65}, {2, 1}};
+            char name[64];
+            snprintf(name, sizeof name, "packed cfg%d step1", cfg);
+            llm_step(name, &c, s1, 2, 10000.0f, 2.0f, 0, seed++, 0);
+            snprintf(name, sizeof name, "packed cfg%d step2", cfg);
+            llm_step(name, &c, s2, 3, 10000.0f, 2.0f, 0, seed++, 0);
+            snprintf(name, sizeof name, "packed cfg%d step3", cfg);
+            llm_step(name, &c, s3, 3, 10000.0f, 2.0f, 0, seed++, 0);
             llm_cache_free(&c);
         }
     }
