@@ -3,7 +3,8 @@
 #   tools/pipeline-check.sh tests   the pipeline fixtures test (cuda,cpu_amx, every split) and vh-run
 #   tools/pipeline-check.sh packed  cuda: serial vs packed (issue 6) closed loop and at 10/30/60 Hz, and
 #                                   the transformers peer
-#   tools/pipeline-check.sh packed-batch  cuda packed with 1, 2, 4 new frames a pass, and serial
+#   tools/pipeline-check.sh packed-batch  cuda packed with 1, 2, 4 new frames a pass, the same with the
+#                                   KV-gathering peer (VH_CUDA_KV_GATHER=1, ActionFlow's copies), serial
 #   tools/pipeline-check.sh profile GPU time per operation (VH_CUDA_PROFILE=1) of cuda serial and packed
 #                                   with 7 and 14 frames in flight (tables in $RESULTS/profile-*.err)
 #   tools/pipeline-check.sh repeat  N = 4 and 16, pipelined and serial, alternated twice (run-to-run spread)
@@ -86,7 +87,10 @@ elif [ "$1" = packed ]; then
 elif [ "$1" = packed-batch ]; then
   synth
   step "cuda packed: 7 / 14 / 28 frames in flight = 1 / 2 / 4 new frames a pass"
-  for k in 7 14 28; do bench packed-k$k 60 --backend cuda --mode packed --frames-in-flight $k --warmup $((k + 2)); done
+  for k in 7 14 28; do
+    bench packed-k$k 60 --backend cuda --mode packed --frames-in-flight $k --warmup $((k + 2))
+    VH_CUDA_KV_GATHER=1 bench packed-gather-k$k 60 --backend cuda --mode packed --frames-in-flight $k --warmup $((k + 2))
+  done
   bench packed-serial 16 --backend cuda --mode serial
 elif [ "$1" = profile ]; then
   synth

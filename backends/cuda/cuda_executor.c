@@ -130,6 +130,12 @@ static void plan_weights(vh_executor *e, cuda_arena *a)
 
 static uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
+static int kv_gather_requested(void)
+{
+    const char *on = getenv("VH_CUDA_KV_GATHER");
+    return on && !strcmp(on, "1");
+}
+
 static void plan_work(vh_executor *e, cuda_arena *a)
 {
     const vh_model_desc *m = e->model;
@@ -202,6 +208,11 @@ static void plan_work(vh_executor *e, cuda_arena *a)
         e->llm.max_tiles = (uint32_t)(R / VHC_FLASH_TILE_ROWS + S);
         e->llm.tiles = arena_take(a, e->llm.max_tiles * sizeof(vhc_attention_tile));
         e->llm.rope_inv_freq = arena_take(a, (uint64_t)l->head_dim / 2 * 4);
+    }
+    if (has_llm && kv_gather_requested()) {
+        const uint64_t layer = (uint64_t)p->max_sequences * p->max_context * m->llm.n_kv_heads * m->llm.head_dim * 2;
+        e->gather_k = arena_take(a, layer);
+        e->gather_v = arena_take(a, layer);
     }
     arena_take(a, GEMM_WORKSPACE_BYTES); /* the last piece: cuBLASLt's workspace */
 }
@@ -340,7 +351,8 @@ vh_status cuda_executor_create(const vh_executor_params *params, vh_executor **o
     if (st) return st;
     const char *graphs = getenv("VH_CUDA_GRAPHS");
     e->profile = vhc_profile_from_env();
-    e->graphs_enabled = !(graphs && !strcmp(graphs, "0")) && !e->profile; /* events do not time inside graphs */
+    /* events do not time inside graphs; the peer's copies change size every step */
+    e->graphs_enabled = !(graphs && !strcmp(graphs, "0")) && !e->profile && !kv_gather_requested();
     cudaError_t ce;
     if ((ce = cudaSetDevice(e->device)) || (ce = cudaStreamCreateWithFlags(&e->stream, cudaStreamNonBlocking))) {
         st = cuda_fail(err, err_size, ce, "device setup");

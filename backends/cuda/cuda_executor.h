@@ -105,6 +105,10 @@ struct vh_executor {
     struct { cudaGraphExec_t exec; uint32_t first_block, n_blocks, n_images; uint64_t last_use; } graphs[8];
     uint64_t graph_clock;
     vhc_profile *profile;              /* VH_CUDA_PROFILE=1 only (cuda_profile.h) */
+    /* VH_CUDA_KV_GATHER=1, a benchmark peer only (ActionFlow's way): every layer of every pass copies
+     * each segment's keys and values, all of its positions, into this one-layer region (the same
+     * offsets) and attention reads the copies: the bytes a gather into a packed KV buffer moves. */
+    vhc_bf16 *gather_k, *gather_v;
 };
 
 /* Marks where an operation starts on the stream, for the opt-in profile. */

@@ -84,21 +84,33 @@ static __device__ __forceinline__ void fa_block(const vhc_bf16 *__restrict__ q, 
     for (int t0 = 0; t0 < n_block; t0 += FA_KEYS) {
         __syncthreads(); /* the previous tile is consumed */
         /* stage keys t0 .. t0 + FA_KEYS - 1: 16-byte pieces, zeros beyond n_block or hd; consecutive
-         * threads take consecutive keys, so the transposed V stores of a warp hit distinct banks */
-        for (int p = threadIdx.x; p < FA_KEYS * (HDP / 8); p += FA_WARPS * 32) {
-            const int j = p % FA_KEYS, c = p / FA_KEYS * 8;
-            uint4 kv4 = make_uint4(0, 0, 0, 0), vv4 = make_uint4(0, 0, 0, 0);
-            if (t0 + j < n_block && c < hd) {
-                const int64_t off = (int64_t)(t0 + j) * kv_stride + c;
-                kv4 = *(const uint4 *)(kh + off);
-                vv4 = *(const uint4 *)(vh + off);
-            }
-            *(uint4 *)&ks[j][c] = kv4;
-            const unsigned w[4] = {vv4.x, vv4.y, vv4.z, vv4.w};
+         * threads take consecutive keys, so the transposed V stores of a warp hit distinct banks. A
+         * thread has HDP / 16 pieces of K and of V; their loads are issued in groups of 4 before any
+         * store, so the tile costs a few global-memory latencies, not one per piece. */
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                vt[c + 2 * e][j] = (unsigned short)(w[e] & 0xffffu);
-                vt[c + 2 * e + 1][j] = (unsigned short)(w[e] >> 16);
+        for (int g = 0; g < HDP / 16; g += 4) {
+            uint4 kr[4], vr[4];
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                const int p = threadIdx.x + (g + u) * FA_WARPS * 32, j = p % FA_KEYS, c = p / FA_KEYS * 8;
+                kr[u] = vr[u] = make_uint4(0, 0, 0, 0);
+                if (g + u < HDP / 16 && t0 + j < n_block && c < hd) {
+                    const int64_t off = (int64_t)(t0 + j) * kv_stride + c;
+                    kr[u] = *(const uint4 *)(kh + off);
+                    vr[u] = *(const uint4 *)(vh + off);
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                if (g + u >= HDP / 16) break;
+                const int p = threadIdx.x + (g + u) * FA_WARPS * 32, j = p % FA_KEYS, c = p / FA_KEYS * 8;
+                *(uint4 *)&ks[j][c] = kr[u];
+                const unsigned w[4] = {vr[u].x, vr[u].y, vr[u].z, vr[u].w};
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    vt[c + 2 * e][j] = (unsigned short)(w[e] & 0xffffu);
+                    vt[c + 2 * e + 1][j] = (unsigned short)(w[e] >> 16);
+                }
             }
         }
         __syncthreads();

@@ -48,6 +48,22 @@ void cuda_llm_plan_attention(vh_executor *e, const vh_batch *batch)
     }
 }
 
+/* The benchmark peer (VH_CUDA_KV_GATHER=1): each segment's keys and values, positions 0 .. its last
+ * row, copied out of the cache; attention then reads the copies. */
+static void gather_kv(vh_executor *e, const vh_batch *batch, const vhc_bf16 **k_cache, const vhc_bf16 **v_cache)
+{
+    const int64_t kv_dim = (int64_t)e->model->llm.n_kv_heads * e->model->llm.head_dim;
+    for (uint32_t i = 0; i < batch->n_segments; i++) {
+        const vh_segment *seg = &batch->segments[i];
+        const int64_t base = (int64_t)seg->sequence * e->params.max_context * kv_dim;
+        const size_t bytes = sizeof(vhc_bf16) * (size_t)(seg->position + seg->n_rows) * kv_dim;
+        cudaMemcpyAsync(e->gather_k + base, *k_cache + base, bytes, cudaMemcpyDeviceToDevice, e->stream);
+        cudaMemcpyAsync(e->gather_v + base, *v_cache + base, bytes, cudaMemcpyDeviceToDevice, e->stream);
+    }
+    *k_cache = e->gather_k;
+    *v_cache = e->gather_v;
+}
+
 static void llm_attention(vh_executor *e, const vh_batch *batch, const vhc_bf16 *k_cache, const vhc_bf16 *v_cache)
 {
     const vh_llm_desc *l = &e->model->llm;
@@ -55,6 +71,7 @@ static void llm_attention(vh_executor *e, const vh_batch *batch, const vhc_bf16 
     const int hd = (int)l->head_dim, H = (int)l->n_heads, Hkv = (int)l->n_kv_heads;
     const int64_t q_dim = (int64_t)H * hd, kv_dim = (int64_t)Hkv * hd;
     const float scale = (float)(1.0 / sqrt((double)hd));
+    if (e->gather_k) gather_kv(e, batch, &k_cache, &v_cache);
     vhc_flash_attention_tiles(e->stream, s->q, q_dim, k_cache, v_cache, kv_dim, s->attn, q_dim, s->tiles,
                               (int)s->n_tiles, H, Hkv, hd, scale);
     uint32_t row = 0, run_start = 0;

@@ -21,14 +21,16 @@ vh_status cuda_vit_embed(vh_executor *e, const cuda_block *b, const vh_batch *ba
     const vh_vit_desc *v = &e->model->towers[t];
     const int D = (int)v->embed_dim, P = (int)v->patch_size, S = (int)v->image_size, NP = (int)v->n_patches;
     const int K = 3 * P * P;
-    VHC_MARK(e, "vit.embed", (int)batch->n_images);
     for (uint32_t i = 0; i < batch->n_images; i++) {
         const float *pixels = e->vit.pixels + i * e->vit.pixel_floats + e->vit.tower_pixels[t]; /* uploaded */
+        VHC_MARK(e, "vit.embed im2col", NP);
         vhc_im2col_bf16(e->stream, pixels, S, P, e->vit.patches);
+        VHC_MARK(e, "vit.embed gemm", NP);
         vh_status st = vhc_linear(e->gemm, e->vit.patches, K, NP, K, b->mat[VH_VIT_EMBED_PATCH_W], D, e->vit.tmp, D, 0,
                                   err, err_size);
         if (st) return st;
         const int pos_covers_prefix = v->pos_embed_prefix ? 1 : 0;
+        VHC_MARK(e, "vit.embed assemble", NP);
         vhc_vit_assemble(e->stream, e->vit.tmp, b->vec[VH_VIT_EMBED_PATCH_B], b->vec[VH_VIT_EMBED_CLS],
                          b->vec[VH_VIT_EMBED_REG], (int)v->n_registers, b->vec[VH_VIT_EMBED_POS], pos_covers_prefix,
                          tower_tokens(e, t, i), NP, D);
@@ -92,7 +94,7 @@ vh_status cuda_projector(vh_executor *e, const cuda_block *b, const vh_batch *ba
     const int Dl = (int)m->llm.hidden, R = (int)batch->n_images * N;
     projector_buffers *p = &e->proj;
     vh_status st;
-    VHC_MARK(e, "projector", R);
+    VHC_MARK(e, "projector gather", R);
     for (uint32_t i = 0; i < batch->n_images; i++) {
         int col = 0;
         for (uint32_t t = 0; t < m->n_towers; t++) {
@@ -103,6 +105,7 @@ vh_status cuda_projector(vh_executor *e, const cuda_block *b, const vh_batch *ba
         }
     }
     float *out = p->patch_embeds;
+    VHC_MARK(e, "projector gemms", R);
     if ((st = vhc_linear(e->gemm, p->in, Dv, R, Dv, b->mat[VH_PROJ_FC1_W], H1, p->h1, H1, 0, err, err_size)))
         return st;
     vhc_bias_gelu_bf16(e->stream, p->h1, b->vec[VH_PROJ_FC1_B], p->h1_bf16, R, H1);

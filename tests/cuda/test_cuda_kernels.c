@@ -981,7 +981,7 @@ static void llm_cache_init(llm_cache *c, int hq, int hkv, int hd, int kv_pad, in
     c->kv_stride = (int64_t)hkv * hd + kv_pad;
     int64_t at = 0;
     for (int s = 0; s < n_seq; s++) {
-        at += 3 * kv_pad + 4 * s; /* gaps (never written) between sequences */
+        at += 3 * kv_pad + 8 * s; /* gaps (never written) between sequences; 16-byte aligned without padding */
         c->base[s] = at, c->cap[s] = cap[s], c->filled[s] = 0;
         at += (int64_t)cap[s] * c->kv_stride;
     }
