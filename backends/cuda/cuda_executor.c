@@ -43,6 +43,12 @@ static int is_fused_llm_tensor(const vh_block_desc *d, uint32_t i)
            (i == VH_LLM_Q || i == VH_LLM_K || i == VH_LLM_V || i == VH_LLM_GATE || i == VH_LLM_UP);
 }
 
+/* The patch embedding's [D, 3, P, P] weight, held as [D, VHC_PATCH_LD(P)] rows padded with zeros. */
+static int is_padded_patch_weight(const vh_block_desc *d, uint32_t i)
+{
+    return d->kind == VH_BLOCK_VIT_EMBED && i == VH_VIT_EMBED_PATCH_W;
+}
+
 static int64_t n_elements(const vh_tensor_view *t)
 {
     int64_t n = 1;
@@ -95,6 +101,25 @@ static vh_status upload(uploader *u, const vh_tensor_view *t, int to_f32, void *
     return VH_OK;
 }
 
+/* rows x cols values of t as bf16 rows ld elements apart, zeros past cols. */
+static vh_status upload_padded_rows(uploader *u, const vh_tensor_view *t, int64_t rows, int64_t cols, int64_t ld,
+                                    void *dst, char *err, size_t err_size)
+{
+    const int64_t per_chunk = (int64_t)(STAGING_BYTES / 2) / ld;
+    for (int64_t first = 0; first < rows; first += per_chunk) {
+        const int64_t count = rows - first < per_chunk ? rows - first : per_chunk;
+        uint16_t *staging = u->staging;
+        for (int64_t r = 0; r < count; r++) {
+            convert_to_bf16(t->data, t->dtype, (first + r) * cols, cols, staging + r * ld);
+            memset(staging + r * ld + cols, 0, (size_t)(ld - cols) * 2);
+        }
+        cudaError_t e = cudaMemcpy((uint16_t *)dst + first * ld, staging, (size_t)(count * ld * 2),
+                                   cudaMemcpyHostToDevice);
+        if (e != cudaSuccess) return cuda_fail(err, err_size, e, t->name);
+    }
+    return VH_OK;
+}
+
 /* ------------------------------------------------------------------------------------------------
  * Sizing and carving: the same walk runs twice, first with empty arenas to count the bytes.
  */
@@ -117,7 +142,9 @@ static void plan_weights(vh_executor *e, cuda_arena *a)
                         shared = 1;
                     }
             if (shared) continue;
-            if (is_fp32_tensor(d, t)) b->vec[t] = arena_take(a, (size_t)n_elements(v) * 4);
+            if (is_padded_patch_weight(d, t))
+                b->mat[t] = arena_take(a, (size_t)v->shape[0] * VHC_PATCH_LD(m->towers[d->tower].patch_size) * 2);
+            else if (is_fp32_tensor(d, t)) b->vec[t] = arena_take(a, (size_t)n_elements(v) * 4);
             else b->mat[t] = arena_take(a, (size_t)n_elements(v) * 2);
         }
         if (d->kind == VH_BLOCK_LLM) {
@@ -157,7 +184,7 @@ static void plan_work(vh_executor *e, cuda_arena *a)
             T = max64(T, tokens);
             D = max64(D, v->embed_dim);
             H = max64(H, v->mlp_hidden);
-            PP3 = max64(PP3, 3ull * v->patch_size * v->patch_size);
+            PP3 = max64(PP3, (uint64_t)VHC_PATCH_LD(v->patch_size));
             NP = max64(NP, v->n_patches);
         }
         /* a block runs its row-wise steps and GEMMs over all images' tokens at once */
@@ -235,6 +262,12 @@ static vh_status upload_weights(vh_executor *e, char *err, size_t err_size)
                 for (uint32_t k = 0; k < e->blocks[j].desc->n_tensors; k++)
                     if (e->blocks[j].desc->tensors[k].data == v->data) duplicate = 1;
             if (duplicate && !is_fp32_tensor(d, t)) continue;
+            if (is_padded_patch_weight(d, t)) {
+                const int64_t cols = n_elements(v) / v->shape[0];
+                st = upload_padded_rows(&u, v, v->shape[0], cols, VHC_PATCH_LD(e->model->towers[d->tower].patch_size),
+                                        b->mat[t], err, err_size);
+                continue;
+            }
             st = upload(&u, v, is_fp32_tensor(d, t), is_fp32_tensor(d, t) ? (void *)b->vec[t] : (void *)b->mat[t],
                         err, err_size);
         }
@@ -508,11 +541,12 @@ static vh_status enqueue(vh_executor *e, const vh_batch *batch, const cuda_block
     return st;
 }
 
-/* Capture a one-row decode step, or a vision batch, over these blocks once; later ones replay it.
- * Everything that changes between replays is in the pinned mirrors the graph's first copies read
- * (pixels; token, positions, KV offsets). A few graphs are kept, keyed by block range and image
- * count (the least recently used is replaced). Returns VH_OK with *launched = 0 when graphs are
- * unavailable. */
+/* A one-row decode step, or a vision batch, over these blocks: the first time it runs eagerly (its
+ * GEMMs are timed then, cuda_gemm.c, which a capture cannot do), the second time it is captured,
+ * later ones replay the graph. Everything that changes between replays is in the pinned mirrors
+ * the graph's first copies read (pixels; token, positions, KV offsets). A few graphs are kept,
+ * keyed by block range and image count (the least recently used is replaced). Returns VH_OK with
+ * *launched = 0 when the caller is to enqueue the work itself. */
 static vh_status run_graph(vh_executor *e, const vh_batch *batch, const cuda_block *blocks, uint32_t first_block,
                            uint32_t n_blocks, int has_pixels, int has_rows, int *launched, char *err, size_t err_size)
 {
@@ -521,13 +555,21 @@ static vh_status run_graph(vh_executor *e, const vh_batch *batch, const cuda_blo
     uint32_t slot = 0;
     int found = 0;
     for (uint32_t i = 0; i < n_slots && !found; i++) {
-        found = e->graphs[i].exec && e->graphs[i].first_block == first_block && e->graphs[i].n_blocks == n_blocks &&
+        found = e->graphs[i].seen && e->graphs[i].first_block == first_block && e->graphs[i].n_blocks == n_blocks &&
                 e->graphs[i].n_images == n_images;
         if (found || e->graphs[i].last_use < e->graphs[slot].last_use) slot = i;
     }
-    if (!found) {
+    if (!found) { /* first sight: run eagerly, remember the key */
         if (e->graphs[slot].exec) cudaGraphExecDestroy(e->graphs[slot].exec);
         e->graphs[slot].exec = NULL;
+        e->graphs[slot].first_block = first_block;
+        e->graphs[slot].n_blocks = n_blocks;
+        e->graphs[slot].n_images = n_images;
+        e->graphs[slot].seen = 1;
+        e->graphs[slot].last_use = ++e->graph_clock;
+        return VH_OK;
+    }
+    if (!e->graphs[slot].exec) {
         cudaGraph_t graph = NULL;
         if (cudaStreamBeginCapture(e->stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
             e->graphs_enabled = 0;
@@ -544,9 +586,6 @@ static vh_status run_graph(vh_executor *e, const vh_batch *batch, const cuda_blo
             cudaGetLastError();
             return VH_OK;
         }
-        e->graphs[slot].first_block = first_block;
-        e->graphs[slot].n_blocks = n_blocks;
-        e->graphs[slot].n_images = n_images;
     }
     e->graphs[slot].last_use = ++e->graph_clock;
     cudaError_t ce = cudaGraphLaunch(e->graphs[slot].exec, e->stream);

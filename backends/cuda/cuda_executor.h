@@ -102,7 +102,7 @@ struct vh_executor {
      * cost (a vision batch is ~600 small kernels, launch-bound without one). */
     int graphs_enabled;                /* 0 after a capture failed, or with VH_CUDA_GRAPHS=0 */
     /* one graph per block range (a moving pipeline split runs several) and image count (0: decode) */
-    struct { cudaGraphExec_t exec; uint32_t first_block, n_blocks, n_images; uint64_t last_use; } graphs[8];
+    struct { cudaGraphExec_t exec; uint32_t first_block, n_blocks, n_images; int seen; uint64_t last_use; } graphs[8];
     uint64_t graph_clock;
     vhc_profile *profile;              /* VH_CUDA_PROFILE=1 only (cuda_profile.h) */
     /* VH_CUDA_KV_GATHER=1, a benchmark peer only (ActionFlow's way): every layer of every pass copies

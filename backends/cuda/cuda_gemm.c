@@ -5,7 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_SHAPES 512
+#define MAX_SHAPES 512     /* then the least recently used shape makes room */
+#define MAX_CANDIDATES 8   /* algorithms asked of the heuristic */
+#define TUNE_MIN_ROWS 64   /* fewer rows: the heuristic's first choice, untimed */
+#define TUNE_MIN_GAIN 1.15 /* a timed candidate replaces the first choice only when this much faster */
+#define TUNE_RUNS 3
 
 /* One cached shape: everything cublasLtMatmul needs besides the pointers. */
 typedef struct gemm_shape {
@@ -13,7 +17,11 @@ typedef struct gemm_shape {
     int accumulate;
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t a_layout, b_layout, d_layout;
-    cublasLtMatmulAlgo_t algo;
+    cublasLtMatmulAlgo_t algo;         /* the one used */
+    cublasLtMatmulAlgo_t candidates[MAX_CANDIDATES];
+    int n_candidates;
+    int tuned;                         /* the candidates were timed, or there is nothing to time */
+    uint64_t last_use;
 } gemm_shape;
 
 struct vhc_gemm {
@@ -23,7 +31,10 @@ struct vhc_gemm {
     size_t workspace_bytes;
     gemm_shape shapes[MAX_SHAPES];
     int n_shapes;
+    uint64_t clock;
+    cudaEvent_t tune_start, tune_end;
     int use_gemv; /* few-row layers on vhc_gemv (VH_CUDA_GEMV=0: all on cuBLASLt, to compare) */
+    int tuning;   /* VH_CUDA_GEMM_TUNE=0: the heuristic's first choice everywhere, to compare */
 };
 
 vh_status vhc_gemm_create(cudaStream_t stream, void *workspace, size_t workspace_bytes, vhc_gemm **out, char *err,
@@ -42,8 +53,11 @@ vh_status vhc_gemm_create(cudaStream_t stream, void *workspace, size_t workspace
         return VH_ERR_BACKEND_FAILED;
     }
     g->stream = stream;
-    const char *gemv = getenv("VH_CUDA_GEMV");
+    const char *gemv = getenv("VH_CUDA_GEMV"), *tune = getenv("VH_CUDA_GEMM_TUNE");
     g->use_gemv = !(gemv && !strcmp(gemv, "0"));
+    g->tuning = !(tune && !strcmp(tune, "0")) && cudaEventCreate(&g->tune_start) == cudaSuccess &&
+                cudaEventCreate(&g->tune_end) == cudaSuccess;
+    cudaGetLastError();
     g->workspace = workspace;
     g->workspace_bytes = workspace_bytes;
     *out = g;
@@ -63,6 +77,8 @@ void vhc_gemm_destroy(vhc_gemm *g)
 {
     if (!g) return;
     for (int i = 0; i < g->n_shapes; i++) release_shape(&g->shapes[i]);
+    if (g->tune_start) cudaEventDestroy(g->tune_start);
+    if (g->tune_end) cudaEventDestroy(g->tune_end);
     cublasLtDestroy(g->handle);
     free(g);
 }
@@ -91,39 +107,83 @@ static vh_status prepare_shape(vhc_gemm *g, gemm_shape *s, char *err, size_t err
     }
     size_t ws = g->workspace_bytes;
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
-    cublasLtMatmulHeuristicResult_t result;
+    cublasLtMatmulHeuristicResult_t results[MAX_CANDIDATES];
     int found = 0;
-    st = cublasLtMatmulAlgoGetHeuristic(g->handle, s->desc, s->a_layout, s->b_layout, s->d_layout, s->d_layout, pref, 1,
-                                        &result, &found);
+    st = cublasLtMatmulAlgoGetHeuristic(g->handle, s->desc, s->a_layout, s->b_layout, s->d_layout, s->d_layout, pref,
+                                        MAX_CANDIDATES, results, &found);
     cublasLtMatmulPreferenceDestroy(pref);
-    if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
+    for (int i = 0; st == CUBLAS_STATUS_SUCCESS && i < found; i++)
+        if (results[i].state == CUBLAS_STATUS_SUCCESS) s->candidates[s->n_candidates++] = results[i].algo;
+    if (st != CUBLAS_STATUS_SUCCESS || s->n_candidates == 0) {
         snprintf(err, err_size, "cuda: cuBLASLt has no algorithm for %lldx%lldx%lld bf16 (%d)", (long long)s->M,
                  (long long)s->N, (long long)s->K, (int)st);
         return VH_ERR_BACKEND_FAILED;
     }
-    s->algo = result.algo;
+    s->algo = s->candidates[0];
+    /* timing runs overwrite D: only where the real call overwrites it too */
+    s->tuned = !g->tuning || s->n_candidates < 2 || s->M < TUNE_MIN_ROWS || s->accumulate;
     return VH_OK;
+}
+
+/* The heuristic ranks algorithms by a model; for some shapes (the ViT's 256-row GEMMs, the
+ * projector) its first choice is several times slower than another it lists. Time each candidate
+ * once, on the call's own operands, outside graph capture, and keep the fastest if it is clearly
+ * faster (noise must not flip the choice, which would change results' last bits between runs). */
+static void tune_shape(vhc_gemm *g, gemm_shape *s, const vhc_bf16 *A, const vhc_bf16 *W, float *D)
+{
+    enum cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(g->stream, &capturing) != cudaSuccess || capturing != cudaStreamCaptureStatusNone) {
+        cudaGetLastError();
+        return; /* the next call outside a capture times it */
+    }
+    const float alpha = 1.0f, beta = 0.0f;
+    float best_ms = 0.0f, first_ms = 0.0f;
+    int best = 0;
+    for (int c = 0; c < s->n_candidates; c++) {
+        cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+        for (int run = 0; run <= TUNE_RUNS && st == CUBLAS_STATUS_SUCCESS; run++) { /* run 0 warms up */
+            if (run == 1) cudaEventRecord(g->tune_start, g->stream);
+            st = cublasLtMatmul(g->handle, s->desc, &alpha, W, s->a_layout, A, s->b_layout, &beta, D, s->d_layout, D,
+                                s->d_layout, &s->candidates[c], g->workspace, g->workspace_bytes, g->stream);
+        }
+        float ms = 0.0f;
+        if (st != CUBLAS_STATUS_SUCCESS || cudaEventRecord(g->tune_end, g->stream) != cudaSuccess ||
+            cudaEventSynchronize(g->tune_end) != cudaSuccess ||
+            cudaEventElapsedTime(&ms, g->tune_start, g->tune_end) != cudaSuccess) {
+            cudaGetLastError();
+            if (c == 0) break; /* the first choice itself failed to time: keep it */
+            continue;
+        }
+        if (c == 0) first_ms = best_ms = ms;
+        else if (ms < best_ms) best_ms = ms, best = c;
+    }
+    if (best > 0 && best_ms * TUNE_MIN_GAIN < first_ms) s->algo = s->candidates[best];
+    s->tuned = 1;
 }
 
 static gemm_shape *find_shape(vhc_gemm *g, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldd, int accumulate,
                               char *err, size_t err_size)
 {
+    g->clock++;
+    int oldest = 0;
     for (int i = 0; i < g->n_shapes; i++) {
         gemm_shape *s = &g->shapes[i];
-        if (s->M == M && s->N == N && s->K == K && s->lda == lda && s->ldd == ldd && s->accumulate == accumulate)
+        if (s->M == M && s->N == N && s->K == K && s->lda == lda && s->ldd == ldd && s->accumulate == accumulate) {
+            s->last_use = g->clock;
             return s;
+        }
+        if (s->last_use < g->shapes[oldest].last_use) oldest = i;
     }
-    if (g->n_shapes == MAX_SHAPES) {
-        snprintf(err, err_size, "cuda: more than %d GEMM shapes", MAX_SHAPES);
-        return NULL;
-    }
-    gemm_shape *s = &g->shapes[g->n_shapes];
-    *s = (gemm_shape){.M = M, .N = N, .K = K, .lda = lda, .ldd = ldd, .accumulate = accumulate};
+    /* packed passes see many row counts: when full, the least recently used shape makes room */
+    gemm_shape *s = &g->shapes[g->n_shapes < MAX_SHAPES ? g->n_shapes : oldest];
+    if (g->n_shapes == MAX_SHAPES) release_shape(s);
+    *s = (gemm_shape){.M = M, .N = N, .K = K, .lda = lda, .ldd = ldd, .accumulate = accumulate, .last_use = g->clock};
     if (prepare_shape(g, s, err, err_size) != VH_OK) {
         release_shape(s);
+        if (g->n_shapes == MAX_SHAPES) *s = g->shapes[--g->n_shapes]; /* keep the table dense */
         return NULL;
     }
-    g->n_shapes++;
+    if (g->n_shapes < MAX_SHAPES) g->n_shapes++;
     return s;
 }
 
@@ -137,6 +197,7 @@ vh_status vhc_linear(vhc_gemm *g, const vhc_bf16 *A, int64_t lda, int64_t M, int
     }
     gemm_shape *s = find_shape(g, M, N, K, lda, ldd, accumulate, err, err_size);
     if (!s) return VH_ERR_BACKEND_FAILED;
+    if (!s->tuned) tune_shape(g, s, A, W, D);
     const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
     cublasStatus_t st = cublasLtMatmul(g->handle, s->desc, &alpha, W, s->a_layout, A, s->b_layout, &beta, D,
                                        s->d_layout, D, s->d_layout, &s->algo, g->workspace, g->workspace_bytes,

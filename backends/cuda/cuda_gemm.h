@@ -4,8 +4,11 @@
  *
  *     D[M, N] = A[M, K] . W[N, K]^T  (+ D when accumulating: a fused residual add)
  *
- * The matmul descriptor, layouts and algorithm are chosen once per shape (cuBLASLt's heuristic)
- * and cached, so the hot path is one cublasLtMatmul call, which CUDA graphs can capture. Layers of
+ * The matmul descriptor, layouts and algorithm are chosen once per shape and cached (the least
+ * recently used of 512 shapes makes room), so the hot path is one cublasLtMatmul call, which CUDA
+ * graphs can capture. The algorithm: cuBLASLt's heuristic lists up to 8; for shapes of >= 64 rows
+ * that overwrite D, the first call outside a capture times each on its own operands and keeps the
+ * fastest when it beats the first choice by 15% (VH_CUDA_GEMM_TUNE=0: the first choice, to compare). Layers of
  * at most VHC_GEMV_MAX_ROWS rows (decode steps) go to vhc_gemv instead, which streams the weights
  * faster (set VH_CUDA_GEMV=0 to run them on cuBLASLt too, for comparison).
  * Not thread-safe: one per executor (stream).

@@ -1014,13 +1014,17 @@ extern "C" void vhc_argmax_rows(cudaStream_t s, const float *logits, int rows, i
  */
 
 __global__ void __launch_bounds__(EW_THREADS)
-k_im2col_bf16(const float *__restrict__ pixels, int S, int P, int G, vhc_bf16 *__restrict__ out, int64_t total)
+k_im2col_bf16(const float *__restrict__ pixels, int S, int P, int G, vhc_bf16 *__restrict__ out, int ld, int64_t total)
 {
     const int row_len = 3 * P * P, pp = P * P;
     const int64_t step = (int64_t)gridDim.x * blockDim.x;
     for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total; idx += step) {
-        const int64_t prow = idx / row_len;
-        const int col = (int)(idx - prow * row_len);
+        const int64_t prow = idx / ld;
+        const int col = (int)(idx - prow * ld);
+        if (col >= row_len) {
+            out[idx] = 0;
+            continue;
+        }
         const int gy = (int)(prow / G), gx = (int)(prow - (int64_t)gy * G);
         const int ch = col / pp, rem = col - ch * pp;
         const int ky = rem / P, kx = rem - ky * P;
@@ -1028,14 +1032,14 @@ k_im2col_bf16(const float *__restrict__ pixels, int S, int P, int G, vhc_bf16 *_
     }
 }
 
-extern "C" void vhc_im2col_bf16(cudaStream_t s, const float *pixels, int S, int P, vhc_bf16 *out)
+extern "C" void vhc_im2col_bf16(cudaStream_t s, const float *pixels, int S, int P, vhc_bf16 *out, int ld)
 {
-    if (S <= 0 || P <= 0 || S < P) return;
+    if (S <= 0 || P <= 0 || S < P || ld < 3 * P * P) return;
     const int G = S / P;
-    const int64_t total = (int64_t)G * G * 3 * P * P;
+    const int64_t total = (int64_t)G * G * ld;
     int64_t blocks = (total + EW_THREADS - 1) / EW_THREADS;
     if (blocks > (1 << 20)) blocks = 1 << 20;
-    k_im2col_bf16<<<(unsigned)blocks, EW_THREADS, 0, s>>>(pixels, S, P, G, out, total);
+    k_im2col_bf16<<<(unsigned)blocks, EW_THREADS, 0, s>>>(pixels, S, P, G, out, ld, total);
 }
 
 __global__ void __launch_bounds__(EW_THREADS)

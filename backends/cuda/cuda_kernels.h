@@ -130,8 +130,11 @@ void vhc_embed_rows(cudaStream_t s, const vhc_bf16 *table, const float *patch_em
 void vhc_argmax_rows(cudaStream_t s, const float *logits, int rows, int64_t n, int32_t *out);
 
 /* pixels [3, S, S] fp32 -> patches [(S/P)^2, 3 P P] bf16, columns in Conv2d weight order (c, ky, kx),
- * patches row-major (gy, gx). */
-void vhc_im2col_bf16(cudaStream_t s, const float *pixels, int S, int P, vhc_bf16 *out);
+ * patches row-major (gy, gx), rows ld >= 3 P P elements apart, the columns past 3 P P zero (a GEMM
+ * over 3 P P = 588 columns, rows 8-byte aligned, is many times slower than over 592). */
+void vhc_im2col_bf16(cudaStream_t s, const float *pixels, int S, int P, vhc_bf16 *out, int ld);
+/* 3 P P rounded up to a multiple of 8 elements: rows 16-byte aligned. */
+#define VHC_PATCH_LD(P) ((3 * (P) * (P) + 7) / 8 * 8)
 
 /* ViT token assembly in timm's order [cls, reg..., patches]: patch rows = patch_tokens + patch_bias;
  * cls [D] and reg [n_reg, D] may be NULL/0; pos [L, D] is added to the last L tokens (L = patches when

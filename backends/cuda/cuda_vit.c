@@ -20,11 +20,11 @@ vh_status cuda_vit_embed(vh_executor *e, const cuda_block *b, const vh_batch *ba
     const uint32_t t = b->desc->tower;
     const vh_vit_desc *v = &e->model->towers[t];
     const int D = (int)v->embed_dim, P = (int)v->patch_size, S = (int)v->image_size, NP = (int)v->n_patches;
-    const int K = 3 * P * P;
+    const int K = VHC_PATCH_LD(P); /* the weight's rows are padded alike at upload */
     for (uint32_t i = 0; i < batch->n_images; i++) {
         const float *pixels = e->vit.pixels + i * e->vit.pixel_floats + e->vit.tower_pixels[t]; /* uploaded */
         VHC_MARK(e, "vit.embed im2col", NP);
-        vhc_im2col_bf16(e->stream, pixels, S, P, e->vit.patches);
+        vhc_im2col_bf16(e->stream, pixels, S, P, e->vit.patches, K);
         VHC_MARK(e, "vit.embed gemm", NP);
         vh_status st = vhc_linear(e->gemm, e->vit.patches, K, NP, K, b->mat[VH_VIT_EMBED_PATCH_W], D, e->vit.tmp, D, 0,
                                   err, err_size);

@@ -1356,22 +1356,23 @@ static void test_im2col(int S, int P, uint64_t seed)
     char what[128];
     snprintf(what, sizeof what, "im2col S=%d P=%d", S, P);
     rng_seed(seed);
-    const int G = S / P, row_len = 3 * P * P;
-    const size_t npix = (size_t)3 * S * S, n = (size_t)G * G * row_len;
+    const int G = S / P, ld = VHC_PATCH_LD(P);
+    const size_t npix = (size_t)3 * S * S, n = (size_t)G * G * ld;
     float *px = xmalloc(npix * sizeof *px);
     fill_uniform(px, npix, -2.2f, 2.7f);
     gbuf dp = gb_new(4, npix), dout = gb_new(2, n);
     gb_upload(&dp, 0, px, npix);
-    vhc_im2col_bf16(0, gb_at(&dp, 0), S, P, gb_at(&dout, 0));
+    vhc_im2col_bf16(0, gb_at(&dp, 0), S, P, gb_at(&dout, 0), ld);
     launch_check(what);
     uint16_t *all = gb_download(&dout);
     double *ref = xmalloc(n * sizeof *ref);
+    for (size_t i = 0; i < n; i++) ref[i] = 0.0; /* the padding columns */
     for (int gy = 0; gy < G; gy++)
         for (int gx = 0; gx < G; gx++)
             for (int ch = 0; ch < 3; ch++)
                 for (int ky = 0; ky < P; ky++)
                     for (int kx = 0; kx < P; kx++)
-                        ref[((size_t)gy * G + gx) * row_len + ((size_t)ch * P + ky) * P + kx] =
+                        ref[((size_t)gy * G + gx) * ld + ((size_t)ch * P + ky) * P + kx] =
                             px[((size_t)ch * S + (size_t)gy * P + ky) * S + (size_t)gx * P + kx];
     cmp_bf16(K_IM2COL, what, all + GUARD, ref, NULL, n, NULL, 0, 1);
     check_guards(what, all, &dout);
@@ -1491,7 +1492,7 @@ static void test_empty(void)
     vhc_argmax_rows(0, fp, 0, 100, gb_at(&o32, 0));
     vhc_vit_assemble(0, fp, fp, NULL, NULL, 0, fp, 0, ofp, 0, 64);
     vhc_gather_patches_bf16(0, fp, 1, 0, 64, obp, 0, 64);
-    vhc_im2col_bf16(0, fp, 0, 14, obp);
+    vhc_im2col_bf16(0, fp, 0, 14, obp, VHC_PATCH_LD(14));
     launch_check(what);
     void *a = gb_download(&ob), *c = gb_download(&of), *d = gb_download(&o32);
     g_failures += check_poison_range(what, a, 2, 0, 4096 + 2 * GUARD, "bf16 output");
