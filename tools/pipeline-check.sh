@@ -99,7 +99,12 @@ elif [ "$1" = profile ]; then
   for k in 7 14; do
     VH_CUDA_PROFILE=1 bench profile-packed-k$k 30 --backend cuda --mode packed --frames-in-flight $k --warmup $((k + 2))
   done
-  for f in "$RESULTS"/profile-*.err; do echo "-- $f"; grep -A 28 "vh cuda profile" "$f"; done
+  step "where a pass's time goes with graphs on: traced packed runs (tools/trace_spans.py)"
+  for k in 7 28; do
+    bench trace-packed-k$k 40 --backend cuda --mode packed --frames-in-flight $k --warmup $((k + 2)) \
+      --trace "$RESULTS/trace-packed-k$k.json"
+    python3 tools/trace_spans.py "$RESULTS/trace-packed-k$k.json" | head -n 8
+  done
 elif [ "$1" = repeat ]; then
   synth
   for round in 1 2; do

@@ -462,8 +462,10 @@ extern "C" void vhc_vit_qkv_split(cudaStream_t s, const float *qkv, const float 
 
 /* ------------------------------------------------------------------------------------------------
  * LLM RoPE + cache write: blocks (row, slice): the row's (i, i + hd/2) pairs of q | k | v are cut into
- * slices of blockDim pairs (so a decode step's single row still fills many SMs). Each block puts the
- * row's cos / sin (one pair per frequency) in shared memory, then thread = one pair of its slice.
+ * slices of blockDim pairs (so a decode step's single row still fills many SMs); with many rows a
+ * block takes several slices of its row in turn (fewer blocks, each computing the row's cos / sin
+ * once). Each block puts the row's cos / sin (one pair per frequency) in shared memory, then thread
+ * = one pair of a slice.
  */
 
 #define ROPE_MAX_THREADS 256
@@ -485,8 +487,7 @@ k_llm_rope_qkv(const float *__restrict__ qkv, const vhc_row *__restrict__ rows, 
     __syncthreads();
     const int width = n_heads + 2 * n_kv_heads, units = width * half;
     const float *row = qkv + (int64_t)r * width * hd;
-    const int u = blockIdx.y * blockDim.x + threadIdx.x;
-    if (u < units) {
+    for (int u = blockIdx.y * blockDim.x + threadIdx.x; u < units; u += gridDim.y * blockDim.x) {
         const int head = u / half, i = u - head * half;
         const float a = row[head * hd + i], b = row[head * hd + i + half];
         vhc_bf16 *dst;
@@ -524,8 +525,9 @@ extern "C" void vhc_llm_rope_qkv(cudaStream_t s, const float *qkv, const vhc_row
     int threads = row_threads(units, ROPE_MAX_THREADS);
     int64_t slices = (units + threads - 1) / threads;
     if (slices > 65535) return; /* > 16M pairs per row: no such model */
+    const int64_t slice_blocks = 1024 / R > 1 ? 1024 / R : 1; /* ~1024 blocks in all where rows allow */
     size_t smem = (size_t)head_dim * sizeof(float);
-    dim3 grid((unsigned)R, (unsigned)slices, 1);
+    dim3 grid((unsigned)R, (unsigned)(slices < slice_blocks ? slices : slice_blocks), 1);
     k_llm_rope_qkv<<<grid, threads, smem, s>>>(qkv, rows, q_out, k_cache, v_cache, n_heads, n_kv_heads, head_dim,
                                                inv_freq);
 }

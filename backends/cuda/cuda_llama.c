@@ -8,6 +8,7 @@
  *   logits = lm_head(rmsnorm(each segment's last row)); token = argmax(logits)
  */
 #include <math.h>
+#include <stdlib.h>
 
 #include "cuda_executor.h"
 
@@ -25,6 +26,14 @@ vh_status cuda_llm_embed(vh_executor *e, const cuda_block *b, const vh_batch *ba
  * launch over their tiles; runs of shorter ones (decode rows) take the row kernel, which splits
  * each row's keys over warps. */
 #define FLASH_MIN_ROWS 16
+
+static int by_last_key_desc(const void *a, const void *b)
+{
+    const vhc_attention_tile *x = a, *y = b;
+    const int32_t kx = x->first_position + x->n_rows, ky = y->first_position + y->n_rows;
+    if (kx != ky) return kx > ky ? -1 : 1;
+    return x->first_row < y->first_row ? -1 : x->first_row > y->first_row; /* a total order: same plan every time */
+}
 
 void cuda_llm_plan_attention(vh_executor *e, const vh_batch *batch)
 {
@@ -46,6 +55,9 @@ void cuda_llm_plan_attention(vh_executor *e, const vh_batch *batch)
                 .first_position = (int32_t)(seg->position + r),
                 .kv_base = (int64_t)seg->sequence * e->params.max_context * kv_dim};
     }
+    /* a causal tile's cost grows with its last key: launch the costliest first, so the waves of
+     * blocks end together (the GPU starts blocks in about index order) */
+    qsort(s->tiles_host, s->n_tiles, sizeof *s->tiles_host, by_last_key_desc);
 }
 
 /* The benchmark peer (VH_CUDA_KV_GATHER=1): each segment's keys and values, positions 0 .. its last
