@@ -1,8 +1,9 @@
 #!/bin/sh
 # The two-stage plans on the GPU machine (cuda + cpu_amx), in one call or two (../shared/DEVICE.md):
 #   tools/pipeline-check.sh tests   the pipeline fixtures test (cuda,cpu_amx, every split) and vh-run
-#   tools/pipeline-check.sh packed  cuda: serial vs packed (issue 6) closed loop and at 10/30/60 Hz, and
-#                                   the transformers peer
+#   tools/pipeline-check.sh packed  cuda (issue 6's table in one call): serial; packed with 7 / 14 / 28
+#                                   in flight and the KV-gathering peer (VH_CUDA_KV_GATHER=1) alike;
+#                                   serial and packed at 10 / 30 / 60 Hz; two stages; transformers
 #   tools/pipeline-check.sh packed-batch  cuda packed with 1, 2, 4 new frames a pass, the same with the
 #                                   KV-gathering peer (VH_CUDA_KV_GATHER=1, ActionFlow's copies), serial
 #   tools/pipeline-check.sh profile GPU time per operation (VH_CUDA_PROFILE=1) of cuda serial and packed
@@ -72,9 +73,13 @@ if [ "${1:-tests}" = tests ]; then
   else echo "vh-run: pipeline DIFFERS from serial"; fi
 elif [ "$1" = packed ]; then
   synth
-  step "cuda: serial, packed as fast as possible and at 10 / 30 / 60 Hz"
-  bench packed-serial 16 --backend cuda --mode serial
-  bench packed-packed 60 --backend cuda --mode packed --warmup 8
+  step "cuda, closed loop: serial; packed with 7 / 14 / 28 in flight (1 / 2 / 4 new frames a pass); the same with the KV-gathering peer"
+  bench packed-serial 24 --backend cuda --mode serial
+  for k in 7 14 28; do
+    bench packed-k$k 120 --backend cuda --mode packed --frames-in-flight $k --warmup $((k + 2))
+    VH_CUDA_KV_GATHER=1 bench packed-gather-k$k 120 --backend cuda --mode packed --frames-in-flight $k --warmup $((k + 2))
+  done
+  step "arrivals at 10 / 30 / 60 Hz: serial, packed (default: 7 in flight)"
   for hz in 10 30 60; do
     bench packed-serial-${hz}hz $((hz * 2)) --backend cuda --mode serial --rate $hz
     bench packed-packed-${hz}hz $((hz * 2)) --backend cuda --mode packed --rate $hz
