@@ -1,6 +1,7 @@
 #!/bin/sh
 # The two-stage plans on the GPU machine (cuda + cpu_amx), in one call or two (../shared/DEVICE.md):
-#   tools/pipeline-check.sh tests   the pipeline fixtures test (cuda,cpu_amx, every split) and vh-run
+#   tools/pipeline-check.sh tests   the cuda kernel / fixtures / budget tests, the pipeline fixtures test
+#                                   (cuda,cpu_amx, every split) and vh-run
 #   tools/pipeline-check.sh packed  cuda (issue 6's table in one call): serial; packed with 7 / 14 / 28
 #                                   in flight and the KV-gathering peer (VH_CUDA_KV_GATHER=1) alike;
 #                                   serial and packed at 10 / 30 / 60 Hz; two stages; transformers
@@ -59,6 +60,10 @@ frames_for() {
 
 if [ "${1:-tests}" = tests ]; then
   step gpu; nvidia-smi --query-gpu=name,memory.total --format=csv,noheader; grep -m1 "model name" /proc/cpuinfo
+  step "cuda kernels, fixtures and budget tests"
+  for t in cuda_kernels cuda_fixtures cuda_budget; do
+    "$BUILD/tests/test_$t" > "$RESULTS/$t.log" 2>&1; echo "$t rc=$?"; grep -E "^FAIL|:F:|:E:" "$RESULTS/$t.log" | head -n 5
+  done
   step gpu-pipeline-test
   "$BUILD/tests/test_gpu_pipeline" > "$RESULTS/gpu-pipeline.log" 2>&1; echo "rc=$?"
   grep -E "Checks|:F:|:E:|chosen|trace:" "$RESULTS/gpu-pipeline.log" | head -n 12

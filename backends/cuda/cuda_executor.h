@@ -27,19 +27,31 @@ typedef struct cuda_arena {
     size_t size, used;
 } cuda_arena;
 
-typedef struct vit_buffers {
-    float *x[VH_MAX_TOWERS];           /* [max_images, T_t, D_t] the towers' tokens */
-    float *pixels;                     /* [max_images, towers' planes] every image of a batch, uploaded at once */
-    float *pixels_host;                /* pinned mirror: the batch's planes gathered, then one async copy */
-    uint64_t pixel_floats;             /* one image's planes, all towers: sum of 3 S_t S_t */
-    uint64_t tower_pixels[VH_MAX_TOWERS]; /* tower t's planes start here within an image */
-    vhc_bf16 *patches;                 /* [NP, 3 P P] im2col */
+/* A stream on which whole towers run, with its own cuBLASLt workspace and scratch. Two lanes let
+ * the towers of one image (DINOv2, SigLIP) run at once: a tower's GEMMs over a few hundred rows
+ * fill a fraction of the GPU. Tower t runs on lane t % n_lanes. */
+typedef struct vit_lane {
+    cudaStream_t stream;               /* lane 0: the executor's stream */
+    vhc_gemm *gemm;                    /* lane 0: the executor's */
+    void *workspace;                   /* lane 1's cuBLASLt workspace */
+    vhc_bf16 *patches;                 /* [NP, VHC_PATCH_LD(P)] im2col */
     vhc_bf16 *xn;                      /* [T, D] normed tokens */
     float *qkv;                        /* [T, 3D] */
     vhc_bf16 *q, *k, *v, *attn;        /* [T, D] */
     float *tmp;                        /* [T, D] projection outputs; patch-embed GEMM output */
     float *mlp;                        /* [T, H] */
     vhc_bf16 *mlp_bf16;                /* [T, H] */
+} vit_lane;
+
+typedef struct vit_buffers {
+    float *x[VH_MAX_TOWERS];           /* [max_images, T_t, D_t] the towers' tokens */
+    float *pixels;                     /* [max_images, towers' planes] every image of a batch, uploaded at once */
+    float *pixels_host;                /* pinned mirror: the batch's planes gathered, then one async copy */
+    uint64_t pixel_floats;             /* one image's planes, all towers: sum of 3 S_t S_t */
+    uint64_t tower_pixels[VH_MAX_TOWERS]; /* tower t's planes start here within an image */
+    vit_lane lanes[2];
+    uint32_t n_lanes;                  /* 2 with two towers (1 while profiling: marks are on one stream) */
+    cudaEvent_t fork, join;            /* lane 1 starts after the pixels' upload, lane 0 waits for it to end */
 } vit_buffers;
 
 typedef struct projector_buffers {
