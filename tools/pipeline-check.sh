@@ -60,8 +60,8 @@ frames_for() {
 
 if [ "${1:-tests}" = tests ]; then
   step gpu; nvidia-smi --query-gpu=name,memory.total --format=csv,noheader; grep -m1 "model name" /proc/cpuinfo
-  step "cuda kernels, fixtures and budget tests"
-  for t in cuda_kernels cuda_fixtures cuda_budget; do
+  step "cuda kernels, fixtures, budget and packed-logits tests (and cpu_amx packed logits)"
+  for t in cuda_kernels cuda_fixtures cuda_budget gpu_packed_logits amx_packed_logits; do
     "$BUILD/tests/test_$t" > "$RESULTS/$t.log" 2>&1; echo "$t rc=$?"; grep -E "^FAIL|:F:|:E:" "$RESULTS/$t.log" | head -n 5
   done
   step gpu-pipeline-test
