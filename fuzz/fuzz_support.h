@@ -1,0 +1,13 @@
+/* Helpers shared by the fuzz targets. */
+#ifndef VH_FUZZ_SUPPORT_H
+#define VH_FUZZ_SUPPORT_H
+
+#include <stddef.h>
+
+/* A fresh directory under TMPDIR, removed with its files when the process exits; NULL on failure. */
+const char *vh_fuzz_temp_dir(void);
+
+/* A file of the bundled model (models/openvla-tiny), read once and kept; NULL if unreadable. */
+const char *vh_fuzz_bundled_file(const char *name, size_t *len);
+
+#endif

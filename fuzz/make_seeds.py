@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Writes the fuzz targets' seed corpora (fuzz/corpus/<target>/): small valid inputs and near-misses
+that reach the parsers' branches quickly. Run from anywhere; rerun after changing it and commit the
+output. The image target also takes tests/fixtures/images/decode as seeds (scripts/fuzz.sh).
+
+    python3 fuzz/make_seeds.py
+"""
+import json
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def write(target, name, data):
+    d = os.path.join(HERE, "corpus", target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+
+
+def safetensors(tensors, metadata=None, pad=True, data=None):
+    """tensors: [(name, dtype, shape, nbytes)] laid out in order."""
+    header, offset, blob = {}, 0, b""
+    for name, dtype, shape, nbytes in tensors:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + nbytes]}
+        blob += bytes((offset + i) % 251 for i in range(nbytes))
+        offset += nbytes
+    if metadata:
+        header["__metadata__"] = metadata
+    text = json.dumps(header, separators=(",", ":")).encode()
+    if pad:
+        text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + (blob if data is None else data)
+
+
+# safetensors: several dtypes and ranks, metadata, an unaligned header, a zero-size tensor, a scalar
+write("safetensors", "valid_mixed", safetensors(
+    [("a.weight", "F32", [2, 3], 24), ("b.bias", "BF16", [4], 8), ("c", "F16", [1, 1, 2], 4),
+     ("d", "I64", [], 8), ("e", "U8", [0, 5], 0), ("f", "BOOL", [3], 3)], metadata={"format": "pt"}))
+write("safetensors", "unaligned_header", safetensors([("x", "F32", [3], 12), ("y", "F64", [1], 8)], pad=False))
+write("safetensors", "truncated_data", safetensors([("x", "F32", [4], 16)], data=b"\x00" * 7))
+write("safetensors", "overlapping", struct.pack("<Q", 88) +
+      b'{"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"y":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}}'[:88]
+      + b"\x00" * 12)
+write("safetensors", "empty_header", struct.pack("<Q", 2) + b"{}")
+
+# checkpoint index: the fuzz target's folder holds a.safetensors ("x") and b.safetensors ("y")
+write("checkpoint_index", "valid", json.dumps(
+    {"metadata": {"total_size": 16}, "weight_map": {"x": "a.safetensors", "y": "b.safetensors"}}))
+write("checkpoint_index", "one_shard", json.dumps({"weight_map": {"x": "a.safetensors"}}))
+write("checkpoint_index", "missing_shard", json.dumps({"weight_map": {"x": "c.safetensors"}}))
+write("checkpoint_index", "wrong_tensor", json.dumps({"weight_map": {"y": "a.safetensors"}}))
+write("checkpoint_index", "path_escape", json.dumps({"weight_map": {"x": "../a.safetensors"}}))
+
+# config: first byte even = config.json, odd = preprocessor_config.json (applied to the bundled config)
+for i, path in enumerate(["models/openvla-tiny/config.json", "tests/fixtures/models/openvla-tiny-b/config.json"]):
+    with open(os.path.join(ROOT, path), "rb") as f:
+        write("config", f"config_{i}", b"\x00" + f.read())
+with open(os.path.join(ROOT, "models/openvla-tiny/preprocessor_config.json"), "rb") as f:
+    write("config", "preprocessor", b"\x01" + f.read())
+
+
+# tokenizer: small sentencepiece BPE models in protobuf wire format (ModelProto: 1 pieces,
+# 2 trainer_spec, 3 normalizer_spec; SentencePiece: 1 piece, 2 score, 3 type)
+def varint(n):
+    out = b""
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out += bytes([b | (0x80 if n else 0)])
+        if not n:
+            return out
+
+
+def field(num, wire, payload):
+    tag = varint(num << 3 | wire)
+    if wire == 0:
+        return tag + varint(payload)
+    if wire == 5:
+        return tag + struct.pack("<f", payload)
+    return tag + varint(len(payload)) + payload
+
+
+def piece(text, score, kind):
+    return field(1, 2, field(1, 2, text.encode()) + field(2, 5, score) + field(3, 0, kind))
+
+
+def sp_model(pieces, byte_fallback=False):
+    body = b"".join(piece(*p) for p in pieces)
+    trainer = field(3, 0, 2) + field(35, 0, 1 if byte_fallback else 0) + field(40, 0, 0) + field(41, 0, 1) + \
+        field(42, 0, 2) + field(43, 0, 0xFFFFFFFFFFFFFFFF)
+    normalizer = field(1, 2, b"identity") + field(3, 0, 1) + field(4, 0, 0) + field(5, 0, 1)
+    return body + field(2, 2, trainer) + field(3, 2, normalizer)
+
+
+UNKNOWN, NORMAL, CONTROL, USER_DEFINED, BYTE = 2, 1, 3, 4, 6
+base = [("<unk>", 0.0, UNKNOWN), ("<s>", 0.0, CONTROL), ("</s>", 0.0, CONTROL)]
+words = [("\u2581", -1.0, NORMAL)] + [(c, -2.0 - i * 0.01, NORMAL) for i, c in enumerate("abcdefghijklmnopqrstuvwxyz?:.")]
+merges = [("\u2581p", -0.5, NORMAL), ("ick", -0.6, NORMAL), ("\u2581the", -0.4, NORMAL), ("bl", -0.7, NORMAL),
+          ("ock", -0.8, NORMAL), ("\u2581up", -0.9, NORMAL), ("In", -1.1, NORMAL), ("Out", -1.2, NORMAL)]
+write("tokenizer", "bpe_small", sp_model(base + words + merges))
+write("tokenizer", "bpe_user_defined", sp_model(base + [("<act>", 0.0, USER_DEFINED)] + words + merges))
+write("tokenizer", "bpe_byte_fallback",
+      sp_model(base + [(f"<0x{b:02X}>", 0.0, BYTE) for b in range(256)] + words + merges, byte_fallback=True))
