@@ -1,0 +1,47 @@
+#!/bin/sh
+# Build programs against vlahybrid the three ways users do, and run each on the bundled model:
+#  1. installed (meson install from $BUILD into a staging root), a C program built with pkg-config;
+#  2. the same install, a CMake project: find_package(vlahybrid) -> vlahybrid::vlahybrid;
+#  3. a meson project with vlahybrid as a subproject (the source tree), built from scratch.
+# The installed library finds the installed plugins through VH_BACKEND_PATH (its compiled-in plugin
+# directory is under the real prefix, not the staging root).
+set -eu
+cd "$(dirname "$0")/.."
+src=$PWD
+BUILD=${BUILD:-build}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+model=$src/models/openvla-tiny
+
+root=$work/root
+DESTDIR=$root meson install -C "$BUILD" --no-rebuild --quiet
+prefix=$(meson introspect "$BUILD" --buildoptions | python3 -c "import json,sys; o={x['name']:x['value'] for x in json.load(sys.stdin)}; print(o['prefix']); print(o['libdir'])")
+libdir=$(echo "$prefix" | sed -n 2p)
+prefix=$(echo "$prefix" | sed -n 1p)
+staged=$root$prefix
+export VH_BACKEND_PATH="$staged/$libdir/vlahybrid/backends"
+export LD_LIBRARY_PATH="$staged/$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+echo "== pkg-config"
+export PKG_CONFIG_PATH="$staged/$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$root"
+# shellcheck disable=SC2046
+cc -std=c11 -Wall -Wextra -Werror tests/consumers/consumer.c -o "$work/consumer-pkgconfig" \
+  $(pkg-config --cflags --libs vlahybrid)
+unset PKG_CONFIG_SYSROOT_DIR
+"$work/consumer-pkgconfig" "$model"
+
+echo "== CMake (find_package)"
+cmake -S tests/consumers/cmake -B "$work/cmake" -DCMAKE_PREFIX_PATH="$staged" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$work/cmake" >/dev/null
+"$work/cmake/consumer" "$model"
+
+echo "== meson subproject"
+mkdir -p "$work/meson/subprojects"
+cp tests/consumers/meson/meson.build tests/consumers/consumer.c "$work/meson/"
+sed -i "s|'../consumer.c'|'consumer.c'|" "$work/meson/meson.build"
+ln -s "$src" "$work/meson/subprojects/vlahybrid"
+unset VH_BACKEND_PATH PKG_CONFIG_PATH
+meson setup "$work/meson/build" "$work/meson" --force-fallback-for=vlahybrid >/dev/null
+ninja -C "$work/meson/build" >/dev/null
+VH_BACKEND_PATH="$work/meson/build/subprojects/vlahybrid/backends/cpu_generic" "$work/meson/build/consumer" "$model"
+echo "consumers: pkg-config, CMake and meson subproject builds all ran"
