@@ -182,15 +182,17 @@ static vh_session *open_session(uint32_t capacity, vh_queue_policy policy, log_c
 /* A small valid frame (the pixels are static so rows can point at them). */
 static uint8_t small_rgb[24 * 16 * 3];
 
+static void fill_small_rgb(void)
+{
+    uint8_t *rgb = make_rgb(24, 16, 0, 5);
+    memcpy(small_rgb, rgb, sizeof small_rgb);
+    free(rgb);
+}
+
 static void small_frame(vh_frame *f, const char *instruction, uint64_t tag)
 {
-    static int filled;
-    if (!filled) {
-        uint8_t *rgb = make_rgb(24, 16, 0, 5);
-        memcpy(small_rgb, rgb, sizeof small_rgb);
-        free(rgb);
-        filled = 1;
-    }
+    static pthread_once_t filled = PTHREAD_ONCE_INIT; /* producer threads call this at once */
+    pthread_once(&filled, fill_small_rgb);
     vh_frame_init(f);
     f->rgb = small_rgb;
     f->width = 24;

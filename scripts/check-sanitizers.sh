@@ -1,0 +1,28 @@
+#!/bin/sh
+# The test suite under sanitizers, as CI runs it (no GPU: the cuda and cpu_amx plugins are left
+# out, their tests need their hardware anyway):
+#   build-asan: every test under AddressSanitizer + LeakSanitizer + UndefinedBehaviorSanitizer,
+#               every report fatal;
+#   build-tsan-ci: the tests with threads (session, pipeline, packed, queue, thread pool) under
+#               ThreadSanitizer (the pipeline test on its first fixture stream: VH_TEST_STREAMS=1).
+#   scripts/check-sanitizers.sh [asan|tsan]   (default: both)
+set -eu
+cd "$(dirname "$0")/.."
+common="-Dcuda=disabled -Dcpu_amx=disabled -Dexamples=disabled -Db_lundef=false --buildtype=debugoptimized"
+what=${1:-all}
+if [ "$what" = all ] || [ "$what" = asan ]; then
+  # shellcheck disable=SC2086
+  [ -d build-asan ] || meson setup build-asan $common -Db_sanitize=address,undefined \
+    -Dc_args=-fno-sanitize-recover=all >/dev/null
+  ninja -C build-asan >/dev/null
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    meson test -C build-asan --no-rebuild --print-errorlogs --num-processes 2 --timeout-multiplier 3
+fi
+if [ "$what" = all ] || [ "$what" = tsan ]; then
+  # shellcheck disable=SC2086
+  [ -d build-tsan-ci ] || meson setup build-tsan-ci $common -Db_sanitize=thread >/dev/null
+  ninja -C build-tsan-ci >/dev/null
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 VH_TEST_STREAMS=1 \
+    meson test -C build-tsan-ci --no-rebuild --print-errorlogs --num-processes 2 --timeout-multiplier 4 \
+      pipeline packed_logits api_misuse frame_queue thread_pool split_scheduler vh_run_pipeline
+fi
