@@ -1,0 +1,117 @@
+/*
+ * A backend that fails mid-run (flaky_plugin.c: cpu_generic with every k-th executor_run failing)
+ * fails that frame's result and nothing else: the frame is answered with VH_ERR_BACKEND_FAILED and
+ * the backend's message, every other frame's action equals a clean session's (the failure left no
+ * stale KV or hidden state behind), and the session goes on. Serial (one stage), and pipelined
+ * over two stages with several frames in flight.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_support.h"
+#include "vlahybrid/vlahybrid.h"
+
+#define FRAMES 24
+
+typedef struct outcome {
+    vh_status status[FRAMES + 1];
+    int32_t ids[FRAMES + 1][VH_MAX_ACTION_DIM];
+} outcome;
+
+static void run(const char *backends, vh_execution_mode mode, const char *fail_every, outcome *out)
+{
+    setenv("VH_FLAKY_FAIL_EVERY", fail_every, 1);
+    char *model = vh_test_source_path("models/openvla-tiny");
+    vh_session_params p;
+    vh_session_params_init(&p);
+    p.model_path = model;
+    p.backends = backends;
+    p.execution_mode = mode;
+    p.n_threads = 1;
+    p.queue_policy = VH_QUEUE_BLOCK;
+    p.queue_capacity = 4;
+    if (strchr(backends, ',')) p.llm_split = 1;
+    vh_session *s;
+    ck_assert_msg(vh_session_create(&p, &s) == VH_OK, "%s", vh_last_error());
+    enum { W = 40, H = 30 };
+    static uint8_t rgb[W * H * 3];
+    for (uint64_t i = 1; i <= FRAMES; i++) {
+        for (int k = 0; k < W * H * 3; k++) rgb[k] = (uint8_t)(k * 7 + i * 31);
+        vh_frame f;
+        vh_frame_init(&f);
+        f.rgb = rgb, f.width = W, f.height = H, f.stride = W * 3, f.tag = i;
+        f.instruction = i % 2 ? "pick up the red block" : "open the drawer";
+        uint64_t id;
+        ck_assert_int_eq(vh_submit_frame(s, &f, &id), VH_OK);
+        ck_assert_uint_eq(id, i);
+        if (mode == VH_EXECUTION_SERIAL) { /* rgb is reused: wait for this frame */
+            vh_action a;
+            vh_action_init(&a);
+            ck_assert_int_eq(vh_poll_action(s, &a, 60000), VH_OK);
+            out->status[a.frame_id] = a.status;
+            memcpy(out->ids[a.frame_id], a.token_ids, sizeof a.token_ids);
+        }
+    }
+    for (int answered = mode == VH_EXECUTION_SERIAL ? FRAMES : 0; answered < FRAMES; answered++) {
+        vh_action a;
+        vh_action_init(&a);
+        ck_assert_int_eq(vh_poll_action(s, &a, 60000), VH_OK);
+        out->status[a.frame_id] = a.status;
+        memcpy(out->ids[a.frame_id], a.token_ids, sizeof a.token_ids);
+    }
+    if (strcmp(fail_every, "0") != 0) {
+        const char *why = vh_session_last_error(s);
+        ck_assert_msg(why && strstr(why, "injected failure"), "the backend's message is not reported: %s", why);
+    }
+    vh_session_destroy(s);
+    free(model);
+}
+
+static void check(const char *backends, vh_execution_mode mode, const char *what)
+{
+    outcome clean = {0}, flaky = {0};
+    run(backends, mode, "0", &clean);
+    run(backends, mode, "23", &flaky); /* a frame is 8+ runs: about one frame in three fails */
+    int failed = 0;
+    for (int i = 1; i <= FRAMES; i++) {
+        ck_assert_int_eq(clean.status[i], VH_OK);
+        if (flaky.status[i] != VH_OK) {
+            ck_assert_int_eq(flaky.status[i], VH_ERR_BACKEND_FAILED);
+            failed++;
+            continue;
+        }
+        ck_assert_msg(!memcmp(flaky.ids[i], clean.ids[i], sizeof clean.ids[i]),
+                      "%s: frame %d after a failure differs from the clean session's", what, i);
+    }
+    ck_assert_int_gt(failed, 0);
+    ck_assert_int_lt(failed, FRAMES);
+    fprintf(stderr, "%s: %d of %d frames failed by injection, the other %d equal to the clean session's\n", what,
+            failed, FRAMES, FRAMES - failed);
+}
+
+START_TEST(test_serial_failure_fails_one_frame)
+{
+    check("flaky", VH_EXECUTION_SERIAL, "one stage, serial");
+}
+END_TEST
+
+START_TEST(test_pipelined_failure_fails_one_frame)
+{
+    check("flaky,flaky", VH_EXECUTION_PIPELINE, "two stages, pipelined");
+}
+END_TEST
+
+int main(void)
+{
+    setenv("VH_BACKEND_PATH", FLAKY_PLUGIN_DIR, 1);
+    setenv("VH_FLAKY_REAL", REAL_PLUGIN, 1);
+    Suite *suite = suite_create("backend_failure");
+    TCase *tc = tcase_create("backend_failure");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, test_serial_failure_fails_one_frame);
+    tcase_add_test(tc, test_pipelined_failure_fails_one_frame);
+    suite_add_tcase(suite, tc);
+    return vh_test_run_suite(suite);
+}
