@@ -180,8 +180,7 @@ vh_status vh_session_create(const vh_session_params *params, vh_session **sessio
     if (!params) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "params");
     /* a caller built against the 0.1 header passes the shorter layout: its fields over the defaults */
     const size_t v01_size = offsetof(vh_session_params, llm_split);
-    const size_t known = params->struct_size >= v01_size && params->struct_size < sizeof *params
-                             ? params->struct_size : sizeof *params;
+    const size_t known = params->struct_size == v01_size ? v01_size : sizeof *params; /* no size in between */
     if (!struct_size_ok(params, params->struct_size, known))
         return fail(NULL, VH_ERR_STRUCT_SIZE, "%s: struct_size is wrong; call vh_session_params_init first",
                     "vh_session_params");
@@ -330,8 +329,7 @@ vh_status vh_session_get_info(vh_session *s, vh_session_info *info)
     if (!info) return fail(s, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "info");
     /* a caller built with the 0.1.0 header has the shorter struct: it gets the fields it knows */
     const size_t v01_size = offsetof(vh_session_info, gpu_bytes);
-    const size_t known = info->struct_size >= v01_size && info->struct_size < sizeof *info ? info->struct_size
-                                                                                          : sizeof *info;
+    const size_t known = info->struct_size == v01_size ? v01_size : sizeof *info; /* no size in between */
     if (!struct_size_ok(info, info->struct_size, known))
         return fail(s, VH_ERR_STRUCT_SIZE, "%s: struct_size is wrong; call vh_session_info_init first",
                     "vh_session_info");

@@ -440,6 +440,11 @@ static vh_status create_sized(ctx *c, size_t size, int dirty_tail)
 
 static vh_status create_size_0(ctx *c) { return create_sized(c, 0, 0); }
 static vh_status create_size_small(ctx *c) { return create_sized(c, offsetof(vh_session_params, decode_positions), 0); }
+/* between the 0.1.0 layout and this one: cuts a field, never a released size */
+static vh_status create_size_between(ctx *c)
+{
+    return create_sized(c, offsetof(vh_session_params, llm_split) + 2, 0);
+}
 static vh_status create_size_dirty(ctx *c) { return create_sized(c, sizeof(vh_session_params) + 16, 1); }
 static vh_status create_null_params(ctx *c)
 {
@@ -571,6 +576,7 @@ static vh_status info_sized(ctx *c, size_t size, int dirty_tail)
 }
 static vh_status info_size_0(ctx *c) { return info_sized(c, 0, 0); }
 static vh_status info_size_small(ctx *c) { return info_sized(c, offsetof(vh_session_info, backend_work_bytes), 0); }
+static vh_status info_size_between(ctx *c) { return info_sized(c, offsetof(vh_session_info, gpu_bytes) + 4, 0); }
 static vh_status info_size_dirty(ctx *c) { return info_sized(c, sizeof(vh_session_info) + 16, 1); }
 static vh_status info_null_info(ctx *c) { return vh_session_get_info(c->s, NULL); }
 static vh_status info_null_session(ctx *c)
@@ -590,6 +596,7 @@ static const misuse_case misuse_cases[] = {
     ROW(create_null_out, VH_ERR_INVALID_ARGUMENT, "session", 0),
     ROW(create_size_0, VH_ERR_STRUCT_SIZE, "struct_size", 0),
     ROW(create_size_small, VH_ERR_STRUCT_SIZE, "vh_session_params", 0),
+    ROW(create_size_between, VH_ERR_STRUCT_SIZE, "vh_session_params", 0),
     ROW(create_size_dirty, VH_ERR_STRUCT_SIZE, "vh_session_params", 0),
     /* vh_session_create: parameter values */
     ROW(create_no_model_path, VH_ERR_INVALID_ARGUMENT, "model_path", 0),
@@ -660,6 +667,7 @@ static const misuse_case misuse_cases[] = {
     ROW(info_null_info, VH_ERR_INVALID_ARGUMENT, "info", 1),
     ROW(info_size_0, VH_ERR_STRUCT_SIZE, "vh_session_info", 1),
     ROW(info_size_small, VH_ERR_STRUCT_SIZE, "vh_session_info", 1),
+    ROW(info_size_between, VH_ERR_STRUCT_SIZE, "vh_session_info", 1),
     ROW(info_size_dirty, VH_ERR_STRUCT_SIZE, "vh_session_info", 1),
 };
 enum { N_MISUSE = sizeof misuse_cases / sizeof misuse_cases[0] };
