@@ -19,7 +19,8 @@
  *   *_init() (an inline function here, so it records the size your program was compiled with).
  *   The library reads and writes only the first `struct_size` bytes, so fields can be appended in
  *   later versions without breaking programs built against this header.
- * - Handles are opaque. The library keeps no global state except the backend plugin registry.
+ * - Handles are opaque. The library keeps no global state besides the per-thread last-error text:
+ *   each session loads its own plugins.
  * - The library never writes to stdout or stderr: messages go to the log callback, if one is set.
  */
 #ifndef VLAHYBRID_H
@@ -236,8 +237,9 @@ typedef struct vh_session vh_session;
 VH_API vh_status vh_session_create(const vh_session_params *params, vh_session **session);
 
 /* Stop the session: frames not yet started are answered VH_ERR_CANCELLED and dropped with the
- * session, the frame in progress finishes, threads are joined, everything is freed. No other call
- * on this session may run at the same time or after. NULL is accepted and ignored. */
+ * session, the frames in flight (up to frames_in_flight) finish, results not yet polled are
+ * discarded, threads are joined, everything is freed. No other call on this session may run at
+ * the same time or after. NULL is accepted and ignored. */
 VH_API void vh_session_destroy(vh_session *session);
 
 /* Queue a frame. The image and the instruction are copied; the caller keeps its buffers.
@@ -251,8 +253,9 @@ VH_API vh_status vh_submit_frame(vh_session *session, const vh_frame *frame, uin
  * or VH_ERR_TIMEOUT when no result was ready in time. Thread-safe. */
 VH_API vh_status vh_poll_action(vh_session *session, vh_action *action, int32_t timeout_ms);
 
-/* The detailed message of the last failed call on this session, as seen by the calling thread
- * (copied under the session's lock). Never NULL; valid until the calling thread's next call. */
+/* The detailed message of the session's last error, from any thread (a call that failed, or a
+ * frame that failed in a worker thread), copied under the session's lock. Never NULL; valid until
+ * the calling thread's next call. */
 VH_API const char *vh_session_last_error(vh_session *session);
 
 /* The prompt token ids the session would feed the model for `instruction` (BOS, the OpenVLA
