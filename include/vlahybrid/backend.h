@@ -14,8 +14,10 @@
  * memory-mapped checkpoint, which stay valid for the executor's life), and runs sub-ranges of
  * those blocks on packed batches.
  *
- * Threading: the core calls one executor from one thread at a time; different executors (of the
- * same or different plugins) may run at the same time on different threads.
+ * Threading: calls on one executor never overlap, though they may come from different threads,
+ * except memory(), which the application's thread may call while a stage thread runs the executor:
+ * it must only read what executor_create fixed. Different executors (of the same or different
+ * plugins) may run at the same time on different threads.
  * Errors: functions that can fail return a vh_status and write a one-line message into the
  * caller's buffer (err, err_size). A backend never aborts or exits the process.
  */
@@ -228,7 +230,8 @@ typedef struct vh_segment {
     uint32_t sequence;         /* KV slot, < max_sequences */
     uint32_t n_rows;
     uint32_t position;         /* KV index of the segment's first row */
-    int32_t image;             /* index of the batch image for VH_TOKEN_IMAGE rows, or -1 */
+    int32_t image;             /* for VH_TOKEN_IMAGE rows: index of an image of the last vision batch
+                                  this executor ran (its patch embeddings are kept between runs), or -1 */
     int32_t rope_delta;        /* RoPE position of row i = position + i + rope_delta (usually 0) */
 } vh_segment;
 
@@ -315,6 +318,7 @@ typedef struct vh_backend_iface {
     vh_status (*write_hidden)(vh_executor *executor, const float *src, uint32_t n_rows, char *err,
                               size_t err_size);
 
+    /* What the executor holds (fixed at create; may be called during a run, see Threading). */
     vh_status (*memory)(vh_executor *executor, vh_memory_report *report);
 
     /* ---- ABI 1.1 (a 1.0 plugin's table ends above; the core then falls back as noted) ---- */
@@ -330,8 +334,8 @@ typedef struct vh_backend_iface {
     void *(*host_alloc)(size_t bytes);
     void (*host_free)(void *ptr);
     /* Instead of write_hidden before the next run and read_hidden after it: the next executor_run
-     * works on its n_rows hidden rows in place in `rows` (host memory of max_rows x hidden fp32,
-     * the core's), reading its input rows there when it starts at an LLM block and leaving its
+     * works on its n_rows hidden rows in place in `rows` (host memory of at least n_rows x hidden
+     * fp32, the core's), reading its input rows there when it starts at an LLM block and leaving its
      * output rows there. The core keeps `rows` valid and untouched until that run returns. For a
      * CPU backend this hands a prefill's megabytes over without a copy. NULL: the core copies. */
     vh_status (*bind_hidden)(vh_executor *executor, float *rows, uint32_t n_rows, char *err,

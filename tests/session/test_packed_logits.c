@@ -27,6 +27,8 @@
 
 #ifndef PACKED_BACKEND
 #define PACKED_BACKEND "cpu_generic"
+#endif
+#ifndef LOGIT_SCALE_TOL
 #define LOGIT_SCALE_TOL 1e-4 /* fp32 against fp32 */
 #endif
 #define FRAMES 3
