@@ -190,7 +190,7 @@ static __device__ __forceinline__ void fa_block(const vhc_bf16 *__restrict__ q, 
 #define FA_PARAMS                                                                                                   \
     const vhc_bf16 *__restrict__ q, int64_t q_stride, const vhc_bf16 *__restrict__ k, const vhc_bf16 *__restrict__ v, \
         int64_t kv_stride, vhc_bf16 *__restrict__ out, int64_t out_stride, int R, int group, int hd, float scale,     \
-        int n_keys_dense, int first_position
+        int n_keys_dense, int first_position, int64_t batch_stride /* elements between blockIdx.z's problems */
 #define FA_TILES_PARAMS                                                                                             \
     const vhc_bf16 *__restrict__ q, int64_t q_stride, const vhc_bf16 *__restrict__ k, const vhc_bf16 *__restrict__ v, \
         int64_t kv_stride, vhc_bf16 *__restrict__ out, int64_t out_stride, const vhc_attention_tile *__restrict__ tiles, \
@@ -198,8 +198,9 @@ static __device__ __forceinline__ void fa_block(const vhc_bf16 *__restrict__ q, 
 #define FA_KERNEL(HDP)                                                                                              \
     __global__ void __launch_bounds__(FA_WARPS * 32) k_flash_attention_##HDP(FA_PARAMS)                            \
     {                                                                                                               \
-        fa_block(q, q_stride, k, v, kv_stride, out, out_stride, R, group, hd, scale, n_keys_dense, first_position,   \
-                 (int)blockIdx.x, HDP);                                                                             \
+        const int64_t z = (int64_t)blockIdx.z * batch_stride;                                                      \
+        fa_block(q + z, q_stride, k + z, v + z, kv_stride, out + z, out_stride, R, group, hd, scale, n_keys_dense,  \
+                 first_position, (int)blockIdx.x, HDP);                                                             \
     }                                                                                                               \
     __global__ void __launch_bounds__(FA_WARPS * 32) k_flash_attention_tiles_##HDP(FA_TILES_PARAMS)                \
     {                                                                                                               \
@@ -225,21 +226,31 @@ extern "C" int vhc_flash_attention_supported(const vhc_bf16 *q, int64_t q_stride
            ((uintptr_t)k & 15) == 0 && ((uintptr_t)v & 15) == 0 && kv_stride % 8 == 0 && out_stride >= 0;
 }
 
+extern "C" void vhc_flash_attention_batch(cudaStream_t s, const vhc_bf16 *q, int64_t q_stride, const vhc_bf16 *k,
+                                          const vhc_bf16 *v, int64_t kv_stride, vhc_bf16 *out, int64_t out_stride,
+                                          int R, int n_heads, int n_kv_heads, int head_dim, float scale,
+                                          int n_keys_dense, int first_position, int n_batch, int64_t batch_stride)
+{
+    static void (*const kernels[8])(FA_PARAMS) = {k_flash_attention_16, k_flash_attention_32, k_flash_attention_48,
+                                                  k_flash_attention_64, k_flash_attention_80, k_flash_attention_96,
+                                                  k_flash_attention_112, k_flash_attention_128};
+    if (R <= 0 || n_batch <= 0 || n_batch > 65535 ||
+        !vhc_flash_attention_supported(q, q_stride, k, v, kv_stride, out_stride, n_heads, n_kv_heads, head_dim) ||
+        (n_batch > 1 && batch_stride % 8 != 0))
+        return;
+    dim3 grid((unsigned)((R + FA_ROWS - 1) / FA_ROWS), (unsigned)n_heads, (unsigned)n_batch);
+    kernels[(head_dim + 15) / 16 - 1]<<<grid, FA_WARPS * 32, 0, s>>>(q, q_stride, k, v, kv_stride, out, out_stride, R,
+                                                                    n_heads / n_kv_heads, head_dim, scale,
+                                                                    n_keys_dense, first_position, batch_stride);
+}
+
 extern "C" void vhc_flash_attention(cudaStream_t s, const vhc_bf16 *q, int64_t q_stride, const vhc_bf16 *k,
                                     const vhc_bf16 *v, int64_t kv_stride, vhc_bf16 *out, int64_t out_stride, int R,
                                     int n_heads, int n_kv_heads, int head_dim, float scale, int n_keys_dense,
                                     int first_position)
 {
-    static void (*const kernels[8])(FA_PARAMS) = {k_flash_attention_16, k_flash_attention_32, k_flash_attention_48,
-                                                  k_flash_attention_64, k_flash_attention_80, k_flash_attention_96,
-                                                  k_flash_attention_112, k_flash_attention_128};
-    if (R <= 0 ||
-        !vhc_flash_attention_supported(q, q_stride, k, v, kv_stride, out_stride, n_heads, n_kv_heads, head_dim))
-        return;
-    dim3 grid((unsigned)((R + FA_ROWS - 1) / FA_ROWS), (unsigned)n_heads, 1);
-    kernels[(head_dim + 15) / 16 - 1]<<<grid, FA_WARPS * 32, 0, s>>>(q, q_stride, k, v, kv_stride, out, out_stride, R,
-                                                                    n_heads / n_kv_heads, head_dim, scale,
-                                                                    n_keys_dense, first_position);
+    vhc_flash_attention_batch(s, q, q_stride, k, v, kv_stride, out, out_stride, R, n_heads, n_kv_heads, head_dim,
+                              scale, n_keys_dense, first_position, 1, 0);
 }
 
 extern "C" void vhc_flash_attention_tiles(cudaStream_t s, const vhc_bf16 *q, int64_t q_stride, const vhc_bf16 *k,

@@ -96,6 +96,13 @@ void vhc_flash_attention(cudaStream_t s, const vhc_bf16 *q, int64_t q_stride, co
                          int64_t kv_stride, vhc_bf16 *out, int64_t out_stride, int R, int n_heads, int n_kv_heads,
                          int head_dim, float scale, int n_keys_dense, int first_position);
 
+/* n_batch independent problems of that shape in one launch, problem b's q, k, v and out at
+ * element offset b * batch_stride (a multiple of 8) from the pointers given: the ViT's images. */
+void vhc_flash_attention_batch(cudaStream_t s, const vhc_bf16 *q, int64_t q_stride, const vhc_bf16 *k,
+                               const vhc_bf16 *v, int64_t kv_stride, vhc_bf16 *out, int64_t out_stride, int R,
+                               int n_heads, int n_kv_heads, int head_dim, float scale, int n_keys_dense,
+                               int first_position, int n_batch, int64_t batch_stride);
+
 /* The same kernel over many segments in one launch (a packed pass's prefills): each tile is up to
  * VHC_FLASH_TILE_ROWS query rows of one segment, rows first_row.. of q / out, its sequence's keys at
  * element offset kv_base of k / v, causal from first_position. A tile cut at the same rows as

@@ -62,10 +62,17 @@ vh_status cuda_vit_block(vh_executor *e, const cuda_block *b, const vh_batch *ba
     VHC_MARK(e, "vit.qkv_split", R);
     vhc_vit_qkv_split(s->stream, s->qkv, b->vec[VH_VIT_QKV_B], s->q, s->k, s->v, R, D);
     VHC_MARK(e, "vit.attention", R);
-    for (uint32_t i = 0; i < batch->n_images; i++) {
-        const int64_t at = (int64_t)i * T * D;
-        vhc_attention(s->stream, s->q + at, D, s->k + at, s->v + at, D, NULL, T, s->attn + at, D, T, (int)v->n_heads,
-                      (int)v->n_heads, (int)v->head_dim, scale);
+    const int64_t image_stride = (int64_t)T * D;
+    if (vhc_flash_attention_supported(s->q, D, s->k, s->v, D, D, (int)v->n_heads, (int)v->n_heads, (int)v->head_dim) &&
+        image_stride % 8 == 0) { /* every image in one launch: one image's 16 heads fill few SMs */
+        vhc_flash_attention_batch(s->stream, s->q, D, s->k, s->v, D, s->attn, D, T, (int)v->n_heads, (int)v->n_heads,
+                                  (int)v->head_dim, scale, T, -1, (int)batch->n_images, image_stride);
+    } else {
+        for (uint32_t i = 0; i < batch->n_images; i++) {
+            const int64_t at = (int64_t)i * image_stride;
+            vhc_attention(s->stream, s->q + at, D, s->k + at, s->v + at, D, NULL, T, s->attn + at, D, T,
+                          (int)v->n_heads, (int)v->n_heads, (int)v->head_dim, scale);
+        }
     }
     VHC_MARK(e, "vit.proj", R);
     if ((st = vhc_linear(s->gemm, s->attn, D, R, D, b->mat[VH_VIT_PROJ_W], D, s->tmp, D, 0, err, err_size)))

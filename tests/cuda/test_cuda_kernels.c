@@ -871,6 +871,38 @@ static void run_attention(const char *what, const vhc_bf16 *dq, const uint16_t *
     gb_free(&dout), gb_free(&drows), gb_free(&dtiles);
 }
 
+/* The images of a ViT batch in one launch (vhc_flash_attention_batch) give the bits of one launch
+ * per image (whose results the dense test checks against float64): the batch offsets reach every
+ * image, and no block reads another image's keys. */
+static void test_attention_batch(int T, int D, int H, int n_images, uint64_t seed)
+{
+    char what[160];
+    snprintf(what, sizeof what, "flash attention batch of %d images T=%d D=%d heads=%d", n_images, T, D, H);
+    rng_seed(seed);
+    const size_t len = (size_t)n_images * T * D;
+    uint16_t *hq = random_bf16(len, -2, 2), *hk = random_bf16(len, -2, 2), *hv = random_bf16(len, -1, 1);
+    gbuf bq = gb_new(2, len), bk = gb_new(2, len), bv = gb_new(2, len), one = gb_new(2, len), all = gb_new(2, len);
+    gb_upload(&bq, 0, hq, len), gb_upload(&bk, 0, hk, len), gb_upload(&bv, 0, hv, len);
+    const float scale = (float)(1.0 / sqrt((double)(D / H)));
+    const vhc_bf16 *q = gb_at(&bq, 0), *k = gb_at(&bk, 0), *v = gb_at(&bv, 0);
+    for (int i = 0; i < n_images; i++) {
+        const size_t at = (size_t)i * T * D;
+        vhc_flash_attention(0, q + at, D, k + at, v + at, D, (vhc_bf16 *)gb_at(&one, 0) + at, D, T, H, H, D / H, scale,
+                            T, -1);
+    }
+    vhc_flash_attention_batch(0, q, D, k, v, D, gb_at(&all, 0), D, T, H, H, D / H, scale, T, -1, n_images,
+                              (int64_t)T * D);
+    launch_check(what);
+    uint16_t *a = gb_download(&one), *b = gb_download(&all);
+    long bad = 0;
+    for (size_t i = 0; i < len; i++)
+        if (a[GUARD + i] != b[GUARD + i] && bad++ < MAX_REPORTS) fail_line(what, "element %zu differs", i);
+    g_failures += bad;
+    check_guards(what, b, &all);
+    free(a), free(b), free(hq), free(hk), free(hv);
+    gb_free(&bq), gb_free(&bk), gb_free(&bv), gb_free(&one), gb_free(&all);
+}
+
 /* Dense (ViT) attention on random bf16 q, k, v. fused: one [T, 3D] buffer (q | k | v), strides 3D.
  * rising: key j scaled by (0.25 + 3 j / T), so the running max moves often (rescaling). */
 static void test_attention_dense(int T, int D, int H, int fused, int out_pad, int n_dense, float amp, int rising,
@@ -1698,6 +1730,8 @@ int main(void)
     /* ViT attention: SigLIP-like and DINOv2-like full sizes, small test sizes, fused layout, padded
      * output rows, fewer keys than rows, large scores, rising scores, odd head_dim */
     test_attention_dense(261, 1024, 16, 0, 0, 261, 2.0f, 0, seed++, 1);
+    test_attention_batch(261, 1024, 16, 4, seed++); /* DINOv2-L, 4 images */
+    test_attention_batch(256, 1152, 16, 3, seed++); /* SigLIP so400m (head_dim 72), 3 images */
     test_attention_dense(256, 1152, 16, 0, 0, 256, 2.0f, 0, seed++, 1);
     test_attention_dense(256, 1152, 16, 1, 8, 256, 2.0f, 0, seed++, 0);
     test_attention_dense(197, 64, 8, 0, 0, 197, 2.0f, 0, seed++, 0);
