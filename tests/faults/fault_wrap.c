@@ -1,11 +1,13 @@
 #include "fault_wrap.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +33,31 @@ json_t *__real_json_loadb(const char *buffer, size_t buflen, size_t flags, json_
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static fault_mode mode;
 static int target, fired, n_sites;
-static struct { const void *caller; const char *function; } sites[FAULT_MAX_SITES];
+/* A call site: its offset in the object that holds it (the plugin is loaded anew, at another
+ * address, by every session) and that object's file name. */
+typedef struct site {
+    uintptr_t offset;
+    char object[96];                   /* copied: a plugin's name dies with its unloading */
+    const char *function;
+} site;
+static site sites[FAULT_MAX_SITES];
+
+static site site_of(const void *caller, const char *function)
+{
+    site s = {.offset = (uintptr_t)caller, .function = function};
+    Dl_info info;
+    if (dladdr(caller, &info) && info.dli_fbase) {
+        s.offset = (uintptr_t)caller - (uintptr_t)info.dli_fbase;
+        const char *base = info.dli_fname ? strrchr(info.dli_fname, '/') : NULL;
+        snprintf(s.object, sizeof s.object, "%s", base ? base + 1 : info.dli_fname ? info.dli_fname : "");
+    }
+    return s;
+}
+
+static int same_site(const site *a, const site *b)
+{
+    return a->offset == b->offset && a->function == b->function && !strcmp(a->object, b->object);
+}
 
 void fault_arm(fault_mode m, int site)
 {
@@ -51,6 +77,7 @@ void fault_disarm(void)
 int fault_site_count(void) { return n_sites; }
 const char *fault_site_function(int site) { return site >= 0 && site < n_sites ? sites[site].function : "?"; }
 int fault_fired(void) { return fired; }
+const char *fault_site_object(int site) { return site >= 0 && site < n_sites ? sites[site].object : "?"; }
 
 /* Whether this call (from `caller`, to `function`) is to fail. */
 static int should_fail(const char *function, const void *caller)
@@ -58,12 +85,12 @@ static int should_fail(const char *function, const void *caller)
     if (mode == FAULT_OFF) return 0;
     int fail = 0;
     pthread_mutex_lock(&lock);
+    const site here = site_of(caller, function); /* dladdr allocates nothing */
     if (mode == FAULT_COUNT) {
         int known = 0;
-        for (int i = 0; i < n_sites && !known; i++) known = sites[i].caller == caller && sites[i].function == function;
-        if (!known && n_sites < FAULT_MAX_SITES) sites[n_sites].caller = caller, sites[n_sites++].function = function;
-    } else if (mode == FAULT_FAIL && !fired && target < n_sites && sites[target].caller == caller &&
-               sites[target].function == function) {
+        for (int i = 0; i < n_sites && !known; i++) known = same_site(&sites[i], &here);
+        if (!known && n_sites < FAULT_MAX_SITES) sites[n_sites++] = here;
+    } else if (mode == FAULT_FAIL && !fired && target < n_sites && same_site(&sites[target], &here)) {
         fired = fail = 1;
     }
     pthread_mutex_unlock(&lock);

@@ -16,6 +16,7 @@ void fault_arm(fault_mode mode, int site);
 void fault_disarm(void);
 int fault_site_count(void);
 const char *fault_site_function(int site); /* "malloc", "fopen", ... */
-int fault_fired(void);                     /* whether the chosen site was reached in FAIL mode */
+int fault_fired(void);
+const char *fault_site_object(int site);   /* the file holding the call site */                     /* whether the chosen site was reached in FAIL mode */
 
 #endif

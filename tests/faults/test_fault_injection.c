@@ -6,9 +6,10 @@
  *     is one the code may do without) a working session; never a crash;
  *   - a frame: vh_submit_frame refuses it with a status, or its result carries an error status;
  *     either way the next frame, with nothing failing, gets its action: the session goes on.
- * Leaks: the suite's ASan job (scripts/check-sanitizers.sh) runs this test under LeakSanitizer,
- * which fails it if any of these paths leaks. The backend plugin's own allocations are outside
- * the wrap (a separate shared object); a backend that fails is covered by the fake plugin here.
+ * The backend is a copy of cpu_generic linked with the same wraps (tests/faults/plugin/), so its
+ * executor's allocations during creation fail in turn too. Leaks: the suite's ASan job
+ * (scripts/check-sanitizers.sh) runs this test under LeakSanitizer, which fails it if any of these
+ * paths leaks. A backend failing mid-run: test_backend_failure.c.
  */
 #include <check.h>
 #include <stdio.h>
@@ -56,11 +57,11 @@ START_TEST(test_session_create_fails_cleanly_at_every_site)
             vh_session_destroy(s);
             continue;
         }
-        ck_assert_msg(s == NULL, "site %d (%s): failed with %s but returned a session", site, fault_site_function(site),
-                      vh_status_string(st));
+        ck_assert_msg(s == NULL, "site %d (%s in %s): failed with %s but returned a session", site,
+                      fault_site_function(site), fault_site_object(site), vh_status_string(st));
         const char *why = vh_last_error();
-        ck_assert_msg(why && why[0], "site %d (%s): %s without a message", site, fault_site_function(site),
-                      vh_status_string(st));
+        ck_assert_msg(why && why[0], "site %d (%s in %s): %s without a message", site, fault_site_function(site),
+                      fault_site_object(site), vh_status_string(st));
         refused++;
     }
     fprintf(stderr, "session create: %d call sites; each failed in turn: %d refused with a status and message, "
@@ -134,6 +135,7 @@ END_TEST
 
 int main(void)
 {
+    setenv("VH_BACKEND_PATH", FAULTY_PLUGIN_DIR, 1);
     Suite *suite = suite_create("fault_injection");
     TCase *tc = tcase_create("fault_injection");
     tcase_set_timeout(tc, 1200);
