@@ -12,6 +12,8 @@ RUNS=${RUNS:-10000000}
 BUILD=${BUILD:-build-fuzz}
 WORK=${WORK:-$PWD/build-fuzz-work}
 TARGETS=${TARGETS:-safetensors checkpoint_index config tokenizer image}
+# the checkpoint_index target writes its input to a folder each run: in memory that is 8x faster
+[ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && export TMPDIR=/dev/shm
 if [ ! -d "$BUILD" ]; then
   CC=clang meson setup "$BUILD" -Dfuzzing=enabled -Db_sanitize=address,undefined -Db_lundef=false \
     -Dc_args=-fno-sanitize-recover=all -Dcuda=disabled -Dcpu_amx=disabled -Dcpu_generic=disabled -Dtests=disabled \
