@@ -157,12 +157,6 @@ static void plan_weights(vh_executor *e, cuda_arena *a)
 
 static uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
-static int profile_requested(void)
-{
-    const char *on = getenv("VH_CUDA_PROFILE");
-    return on && !strcmp(on, "1");
-}
-
 static int kv_gather_requested(void)
 {
     const char *on = getenv("VH_CUDA_KV_GATHER");
@@ -361,7 +355,7 @@ static vh_status describe_executor(const vh_executor_params *params, vh_executor
             e->n_layers_held++;
         }
     }
-    e->vit.n_lanes = towers_held >= 2 && !profile_requested() ? 2 : 1;
+    e->vit.n_lanes = towers_held >= 2 && !vhc_profile_requested() ? 2 : 1;
     *out = e;
     return VH_OK;
 }

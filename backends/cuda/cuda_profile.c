@@ -33,11 +33,15 @@ static double now_ms(void)
     return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
-vhc_profile *vhc_profile_from_env(void)
+int vhc_profile_requested(void)
 {
     const char *on = getenv("VH_CUDA_PROFILE");
-    if (!on || strcmp(on, "1") != 0) return NULL;
-    return calloc(1, sizeof(vhc_profile));
+    return on && !strcmp(on, "1");
+}
+
+vhc_profile *vhc_profile_from_env(void)
+{
+    return vhc_profile_requested() ? calloc(1, sizeof(vhc_profile)) : NULL;
 }
 
 void vhc_profile_mark(vhc_profile *p, cudaStream_t s, const char *op, int rows)

@@ -17,7 +17,9 @@
 
 typedef struct vhc_profile vhc_profile;
 
-/* NULL unless VH_CUDA_PROFILE=1 (or allocation fails: profiling is best effort). */
+/* Whether VH_CUDA_PROFILE=1 (what else runs differently while profiling asks this). */
+int vhc_profile_requested(void);
+/* NULL unless requested (or allocation fails: profiling is best effort). */
 vhc_profile *vhc_profile_from_env(void);
 void vhc_profile_destroy(vhc_profile *p, const char *who); /* prints the table, then frees */
 

@@ -42,8 +42,8 @@ vh_status cuda_vit_embed(vh_executor *e, const cuda_block *b, const vh_batch *ba
 
 /* timm Block: x = x + ls1 * proj(attn(norm1(x))); x = x + ls2 * fc2(gelu(fc1(norm2(x))))
  * The images' tokens are contiguous, so every row-wise step and GEMM runs once over all images
- * (M = images x T: several frames' towers at GEMM sizes nearer the GPU's peak); attention per
- * image. */
+ * (M = images x T: several frames' towers at GEMM sizes nearer the GPU's peak); attention takes
+ * every image in one launch where the flash kernel serves the shape, else one call per image. */
 vh_status cuda_vit_block(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size)
 {
     const uint32_t t = b->desc->tower;
