@@ -36,6 +36,31 @@ const char *vh_fuzz_temp_dir(void)
     return temp_dir;
 }
 
+char *vh_fuzz_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *data = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        if (n == cap) {
+            char *bigger = realloc(data, cap = cap ? 2 * cap : 65536);
+            if (!bigger) {
+                free(data);
+                fclose(f);
+                return NULL;
+            }
+            data = bigger;
+        }
+        const size_t got = fread(data + n, 1, cap - n, f);
+        if (got == 0) break;
+        n += got;
+    }
+    fclose(f);
+    *len = n;
+    return data;
+}
+
 const char *vh_fuzz_bundled_file(const char *name, size_t *len)
 {
     static struct { const char *name; char *text; size_t len; } cache[4];
@@ -47,20 +72,10 @@ const char *vh_fuzz_bundled_file(const char *name, size_t *len)
         if (cache[i].name) continue;
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", VH_FUZZ_MODEL_DIR, name);
-        FILE *f = fopen(path, "rb");
-        if (!f) return NULL;
-        char *text = NULL;
-        size_t n = 0, cap = 0;
-        for (;;) {
-            if (n == cap && !(text = realloc(text, cap = cap ? 2 * cap : 65536))) break;
-            size_t got = fread(text + n, 1, cap - n, f);
-            if (got == 0) break;
-            n += got;
-        }
-        fclose(f);
+        char *text = vh_fuzz_read_file(path, &cache[i].len);
         if (!text) return NULL;
-        cache[i].name = name, cache[i].text = text, cache[i].len = n;
-        *len = n;
+        cache[i].name = name, cache[i].text = text;
+        *len = cache[i].len;
         return text;
     }
     return NULL;

@@ -7,6 +7,9 @@
 /* A fresh directory under TMPDIR, removed with its files when the process exits; NULL on failure. */
 const char *vh_fuzz_temp_dir(void);
 
+/* The whole file at `path`, malloc'd (caller frees), *len its size; NULL if unreadable. */
+char *vh_fuzz_read_file(const char *path, size_t *len);
+
 /* A file of the bundled model (models/openvla-tiny), read once and kept; NULL if unreadable. */
 const char *vh_fuzz_bundled_file(const char *name, size_t *len);
 

@@ -9,27 +9,21 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fuzz_support.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static long replayed;
 
 static void replay_file(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "replay: cannot open %s\n", path);
+    size_t n = 0;
+    char *data = vh_fuzz_read_file(path, &n);
+    if (!data) {
+        fprintf(stderr, "replay: cannot read %s\n", path);
         exit(1);
     }
-    uint8_t *data = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (n == cap && !(data = realloc(data, cap = cap ? 2 * cap : 65536))) exit(1);
-        size_t got = fread(data + n, 1, cap - n, f);
-        if (got == 0) break;
-        n += got;
-    }
-    fclose(f);
-    LLVMFuzzerTestOneInput(data, n);
+    LLVMFuzzerTestOneInput((const uint8_t *)data, n);
     free(data);
     replayed++;
 }
