@@ -3,6 +3,7 @@
  * here, from (n, grain, size) only, and hands them to the pool's kind to run; so a kernel gives
  * the same bits on a pthread pool and an OpenMP pool of any size.
  */
+#include <sched.h>
 #include <unistd.h>
 
 #include "thread_pool_kind.h"
@@ -22,9 +23,10 @@ void vh_pool_chunk_bounds(int64_t n, int k, int i, int64_t *begin, int64_t *end)
 
 int vh_pool_thread_count(int requested)
 {
-    if (requested <= 0) {
-        long online = sysconf(_SC_NPROCESSORS_ONLN);
-        requested = online > 0 ? (int)(online < VH_POOL_MAX_THREADS ? online : VH_POOL_MAX_THREADS) : 1;
+    if (requested <= 0) { /* the CPUs the creating thread may use (taskset, the session's cpu_affinity) */
+        cpu_set_t mine;
+        long usable = sched_getaffinity(0, sizeof mine, &mine) == 0 ? CPU_COUNT(&mine) : sysconf(_SC_NPROCESSORS_ONLN);
+        requested = usable > 0 ? (int)(usable < VH_POOL_MAX_THREADS ? usable : VH_POOL_MAX_THREADS) : 1;
     }
     return requested < VH_POOL_MAX_THREADS ? requested : VH_POOL_MAX_THREADS;
 }

@@ -271,7 +271,7 @@ typedef struct vh_executor_params {
     uint32_t max_context;      /* positions per sequence */
     uint32_t max_rows;         /* LLM rows in one batch */
     uint32_t max_images;       /* images in one batch */
-    int32_t n_threads;         /* CPU threads; 0: all online cores */
+    int32_t n_threads;         /* CPU threads; 0: all CPUs the creating thread may use */
     uint64_t memory_budget;    /* bytes the executor may allocate on its device; 0: no limit but the
                                   device's. Exceeding it is VH_ERR_DEVICE_OUT_OF_MEMORY at create. */
     vh_log_fn log_fn;          /* may be NULL */

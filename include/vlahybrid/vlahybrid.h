@@ -40,11 +40,11 @@ extern "C" {
 #endif
 
 #define VH_VERSION_MAJOR 0
-#define VH_VERSION_MINOR 1
+#define VH_VERSION_MINOR 2
 #define VH_VERSION_PATCH 0
 #define VH_VERSION_NUMBER (VH_VERSION_MAJOR * 10000 + VH_VERSION_MINOR * 100 + VH_VERSION_PATCH)
 
-/* The version of the library loaded at run time, as VH_VERSION_NUMBER and as "0.1.0". */
+/* The version of the library loaded at run time, as VH_VERSION_NUMBER and as "0.2.0". */
 VH_API unsigned vh_version_number(void);
 VH_API const char *vh_version(void);
 
@@ -63,10 +63,12 @@ typedef enum vh_status {
     VH_ERR_BACKEND_NOT_FOUND = 8,    /* no plugin of that name in the search path */
     VH_ERR_BACKEND_ABI = 9,          /* a plugin built for an incompatible backend ABI */
     VH_ERR_BACKEND_FAILED = 10,      /* a backend failed to initialise or to run a step */
-    VH_ERR_BUSY = 11,                /* the submit queue is full (policy VH_QUEUE_REJECT) */
+    VH_ERR_BUSY = 11,                /* the submit queue is full (policy VH_QUEUE_REJECT), or the
+                                        frame to cancel has already started */
     VH_ERR_TIMEOUT = 12,             /* vh_poll_action: no result within the timeout */
     VH_ERR_DROPPED = 13,             /* result status: the frame was displaced by a newer one */
-    VH_ERR_CANCELLED = 14,           /* result status: the frame was cancelled (e.g. at destroy) */
+    VH_ERR_CANCELLED = 14,           /* result status: the frame was cancelled (vh_session_cancel*,
+                                        vh_session_reset, destroy) */
     VH_ERR_EXPIRED = 15,             /* result status: the frame's deadline passed before it started */
     VH_ERR_UNNORM_KEY = 16,          /* unnorm_key missing (several datasets) or not in norm_stats */
     VH_ERR_BAD_FRAME = 17,           /* the frame's image or instruction is unusable */
@@ -98,9 +100,11 @@ typedef void (*vh_log_fn)(void *user, vh_log_level level, const char *message);
  * Session parameters.
  */
 typedef enum vh_queue_policy {
-    /* A new frame displaces the oldest frame that has not started; that frame is answered with
-     * status VH_ERR_DROPPED. vh_submit_frame never blocks. The default. */
+    /* "latest": a new frame displaces the oldest frame that has not started; that frame is
+     * answered with status VH_ERR_DROPPED. vh_submit_frame never blocks. The default: a control
+     * loop gets its newest frame computed next. */
     VH_QUEUE_DROP_OLDEST = 0,
+    VH_QUEUE_LATEST = VH_QUEUE_DROP_OLDEST,
     /* vh_submit_frame returns VH_ERR_BUSY and accepts nothing while the queue is full. */
     VH_QUEUE_REJECT = 1,
     /* vh_submit_frame waits until there is room. */
@@ -145,7 +149,8 @@ typedef struct vh_session_params {
     const char *unnorm_key;      /* norm_stats dataset; may be NULL only when there is one dataset */
     uint32_t queue_capacity;     /* frames waiting to start; default 2, at least 1 */
     vh_queue_policy queue_policy;/* what submit does when the queue is full; default DROP_OLDEST */
-    int32_t n_threads;           /* CPU threads for each CPU backend; 0: all online cores (beside a
+    int32_t n_threads;           /* CPU threads for each CPU backend; 0: all CPUs the session may use
+                                    (cpu_affinity, else the creating thread's CPUs; beside a
                                     GPU stage: all but one, left to the GPU stage's thread) */
     vh_log_fn log_fn;            /* NULL: silent */
     void *log_user;              /* passed to log_fn */
@@ -153,7 +158,7 @@ typedef struct vh_session_params {
     vh_decode_positions decode_positions; /* default VH_DECODE_POSITIONS_CONTIGUOUS */
     uint64_t gpu_memory_budget;  /* bytes a GPU backend may take (weights + KV + workspace); 0: the
                                     whole card. Too small: VH_ERR_DEVICE_OUT_OF_MEMORY at create. */
-    /* Added after 0.1.0 (a caller built with the 0.1.0 header passes the shorter struct_size,
+    /* Added in 0.2.0 (a caller built with the 0.1.0 header passes the shorter struct_size,
        which is accepted: these fields then take their defaults): */
     int32_t llm_split;           /* with two backends named ("cuda,cpu_amx"): how many of the LLM's
                                     blocks run on the first, which also runs the vision towers,
@@ -180,6 +185,19 @@ typedef struct vh_session_params {
                                     them). Packed with more: a pass takes up to
                                     ceil(frames_in_flight / action length) new frames at once
                                     (vision and prefills batched). */
+    uint32_t deadline_ms;        /* a frame must start within this many milliseconds of its
+                                    submission, else it is answered VH_ERR_EXPIRED without being
+                                    computed. 0: no deadline (default). A frame's own deadline_ns
+                                    takes precedence. */
+    int32_t warmup_frames;       /* frames run and discarded inside vh_session_create, so that the
+                                    first real frame pays no first-use costs (plans, kernel
+                                    selection, graphs, primitive caches). -1 (default): what the
+                                    execution mode needs; 0: none; at most 64. They are not
+                                    counted anywhere and take no frame ids. */
+    const char *cpu_affinity;    /* the CPUs every thread of the session may run on (its own and
+                                    the CPU backends'), as Linux writes CPU lists: "0-7,16". NULL
+                                    or "": the CPUs of the thread calling vh_session_create. The
+                                    calling thread's own affinity is never changed. */
 } vh_session_params;
 
 VH_API void vh_session_params_init_sized(vh_session_params *params, size_t struct_size);
@@ -200,6 +218,13 @@ typedef struct vh_frame {
     const char *instruction;   /* UTF-8 task text, e.g. "pick up the red block"; copied on submit */
     uint64_t tag;              /* the caller's own value, returned in the action */
     int64_t timestamp_ns;      /* the caller's capture time, returned in the action */
+    /* Added in 0.2.0 (a caller built with the 0.1.0 header passes the shorter struct_size; these
+       then read as 0): */
+    uint64_t sequence;         /* the caller's sequence number (e.g. the camera's frame counter),
+                                  returned in the action */
+    int64_t deadline_ns;       /* CLOCK_MONOTONIC time by which the frame must have started, else
+                                  it is answered VH_ERR_EXPIRED without being computed. 0: the
+                                  session's deadline_ms, if any. */
 } vh_frame;
 
 VH_API void vh_frame_init_sized(vh_frame *frame, size_t struct_size);
@@ -221,6 +246,10 @@ typedef struct vh_action {
     int64_t vision_ns;         /* image preprocessing, vision towers and projector */
     int64_t prefill_ns;        /* the LLM over the prompt, up to the first action token */
     int64_t decode_ns;         /* the remaining action tokens */
+    /* Added in 0.2.0 (a caller with the 0.1.0 header gets the fields above): */
+    uint64_t sequence;         /* the frame's sequence */
+    int64_t deadline_ns;       /* the deadline that applied (CLOCK_MONOTONIC), 0: none */
+    uint64_t episode;          /* vh_session_reset calls made before the frame was submitted */
 } vh_action;
 
 VH_API void vh_action_init_sized(vh_action *action, size_t struct_size);
@@ -239,7 +268,9 @@ VH_API vh_status vh_session_create(const vh_session_params *params, vh_session *
 /* Stop the session: frames not yet started are answered VH_ERR_CANCELLED and dropped with the
  * session, the frames in flight (up to frames_in_flight) finish, results not yet polled are
  * discarded, threads are joined, everything is freed. No other call on this session may run at
- * the same time or after. NULL is accepted and ignored. */
+ * the same time or after. NULL is accepted and ignored. To see every frame's answer, call
+ * vh_session_cancel_pending and poll until vh_session_get_stats shows nothing pending, running
+ * or unpolled, then destroy. */
 VH_API void vh_session_destroy(vh_session *session);
 
 /* Queue a frame. The image and the instruction are copied; the caller keeps its buffers.
@@ -250,8 +281,30 @@ VH_API vh_status vh_submit_frame(vh_session *session, const vh_frame *frame, uin
 
 /* Take the next result, in submission order. timeout_ms: 0 returns at once, < 0 waits without
  * limit. Returns VH_OK with *action filled (check action->status: VH_OK means values are set),
- * or VH_ERR_TIMEOUT when no result was ready in time. Thread-safe. */
+ * or VH_ERR_TIMEOUT when no result was ready in time. Thread-safe. A frame whose deadline passes
+ * while it waits is answered VH_ERR_EXPIRED by the time it is next in line, not later. */
 VH_API vh_status vh_poll_action(vh_session *session, vh_action *action, int32_t timeout_ms);
+
+/* Cancel one frame that has not started: it is answered VH_ERR_CANCELLED (in its place in the
+ * submission order). VH_ERR_BUSY if it has already started or been answered (nothing changes),
+ * VH_ERR_INVALID_ARGUMENT if the session never gave that id. Thread-safe. */
+VH_API vh_status vh_session_cancel(vh_session *session, uint64_t frame_id);
+
+/* Cancel every frame that has not started; each is answered VH_ERR_CANCELLED. *n_cancelled (if
+ * not NULL) receives how many. Frames already started finish. Thread-safe. */
+VH_API vh_status vh_session_cancel_pending(vh_session *session, uint32_t *n_cancelled);
+
+/* Flags of vh_session_reset. */
+#define VH_RESET_STATISTICS 1u   /* also start the statistics (vh_session_get_stats) afresh */
+
+/* Start a new episode without reloading anything: every frame not yet started is answered
+ * VH_ERR_CANCELLED, the call waits until the frames already started are answered, and frames
+ * submitted from then on carry the next episode number (vh_action.episode). Results not yet
+ * polled stay pollable. OpenVLA keeps no model state from one frame to the next (each frame's
+ * KV cache is rebuilt from its own prompt), so nothing of an episode reaches the next; the
+ * split scheduler keeps its measurements of the machine. Call it from the submitting thread:
+ * a frame submitted while it runs belongs to either episode. Thread-safe. */
+VH_API vh_status vh_session_reset(vh_session *session, uint32_t flags);
 
 /* The detailed message of the session's last error, from any thread (a call that failed, or a
  * frame that failed in a worker thread), copied under the session's lock. Never NULL; valid until
@@ -286,7 +339,7 @@ typedef struct vh_session_info {
     uint64_t host_weight_bytes;   /* checkpoint bytes mapped */
     uint64_t backend_weight_bytes;/* bytes the backends made resident (copies, conversions) */
     uint64_t backend_work_bytes;  /* KV caches and activation buffers */
-    /* Added after 0.1.0 (a caller with the 0.1.0 header passes the shorter struct_size and gets
+    /* Added in 0.2.0 (a caller with the 0.1.0 header passes the shorter struct_size and gets
        the fields above): */
     uint64_t gpu_bytes;           /* device memory the GPU stages hold (weights + KV + work space) */
     vh_execution_mode execution_mode;
@@ -306,6 +359,52 @@ static inline void vh_session_info_init(vh_session_info *info)
     vh_session_info_init_sized(info, sizeof *info);
 }
 VH_API vh_status vh_session_get_info(vh_session *session, vh_session_info *info);
+
+/* ------------------------------------------------------------------------------------------------
+ * Statistics, readable at any time from any thread.
+ */
+#define VH_STATS_WINDOW 1024  /* percentiles are over this many most recent samples */
+
+typedef struct vh_latency {
+    uint64_t count;            /* samples (since create, or the last reset with VH_RESET_STATISTICS) */
+    int64_t p50_ns, p95_ns;    /* nearest-rank percentiles of the last VH_STATS_WINDOW samples:
+                                  the ceil(p/100 * n)-th smallest; 0 without samples */
+    int64_t max_ns;            /* the largest sample of all */
+    int64_t mean_ns;           /* the mean of all */
+} vh_latency;
+
+typedef struct vh_session_stats {
+    size_t struct_size;        /* set by vh_session_stats_init() */
+    /* Frames, counted when they are answered (whether or not polled yet): */
+    uint64_t submitted;        /* accepted by vh_submit_frame */
+    uint64_t rejected;         /* refused with VH_ERR_BUSY */
+    uint64_t completed;        /* answered with an action (VH_OK) */
+    uint64_t dropped;          /* answered VH_ERR_DROPPED (displaced under VH_QUEUE_LATEST) */
+    uint64_t expired;          /* answered VH_ERR_EXPIRED */
+    uint64_t cancelled;        /* answered VH_ERR_CANCELLED */
+    uint64_t failed;           /* answered with any other error (vh_session_last_error says why) */
+    /* Now: */
+    uint32_t pending;          /* accepted, not started */
+    uint32_t running;          /* started, not answered */
+    uint32_t unpolled;         /* answered, not polled */
+    uint64_t episode;          /* the current episode (vh_session_reset calls so far) */
+    /* Latencies of the frames answered with an action, end to end and by part: */
+    vh_latency end_to_end;     /* submitted -> action ready (finished_ns - submitted_ns) */
+    vh_latency queue_wait;     /* submitted -> started */
+    vh_latency compute;        /* started -> action ready */
+    vh_latency vision, prefill, decode; /* the vh_action fields of the same names */
+    /* Per stage of the plan (vh_session_info.stages): the time of each pass on that stage, a
+     * frame's prefill or token step (serial, pipeline) or a packed pass's part (packed). */
+    uint32_t n_stages;
+    vh_latency stage_pass[4];
+} vh_session_stats;
+
+VH_API void vh_session_stats_init_sized(vh_session_stats *stats, size_t struct_size);
+static inline void vh_session_stats_init(vh_session_stats *stats)
+{
+    vh_session_stats_init_sized(stats, sizeof *stats);
+}
+VH_API vh_status vh_session_get_stats(vh_session *session, vh_session_stats *stats);
 
 #ifdef __cplusplus
 }

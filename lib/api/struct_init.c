@@ -26,7 +26,8 @@ void vh_session_params_init_sized(vh_session_params *params, size_t struct_size)
                   .log_level = VH_LOG_INFO,
                   .llm_split = -1,
                   .execution_mode = VH_EXECUTION_PIPELINE,
-                  .split_zone = -1);
+                  .split_zone = -1,
+                  .warmup_frames = -1);
 }
 
 void vh_frame_init_sized(vh_frame *frame, size_t struct_size)
@@ -45,4 +46,10 @@ void vh_session_info_init_sized(vh_session_info *info, size_t struct_size)
 {
     if (!info || struct_size < sizeof info->struct_size) return;
     FILL_DEFAULTS(vh_session_info, info, struct_size, .llm_split = -1);
+}
+
+void vh_session_stats_init_sized(vh_session_stats *stats, size_t struct_size)
+{
+    if (!stats || struct_size < sizeof stats->struct_size) return;
+    FILL_DEFAULTS(vh_session_stats, stats, struct_size, .n_stages = 0);
 }

@@ -32,8 +32,10 @@ void vh_packed_groups_free(vh_stage_pipeline *p)
 /* Count a group's pass on `stage` in the statistics: its time there since `before`. Lock held. */
 static void account(vh_stage_pipeline *p, const pass_group *g, uint32_t stage, vh_rows_timing before)
 {
+    const int64_t busy = g->pass.stage_time[stage].busy_ns - before.busy_ns;
     p->passes[stage]++;
-    p->busy_ns[stage] += g->pass.stage_time[stage].busy_ns - before.busy_ns;
+    p->busy_ns[stage] += busy;
+    vh_latency_window_add(&p->pass_ns[stage], busy);
     p->handoff_ns[stage] += g->pass.stage_time[stage].handoff_ns - before.handoff_ns;
 }
 

@@ -77,6 +77,7 @@ static vh_status run_stage(vh_stage_pipeline *p, vh_frame_job *job, uint32_t sta
     pthread_mutex_lock(&p->lock);
     p->passes[stage]++;
     p->busy_ns[stage] += dt;
+    vh_latency_window_add(&p->pass_ns[stage], dt);
     pthread_mutex_unlock(&p->lock);
     return st;
 }
@@ -272,5 +273,31 @@ void vh_stage_pipeline_stats(vh_stage_pipeline *p, vh_session_info *info)
         s->prefill_block_ns = i < 2 ? prefill_block[i] : 0;
         s->decode_block_ns = i < 2 ? decode_block[i] : 0;
     }
+    pthread_mutex_unlock(&p->lock);
+}
+
+vh_status vh_stage_pipeline_pass_stats(vh_stage_pipeline *p, vh_session_stats *out)
+{
+    vh_latency_window *copy = malloc(sizeof *copy); /* summarised outside the lock, off the stack */
+    if (!copy) return VH_ERR_OUT_OF_MEMORY;
+    out->n_stages = p->n_stages;
+    for (uint32_t i = 0; i < p->n_stages && i < 4; i++) {
+        pthread_mutex_lock(&p->lock);
+        *copy = p->pass_ns[i];
+        pthread_mutex_unlock(&p->lock);
+        vh_latency_window_summary(copy, &out->stage_pass[i]);
+    }
+    free(copy);
+    return VH_OK;
+}
+
+void vh_stage_pipeline_clear_stats(vh_stage_pipeline *p)
+{
+    pthread_mutex_lock(&p->lock);
+    memset(p->passes, 0, sizeof p->passes);
+    memset(p->busy_ns, 0, sizeof p->busy_ns);
+    memset(p->handoff_ns, 0, sizeof p->handoff_ns);
+    memset(p->pass_ns, 0, sizeof p->pass_ns);
+    p->frames_completed = 0;
     pthread_mutex_unlock(&p->lock);
 }

@@ -47,4 +47,11 @@ void vh_stage_pipeline_stop(vh_stage_pipeline *p);
 /* Fill the execution fields of *info (mode, stages, split, counters). */
 void vh_stage_pipeline_stats(vh_stage_pipeline *p, vh_session_info *info);
 
+/* Fill n_stages and stage_pass[] of *out: each stage's pass times. VH_ERR_OUT_OF_MEMORY or VH_OK. */
+vh_status vh_stage_pipeline_pass_stats(vh_stage_pipeline *p, vh_session_stats *out);
+
+/* Start the counters of vh_stage_pipeline_stats and the pass times afresh (after the warm-up, or
+ * on a reset with VH_RESET_STATISTICS). */
+void vh_stage_pipeline_clear_stats(vh_stage_pipeline *p);
+
 #endif

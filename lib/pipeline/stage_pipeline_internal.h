@@ -11,6 +11,7 @@
 #include "pipeline/packed_pass.h"
 #include "pipeline/split_scheduler.h"
 #include "pipeline/stage_pipeline.h"
+#include "util/latency_window.h"
 
 #define MAX_JOBS VH_MAX_FRAMES_IN_FLIGHT
 
@@ -64,6 +65,7 @@ struct vh_stage_pipeline {
     uint64_t passes[VH_MAX_STAGES];
     int64_t busy_ns[VH_MAX_STAGES];
     int64_t handoff_ns[VH_MAX_STAGES];
+    vh_latency_window pass_ns[VH_MAX_STAGES]; /* each pass's time on the stage */
     uint64_t frames_completed;
 };
 

@@ -2,6 +2,7 @@
 
 #include "plan/split_calibration.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -42,7 +43,7 @@ static vh_executor_params executor_params(const vh_model *model, const vh_plan_r
     };
 }
 
-/* CPU threads for a CPU stage: the caller's count, or all online cores; but beside a GPU stage,
+/* CPU threads for a CPU stage: the caller's count, or all cores it may use; but beside a GPU stage,
  * one core is left to the GPU stage's thread (it launches kernels and waits on the GPU), else the
  * CPU stage's barriers wait for a thread the OS has descheduled in favour of it. */
 static int32_t cpu_stage_threads(const vh_plan_request *req, const vh_plan *plan)
@@ -50,7 +51,8 @@ static int32_t cpu_stage_threads(const vh_plan_request *req, const vh_plan *plan
     if (req->n_threads > 0) return req->n_threads;
     int has_gpu = 0;
     for (uint32_t i = 0; i < plan->n_stages; i++) has_gpu |= plan->stages[i].device == VH_DEVICE_GPU;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t mine; /* the CPUs this thread may use (the session's cpu_affinity, if given) */
+    int cores = sched_getaffinity(0, sizeof mine, &mine) == 0 ? CPU_COUNT(&mine) : (int)sysconf(_SC_NPROCESSORS_ONLN);
     return has_gpu && cores > 2 ? (int32_t)(cores - 1) : 0;
 }
 

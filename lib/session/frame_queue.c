@@ -46,7 +46,7 @@ void vh_frame_queue_destroy(vh_frame_queue *q)
     pthread_mutex_destroy(&q->lock);
 }
 
-/* The record's result is final: release its inputs and wake the pollers. Lock held. */
+/* The record's result is final: release its inputs, count it, wake the pollers. Lock held. */
 static void mark_done(vh_frame_queue *q, vh_frame_record *rec)
 {
     rec->state = VH_RECORD_DONE;
@@ -55,38 +55,61 @@ static void mark_done(vh_frame_queue *q, vh_frame_record *rec)
     rec->rgb = NULL;
     free(rec->instruction);
     rec->instruction = NULL;
+    q->n_done++;
+    vh_frame_stats_answered(&q->stats, &rec->result);
     pthread_cond_broadcast(&q->has_result);
 }
 
-/* Answer a record without computing it (dropped, cancelled). Lock held. */
+/* Take `rec` out of the pending records. Lock held; rec is PENDING. */
+static void leave_pending(vh_frame_queue *q, vh_frame_record *rec)
+{
+    rec->state = VH_RECORD_RUNNING; /* no longer PENDING: the scan below passes it */
+    if (q->first_pending == rec) {
+        vh_frame_record *next = rec->next;
+        while (next && next->state != VH_RECORD_PENDING) next = next->next; /* cancelled, expired */
+        q->first_pending = next;
+    }
+    q->n_pending--;
+    pthread_cond_signal(&q->has_space);
+}
+
+/* Answer a pending record without computing it (dropped, expired, cancelled). Lock held. */
 static void answer_without_running(vh_frame_queue *q, vh_frame_record *rec, vh_status status)
 {
+    leave_pending(q, rec);
     rec->result.status = status;
     mark_done(q, rec);
 }
 
-/* Remove the oldest pending record from the pending tail. Lock held. */
-static vh_frame_record *pop_pending(vh_frame_queue *q)
+static int past_deadline(const vh_frame_record *rec, int64_t now)
 {
-    vh_frame_record *rec = q->first_pending;
-    q->first_pending = rec->next;
-    q->n_pending--;
-    return rec;
+    return rec->result.deadline_ns && now > rec->result.deadline_ns;
+}
+
+/* Answer EXPIRED the oldest pending records whose deadline has passed. Lock held. */
+static void expire_due(vh_frame_queue *q)
+{
+    const int64_t now = vh_now_ns();
+    while (q->first_pending && past_deadline(q->first_pending, now))
+        answer_without_running(q, q->first_pending, VH_ERR_EXPIRED);
 }
 
 vh_status vh_frame_queue_submit(vh_frame_queue *q, vh_frame_record *rec, uint64_t *frame_id, vh_error *err)
 {
     pthread_mutex_lock(&q->lock);
+    expire_due(q);
     while (!q->closed && q->n_pending >= q->capacity) {
         if (q->policy == VH_QUEUE_REJECT) {
+            q->stats.rejected++;
             pthread_mutex_unlock(&q->lock);
             return vh_error_set(err, VH_ERR_BUSY, "the submit queue is full (%u frames waiting)", q->capacity);
         }
         if (q->policy == VH_QUEUE_DROP_OLDEST) {
-            answer_without_running(q, pop_pending(q), VH_ERR_DROPPED);
+            answer_without_running(q, q->first_pending, VH_ERR_DROPPED);
             continue;
         }
         pthread_cond_wait(&q->has_space, &q->lock);
+        expire_due(q);
     }
     if (q->closed) {
         pthread_mutex_unlock(&q->lock);
@@ -95,42 +118,34 @@ vh_status vh_frame_queue_submit(vh_frame_queue *q, vh_frame_record *rec, uint64_
     rec->next = NULL;
     rec->state = VH_RECORD_PENDING;
     rec->result.frame_id = ++q->last_id;
+    rec->result.episode = q->episode;
     *frame_id = rec->result.frame_id;
     if (q->tail) q->tail->next = rec;
     else q->head = rec;
     q->tail = rec;
     if (!q->first_pending) q->first_pending = rec;
     q->n_pending++;
+    q->stats.submitted++;
     pthread_cond_signal(&q->has_pending);
     pthread_mutex_unlock(&q->lock);
     return VH_OK;
 }
 
-/* Start the oldest pending record, if any and the queue is open. Lock held. */
-static vh_frame_record *start_oldest(vh_frame_queue *q)
-{
-    if (q->closed || !q->first_pending) return NULL;
-    vh_frame_record *rec = pop_pending(q);
-    rec->state = VH_RECORD_RUNNING;
-    rec->result.started_ns = vh_now_ns();
-    pthread_cond_signal(&q->has_space);
-    return rec;
-}
-
 vh_frame_record *vh_frame_queue_take(vh_frame_queue *q)
 {
     pthread_mutex_lock(&q->lock);
-    while (!q->closed && !q->first_pending) pthread_cond_wait(&q->has_pending, &q->lock);
-    vh_frame_record *rec = start_oldest(q);
-    pthread_mutex_unlock(&q->lock);
-    return rec;
-}
-
-vh_frame_record *vh_frame_queue_try_take(vh_frame_queue *q, int *closed)
-{
-    pthread_mutex_lock(&q->lock);
-    vh_frame_record *rec = start_oldest(q);
-    *closed = q->closed;
+    vh_frame_record *rec = NULL;
+    while (!q->closed && !rec) {
+        expire_due(q);
+        if (!q->first_pending) {
+            pthread_cond_wait(&q->has_pending, &q->lock);
+            continue;
+        }
+        rec = q->first_pending;
+        leave_pending(q, rec); /* now RUNNING */
+        rec->result.started_ns = vh_now_ns();
+        q->n_running++;
+    }
     pthread_mutex_unlock(&q->lock);
     return rec;
 }
@@ -138,28 +153,40 @@ vh_frame_record *vh_frame_queue_try_take(vh_frame_queue *q, int *closed)
 void vh_frame_queue_finish(vh_frame_queue *q, vh_frame_record *rec)
 {
     pthread_mutex_lock(&q->lock);
+    q->n_running--;
     mark_done(q, rec);
     pthread_mutex_unlock(&q->lock);
 }
 
-static struct timespec deadline_after_ms(int32_t timeout_ms)
+static struct timespec timespec_at(int64_t ns)
 {
-    int64_t at = vh_now_ns() + (int64_t)timeout_ms * 1000000;
-    return (struct timespec){.tv_sec = at / 1000000000, .tv_nsec = at % 1000000000};
+    return (struct timespec){.tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000};
 }
 
-vh_status vh_frame_queue_poll(vh_frame_queue *q, vh_action *out, int32_t timeout_ms)
+vh_status vh_frame_queue_poll(vh_frame_queue *q, vh_action *out, size_t out_size, int32_t timeout_ms)
 {
-    struct timespec deadline = deadline_after_ms(timeout_ms > 0 ? timeout_ms : 0);
+    const int64_t give_up = vh_now_ns() + (int64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000;
     pthread_mutex_lock(&q->lock);
-    while (!(q->head && q->head->state == VH_RECORD_DONE)) {
+    for (;;) {
+        expire_due(q);
+        if (q->head && q->head->state == VH_RECORD_DONE) break;
         if (timeout_ms == 0 || (q->closed && !q->head)) {
             pthread_mutex_unlock(&q->lock);
             return VH_ERR_TIMEOUT;
         }
-        if (timeout_ms < 0) {
+        /* the next result may be an expiry: wake at the head's deadline to answer it then */
+        int64_t wake = timeout_ms < 0 ? INT64_MAX : give_up;
+        if (q->head && q->head->state == VH_RECORD_PENDING && q->head->result.deadline_ns &&
+            q->head->result.deadline_ns + 1 < wake)
+            wake = q->head->result.deadline_ns + 1;
+        if (wake == INT64_MAX) {
             pthread_cond_wait(&q->has_result, &q->lock);
-        } else if (pthread_cond_timedwait(&q->has_result, &q->lock, &deadline) == ETIMEDOUT) {
+            continue;
+        }
+        struct timespec at = timespec_at(wake);
+        if (pthread_cond_timedwait(&q->has_result, &q->lock, &at) == ETIMEDOUT && timeout_ms > 0 &&
+            vh_now_ns() >= give_up) {
+            expire_due(q);
             if (q->head && q->head->state == VH_RECORD_DONE) break;
             pthread_mutex_unlock(&q->lock);
             return VH_ERR_TIMEOUT;
@@ -168,21 +195,93 @@ vh_status vh_frame_queue_poll(vh_frame_queue *q, vh_action *out, int32_t timeout
     vh_frame_record *rec = q->head;
     q->head = rec->next;
     if (!q->head) q->tail = NULL;
+    q->n_done--;
     pthread_mutex_unlock(&q->lock);
 
-    size_t n = out->struct_size < sizeof rec->result ? out->struct_size : sizeof rec->result;
-    size_t caller_size = out->struct_size;
-    memcpy(out, &rec->result, n);
-    out->struct_size = caller_size;
+    memcpy(out, &rec->result, out_size < sizeof rec->result ? out_size : sizeof rec->result);
     vh_frame_record_free(rec);
     return VH_OK;
+}
+
+vh_status vh_frame_queue_cancel(vh_frame_queue *q, uint64_t frame_id, vh_error *err)
+{
+    pthread_mutex_lock(&q->lock);
+    vh_frame_record *rec = q->first_pending;
+    while (rec && rec->result.frame_id < frame_id) rec = rec->next; /* ids ascend along the FIFO */
+    const int found = rec && rec->result.frame_id == frame_id && rec->state == VH_RECORD_PENDING;
+    if (found) answer_without_running(q, rec, VH_ERR_CANCELLED);
+    const uint64_t last_id = q->last_id;
+    pthread_mutex_unlock(&q->lock);
+    if (found) return VH_OK;
+    if (frame_id == 0 || frame_id > last_id)
+        return vh_error_set(err, VH_ERR_INVALID_ARGUMENT, "no frame has id %llu", (unsigned long long)frame_id);
+    return vh_error_set(err, VH_ERR_BUSY, "frame %llu has already started or been answered",
+                        (unsigned long long)frame_id);
+}
+
+/* Lock held. */
+static uint32_t cancel_all_pending(vh_frame_queue *q)
+{
+    uint32_t n = 0;
+    for (; q->first_pending; n++) answer_without_running(q, q->first_pending, VH_ERR_CANCELLED);
+    return n;
+}
+
+uint32_t vh_frame_queue_cancel_pending(vh_frame_queue *q)
+{
+    pthread_mutex_lock(&q->lock);
+    uint32_t n = cancel_all_pending(q);
+    pthread_mutex_unlock(&q->lock);
+    return n;
+}
+
+void vh_frame_queue_reset(vh_frame_queue *q, int clear_stats, int clear_ids)
+{
+    pthread_mutex_lock(&q->lock);
+    cancel_all_pending(q);
+    const uint64_t ending = q->episode++;
+    /* frames of the ending episode that started are answered in their turn (records of one
+     * episode precede the next's in the FIFO) */
+    for (;;) {
+        vh_frame_record *r = q->head;
+        while (r && r->result.episode <= ending && r->state == VH_RECORD_DONE) r = r->next;
+        if (!r || r->result.episode > ending || q->closed) break;
+        pthread_cond_wait(&q->has_result, &q->lock);
+    }
+    if (clear_stats) memset(&q->stats, 0, sizeof q->stats);
+    if (clear_ids && !q->head) {
+        q->last_id = 0;
+        q->episode = 0;
+    }
+    pthread_mutex_unlock(&q->lock);
+}
+
+void vh_frame_queue_stats(vh_frame_queue *q, vh_frame_stats *stats, uint32_t *pending, uint32_t *running,
+                          uint32_t *unpolled, uint64_t *episode)
+{
+    pthread_mutex_lock(&q->lock);
+    expire_due(q);
+    if (stats) *stats = q->stats;
+    if (pending) *pending = q->n_pending;
+    if (running) *running = q->n_running;
+    if (unpolled) *unpolled = q->n_done;
+    if (episode) *episode = q->episode;
+    pthread_mutex_unlock(&q->lock);
+}
+
+void vh_frame_queue_set_policy(vh_frame_queue *q, vh_queue_policy policy)
+{
+    pthread_mutex_lock(&q->lock);
+    q->policy = policy;
+    pthread_cond_broadcast(&q->has_space);
+    pthread_mutex_unlock(&q->lock);
 }
 
 void vh_frame_queue_close(vh_frame_queue *q)
 {
     pthread_mutex_lock(&q->lock);
     q->closed = 1;
-    while (q->first_pending) answer_without_running(q, pop_pending(q), VH_ERR_CANCELLED);
+    cancel_all_pending(q);
     pthread_cond_broadcast(&q->has_pending);
     pthread_cond_broadcast(&q->has_space);
     pthread_cond_broadcast(&q->has_result);

@@ -3,8 +3,14 @@
  *
  * Every accepted frame gets a record that stays in one FIFO until its result is polled, so results
  * come out in submission order whatever happens to each frame (computed, dropped by policy,
- * cancelled). The records not yet started are a contiguous tail of the FIFO ("pending"); only
- * their number is bounded by the capacity, and the policy says what a submit does when it is full.
+ * expired, cancelled). The records not yet started ("pending") are the FIFO's last records; a
+ * cancelled or expired one among them is answered in place. Only the pending records are bounded
+ * by the capacity, and the policy says what a submit does when they fill it.
+ *
+ * Deadlines: a pending record whose deadline has passed is answered VH_ERR_EXPIRED instead of
+ * being started, at the latest when the worker would take it or a poller waits for it.
+ *
+ * Every answer is counted in the queue's statistics (session/frame_stats.h).
  *
  * Thread-safety: every function may be called from any thread; one lock guards the FIFO.
  */
@@ -13,6 +19,7 @@
 
 #include <pthread.h>
 
+#include "session/frame_stats.h"
 #include "util/error.h"
 
 typedef enum vh_record_state {
@@ -27,43 +34,64 @@ typedef struct vh_frame_record {
     uint8_t *rgb;                      /* the frame's pixels, tightly packed; freed once started */
     uint32_t width, height;
     char *instruction;
-    vh_action result;                  /* frame_id, tag, timestamps and, when DONE, the outcome */
+    vh_action result;                  /* frame_id, tag, sequence, times, deadline_ns and, when
+                                          DONE, the outcome */
 } vh_frame_record;
 
 typedef struct vh_frame_queue {
     pthread_mutex_t lock;
     pthread_cond_t has_pending;        /* the worker waits here */
     pthread_cond_t has_space;          /* VH_QUEUE_BLOCK submitters wait here */
-    pthread_cond_t has_result;         /* pollers wait here */
+    pthread_cond_t has_result;         /* pollers (and vh_frame_queue_reset) wait here */
     vh_frame_record *head, *tail;      /* every record not yet polled */
     vh_frame_record *first_pending;    /* the oldest record not yet started, or NULL */
-    uint32_t n_pending, capacity;
+    uint32_t n_pending, n_running, n_done, capacity;
     vh_queue_policy policy;
     uint64_t last_id;
+    uint64_t episode;
     int closed;
+    vh_frame_stats stats;
 } vh_frame_queue;
 
 vh_status vh_frame_queue_init(vh_frame_queue *q, uint32_t capacity, vh_queue_policy policy, vh_error *err);
 /* Frees every record. No thread may use the queue any more. */
 void vh_frame_queue_destroy(vh_frame_queue *q);
 
-/* Accept `rec` (allocated by the caller, with pixels, instruction, tag and timestamps set); the
- * queue owns it from VH_OK on (the caller must not touch it again: it may be computed and polled
- * before this returns) and *frame_id receives its id. VH_ERR_BUSY (REJECT policy, full) leaves
- * it with the caller. */
+/* Accept `rec` (allocated by the caller, with pixels, instruction, tag, sequence, deadline and
+ * submission time set); the queue owns it from VH_OK on (the caller must not touch it again: it
+ * may be computed and polled before this returns) and *frame_id receives its id. VH_ERR_BUSY
+ * (REJECT policy, full) leaves it with the caller. */
 vh_status vh_frame_queue_submit(vh_frame_queue *q, vh_frame_record *rec, uint64_t *frame_id, vh_error *err);
 
-/* The worker's side: wait for the oldest pending record and mark it RUNNING; NULL once closed. */
+/* The worker's side: wait for the oldest pending record whose deadline has not passed and mark
+ * it RUNNING (those past their deadline are answered EXPIRED on the way); NULL once closed. */
 vh_frame_record *vh_frame_queue_take(vh_frame_queue *q);
-/* The same without waiting: the oldest pending record, or NULL when none is pending (*closed
- * tells whether the queue is closed, after which no record comes any more). */
-vh_frame_record *vh_frame_queue_try_take(vh_frame_queue *q, int *closed);
 /* The worker's side: rec->result is filled in; make it visible to pollers. */
 void vh_frame_queue_finish(vh_frame_queue *q, vh_frame_record *rec);
 
-/* Copy the oldest result into *out (at most out->struct_size bytes) and forget its record.
- * timeout_ms < 0 waits without limit. VH_ERR_TIMEOUT when none is ready in time. */
-vh_status vh_frame_queue_poll(vh_frame_queue *q, vh_action *out, int32_t timeout_ms);
+/* Copy the oldest result into *out (at most out_size bytes; the caller fixes struct_size) and
+ * forget its record. timeout_ms < 0 waits without limit. VH_ERR_TIMEOUT when none is ready in
+ * time. */
+vh_status vh_frame_queue_poll(vh_frame_queue *q, vh_action *out, size_t out_size, int32_t timeout_ms);
+
+/* Answer the pending record `frame_id` VH_ERR_CANCELLED. VH_ERR_BUSY when it has started or been
+ * answered, VH_ERR_INVALID_ARGUMENT when no such id was given. */
+vh_status vh_frame_queue_cancel(vh_frame_queue *q, uint64_t frame_id, vh_error *err);
+/* Answer every pending record VH_ERR_CANCELLED; returns how many. */
+uint32_t vh_frame_queue_cancel_pending(vh_frame_queue *q);
+
+/* A new episode: cancel every pending record, wait until every record started so far is
+ * answered, then number later submissions with the next episode. clear_stats: start the
+ * statistics afresh. clear_ids: also restart frame ids at 1 (only when nothing is unpolled:
+ * the session's warm-up, before anyone else sees the session). */
+void vh_frame_queue_reset(vh_frame_queue *q, int clear_stats, int clear_ids);
+
+/* A snapshot of the statistics and the current counts (any pointer may be NULL). */
+void vh_frame_queue_stats(vh_frame_queue *q, vh_frame_stats *stats, uint32_t *pending, uint32_t *running,
+                          uint32_t *unpolled, uint64_t *episode);
+
+/* Change the policy (the session's warm-up submits under VH_QUEUE_BLOCK). */
+void vh_frame_queue_set_policy(vh_frame_queue *q, vh_queue_policy policy);
 
 /* Stop: pending records are answered VH_ERR_CANCELLED, waiters wake, take() returns NULL. */
 void vh_frame_queue_close(vh_frame_queue *q);

@@ -2,7 +2,9 @@
  * The public session API (include/vlahybrid/vlahybrid.h): model, tokenizer, plan, the frame queue
  * and the stage pipeline that drives frames from the queue through the plan's stages.
  */
+#include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,7 @@
 #include "text/bpe_tokenizer.h"
 #include "text/openvla_prompt.h"
 #include "util/clock.h"
+#include "util/cpu_list.h"
 #include "util/log.h"
 #include "util/trace.h"
 
@@ -24,6 +27,12 @@
 #define MAX_INSTRUCTION_BYTES 8192u
 /* KV positions reserved for the prompt's text beyond the image tokens and the action. */
 #define PROMPT_TEXT_BUDGET 512u
+#define MAX_WARMUP_FRAMES 64
+/* What the warm-up frames show the model: a camera-sized image and an instruction of a typical
+ * length (the prompt's length decides the prefill's row count). */
+#define WARMUP_WIDTH 640u
+#define WARMUP_HEIGHT 480u
+#define WARMUP_INSTRUCTION "pick up the red block and put it in the bowl"
 
 struct vh_session {
     vh_logger log;
@@ -39,22 +48,27 @@ struct vh_session {
     vh_stage_pipeline *pipeline;
     vh_trace *trace;
 
+    uint32_t deadline_ms;              /* the session's deadline (0: none) */
+    vh_queue_policy policy;
+
     pthread_mutex_t error_lock;        /* guards last_error */
     vh_error last_error;
 };
 
 static _Thread_local char thread_session_error[VH_ERROR_MESSAGE_SIZE];
 
-/* Record a failed call: the session's last error, the thread's vh_last_error(), the log. */
-/* The session's last error and the log (a frame's failure, from the pipeline's threads). */
+/* The session's last error and the log (a failed call, or a frame's failure from the pipeline's
+ * threads). A full queue under VH_QUEUE_REJECT or a frame already started when cancelled is an
+ * everyday outcome, not an error: logged at debug level. */
 static void remember_error(vh_session *s, const vh_error *err)
 {
     pthread_mutex_lock(&s->error_lock);
     s->last_error = *err;
     pthread_mutex_unlock(&s->error_lock);
-    vh_log_error(&s->log, "%s", err->message);
+    vh_log(&s->log, err->status == VH_ERR_BUSY ? VH_LOG_DEBUG : VH_LOG_ERROR, "%s", err->message);
 }
 
+/* Record a failed call: the session's last error, the thread's vh_last_error(), the log. */
 static vh_status report(vh_session *s, const vh_error *err)
 {
     vh_error_publish_thread(err);
@@ -82,6 +96,13 @@ static int struct_size_ok(const void *s, size_t caller_size, size_t known_size)
     return 1;
 }
 
+/* The caller's struct_size for a struct whose 0.1.0 layout ends at `v01_size`: that size exactly,
+ * or the current one (and beyond, zero-filled); sizes in between were never released. */
+static size_t known_struct_size(size_t caller_size, size_t v01_size, size_t current_size)
+{
+    return caller_size == v01_size ? v01_size : current_size;
+}
+
 static void record_frame_error(void *user, const vh_error *err)
 {
     remember_error(user, err);
@@ -93,6 +114,84 @@ static uint32_t count_backends(const char *backends)
     uint32_t n = 1;
     for (const char *c = backends; c && *c; c++) n += *c == ',';
     return n;
+}
+
+/* A frame's record: the pixels copied row by row (tightly packed), the instruction copied. */
+static vh_frame_record *new_record(const uint8_t *rgb, uint32_t width, uint32_t height, size_t stride,
+                                   const char *instruction, size_t text_len)
+{
+    const size_t row_bytes = (size_t)width * 3;
+    vh_frame_record *rec = calloc(1, sizeof *rec);
+    if (!rec) return NULL;
+    rec->width = width;
+    rec->height = height;
+    rec->rgb = malloc(row_bytes * height);
+    rec->instruction = malloc(text_len + 1);
+    if (!rec->rgb || !rec->instruction) {
+        vh_frame_record_free(rec);
+        return NULL;
+    }
+    for (uint32_t y = 0; y < height; y++) memcpy(rec->rgb + y * row_bytes, rgb + y * stride, row_bytes);
+    memcpy(rec->instruction, instruction, text_len);
+    rec->instruction[text_len] = '\0';
+    vh_action_init(&rec->result);
+    rec->result.submitted_ns = vh_now_ns();
+    return rec;
+}
+
+/* Warm-up frames when the caller asks for none in particular: a GPU stage needs three (kernels
+ * chosen and timed on first use; a vision graph captured on second use, replayed from the
+ * third), packed passes twice their frames in flight (the passes' row counts settle only after a
+ * round of frames has entered and left); CPU backends need one (oneDNN primitives, pools). */
+static uint32_t default_warmup_frames(const vh_session *s, vh_execution_mode mode, uint32_t in_flight)
+{
+    int has_gpu = 0;
+    for (uint32_t i = 0; i < s->plan.n_stages; i++) has_gpu |= s->plan.stages[i].device == VH_DEVICE_GPU;
+    if (!has_gpu) return 1;
+    uint32_t n = mode == VH_EXECUTION_PACKED ? 2 * in_flight : 3 + (in_flight > 1 ? in_flight : 0);
+    return n < MAX_WARMUP_FRAMES ? n : MAX_WARMUP_FRAMES;
+}
+
+/* Run n frames through the whole path and forget them: the first real frame then finds every
+ * plan, kernel choice, graph and cache made. They take no frame ids, leave no statistics and no
+ * trace. Runs before anyone else has the session. */
+static vh_status warm_up(vh_session *s, uint32_t n, vh_error *err)
+{
+    if (n == 0) return VH_OK;
+    const size_t row_bytes = (size_t)WARMUP_WIDTH * 3;
+    uint8_t *rgb = malloc(row_bytes * WARMUP_HEIGHT);
+    if (!rgb) return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (warm-up frame)");
+    for (size_t i = 0; i < row_bytes * WARMUP_HEIGHT; i++) rgb[i] = (uint8_t)(i * 7 + i / row_bytes);
+    vh_trace *trace = s->jobs.trace;
+    s->jobs.trace = NULL;
+    vh_frame_queue_set_policy(&s->queue, VH_QUEUE_BLOCK);
+    uint32_t submitted = 0;
+    vh_status st = VH_OK;
+    for (; submitted < n && st == VH_OK; submitted++) {
+        vh_frame_record *rec = new_record(rgb, WARMUP_WIDTH, WARMUP_HEIGHT, row_bytes, WARMUP_INSTRUCTION,
+                                          strlen(WARMUP_INSTRUCTION));
+        uint64_t id;
+        if (!rec) st = vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (warm-up frame)");
+        else if ((st = vh_frame_queue_submit(&s->queue, rec, &id, err))) vh_frame_record_free(rec);
+    }
+    if (st) submitted--;
+    for (uint32_t i = 0; i < submitted; i++) {
+        vh_action a;
+        vh_action_init(&a);
+        vh_frame_queue_poll(&s->queue, &a, sizeof a, -1);
+        if (a.status != VH_OK && st == VH_OK) {
+            pthread_mutex_lock(&s->error_lock);
+            vh_error_set(err, a.status, "warm-up frame failed: %s", s->last_error.message);
+            pthread_mutex_unlock(&s->error_lock);
+            st = a.status;
+        }
+    }
+    free(rgb);
+    vh_frame_queue_set_policy(&s->queue, s->policy);
+    vh_frame_queue_reset(&s->queue, 1, 1);
+    vh_stage_pipeline_clear_stats(s->pipeline);
+    s->jobs.trace = trace;
+    return st;
 }
 
 static vh_status load_session(vh_session *s, const vh_session_params *p, vh_error *err)
@@ -143,11 +242,16 @@ static vh_status load_session(vh_session *s, const vh_session_params *p, vh_erro
                              .action_tokens = s->stats->dim,
                              .on_frame_error = record_frame_error, .user = s};
     if ((st = vh_stage_pipeline_start(&pc, &s->pipeline, err))) return st;
+    const uint32_t n_warmup = p->warmup_frames >= 0 ? (uint32_t)p->warmup_frames
+                                                     : default_warmup_frames(s, p->execution_mode, in_flight);
+    const int64_t warm_start = vh_now_ns();
+    if ((st = warm_up(s, n_warmup, err))) return st;
 
     char backends[128];
     vh_plan_describe(&s->plan, backends, sizeof backends);
-    vh_log_info(&s->log, "session ready: %s, %u LLM layers, backend %s, unnorm_key '%s'", p->model_path,
-                c->n_layers, backends, s->stats->dataset);
+    vh_log_info(&s->log, "session ready: %s, %u LLM layers, backend %s, unnorm_key '%s', %u warm-up frames "
+                "(%.1f ms)", p->model_path, c->n_layers, backends, s->stats->dataset, n_warmup,
+                (vh_now_ns() - warm_start) / 1e6);
     if (s->plan.n_stages == 2) {
         static const char *const how[] = {"", "given", "the most the GPU memory budget holds", "balanced by measured costs"};
         vh_log_info(&s->log, "split: %u of %u LLM blocks on %s (%s), zone %u..%u, %s, %u frames in flight",
@@ -161,6 +265,44 @@ static vh_status load_session(vh_session *s, const vh_session_params *p, vh_erro
                         s->plan.costs.fixed_ns[1] / 1e6, s->plan.costs.block_ns[1] / 1e6);
     }
     return VH_OK;
+}
+
+/* vh_session_create's work in a thread of its own, started on the cpu_affinity CPUs: every thread
+ * the session starts (its stage threads, the CPU backends' pools) inherits them, and the CPU
+ * backends place their threads within them; the caller's thread is never re-pinned. */
+typedef struct load_call {
+    vh_session *s;
+    const vh_session_params *p;
+    vh_error *err;
+    vh_status st;
+} load_call;
+
+static void *load_thread_main(void *arg)
+{
+    load_call *c = arg;
+    c->st = load_session(c->s, c->p, c->err);
+    return NULL;
+}
+
+static vh_status load_on_cpus(vh_session *s, const vh_session_params *p, vh_error *err)
+{
+    if (!p->cpu_affinity || !*p->cpu_affinity) return load_session(s, p, err);
+    cpu_set_t cpus;
+    vh_status st = vh_cpu_list_parse(p->cpu_affinity, &cpus, err);
+    if (st) return st;
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr) != 0) return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "pthread_attr_init failed");
+    load_call call = {.s = s, .p = p, .err = err, .st = VH_OK};
+    pthread_t thread;
+    int rc = pthread_attr_setaffinity_np(&attr, sizeof cpus, &cpus);
+    if (rc == 0) rc = pthread_create(&thread, &attr, load_thread_main, &call);
+    pthread_attr_destroy(&attr);
+    if (rc != 0)
+        return vh_error_set(err, rc == EINVAL ? VH_ERR_INVALID_ARGUMENT : VH_ERR_OUT_OF_MEMORY,
+                            "cpu_affinity \"%s\": cannot start a thread on those CPUs (%s)", p->cpu_affinity,
+                            rc == EINVAL ? "none of them is usable by this process" : "out of resources");
+    pthread_join(thread, NULL);
+    return call.st;
 }
 
 /* A failed vh_session_create: the thread's last error, and the caller's log callback if any. */
@@ -179,8 +321,7 @@ vh_status vh_session_create(const vh_session_params *params, vh_session **sessio
     *session = NULL;
     if (!params) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "params");
     /* a caller built against the 0.1 header passes the shorter layout: its fields over the defaults */
-    const size_t v01_size = offsetof(vh_session_params, llm_split);
-    const size_t known = params->struct_size == v01_size ? v01_size : sizeof *params; /* no size in between */
+    const size_t known = known_struct_size(params->struct_size, offsetof(vh_session_params, llm_split), sizeof *params);
     if (!struct_size_ok(params, params->struct_size, known))
         return fail(NULL, VH_ERR_STRUCT_SIZE, "%s: struct_size is wrong; call vh_session_params_init first",
                     "vh_session_params");
@@ -206,14 +347,20 @@ vh_status vh_session_create(const vh_session_params *params, vh_session **sessio
         return create_failed(&log, VH_ERR_INVALID_ARGUMENT, "%s must be in [0, 32]", "frames_in_flight");
     if (p.llm_split < -1 || p.split_zone < -1 || p.split_zone > 4096)
         return create_failed(&log, VH_ERR_INVALID_ARGUMENT, "%s", "llm_split must be >= -1 and split_zone in [-1, 4096]");
+    if (p.warmup_frames < -1 || p.warmup_frames > MAX_WARMUP_FRAMES)
+        return create_failed(&log, VH_ERR_INVALID_ARGUMENT, "%s must be in [-1, 64]", "warmup_frames");
+    if (p.deadline_ms > 3600000u)
+        return create_failed(&log, VH_ERR_INVALID_ARGUMENT, "%s must be in [0, 3600000] (an hour)", "deadline_ms");
 
     vh_session *s = calloc(1, sizeof *s);
     if (!s) return create_failed(&log, VH_ERR_OUT_OF_MEMORY, "out of memory%s", "");
     s->log = log;
+    s->deadline_ms = p.deadline_ms;
+    s->policy = p.queue_policy;
     pthread_mutex_init(&s->error_lock, NULL);
     vh_error err;
     vh_error_clear(&err);
-    vh_status st = load_session(s, &p, &err);
+    vh_status st = load_on_cpus(s, &p, &err);
     if (st) {
         vh_log_error(&s->log, "%s", err.message);
         vh_error_publish_thread(&err);
@@ -246,10 +393,16 @@ vh_status vh_submit_frame(vh_session *s, const vh_frame *frame, uint64_t *frame_
 {
     if (!s) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
     if (!frame) return fail(s, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "frame");
-    if (!struct_size_ok(frame, frame->struct_size, sizeof *frame))
+    const size_t known = known_struct_size(frame->struct_size, offsetof(vh_frame, sequence), sizeof *frame);
+    if (!struct_size_ok(frame, frame->struct_size, known))
         return fail(s, VH_ERR_STRUCT_SIZE, "%s: struct_size is wrong; call vh_frame_init first", "vh_frame");
+    vh_frame f; /* the caller's fields over the defaults of the ones its header lacks */
+    vh_frame_init(&f);
+    memcpy(&f, frame, known);
+    frame = &f;
     const size_t row_bytes = (size_t)frame->width * 3, stride = frame->stride ? frame->stride : row_bytes;
     if (!frame->rgb) return fail(s, VH_ERR_BAD_FRAME, "%s is NULL", "frame->rgb");
+    if (frame->deadline_ns < 0) return fail(s, VH_ERR_INVALID_ARGUMENT, "%s is negative", "frame->deadline_ns");
     if (frame->width == 0 || frame->height == 0 || frame->width > MAX_IMAGE_SIDE || frame->height > MAX_IMAGE_SIDE)
         return fail(s, VH_ERR_BAD_FRAME, "frame size must be 1..16384 pixels a side%s", "");
     if (stride < row_bytes) return fail(s, VH_ERR_BAD_FRAME, "frame stride is smaller than width * 3%s", "");
@@ -258,23 +411,13 @@ vh_status vh_submit_frame(vh_session *s, const vh_frame *frame, uint64_t *frame_
     if (text_len > MAX_INSTRUCTION_BYTES)
         return fail(s, VH_ERR_BAD_FRAME, "the instruction is longer than %s bytes", "8192");
 
-    vh_frame_record *rec = calloc(1, sizeof *rec);
-    if (!rec) return fail(s, VH_ERR_OUT_OF_MEMORY, "out of memory%s", "");
-    rec->width = frame->width;
-    rec->height = frame->height;
-    rec->rgb = malloc(row_bytes * frame->height);
-    rec->instruction = malloc(text_len + 1);
-    if (!rec->rgb || !rec->instruction) {
-        vh_frame_record_free(rec);
-        return fail(s, VH_ERR_OUT_OF_MEMORY, "out of memory copying the frame%s", "");
-    }
-    for (uint32_t y = 0; y < frame->height; y++)
-        memcpy(rec->rgb + y * row_bytes, frame->rgb + y * stride, row_bytes);
-    memcpy(rec->instruction, frame->instruction, text_len + 1);
-    vh_action_init(&rec->result);
+    vh_frame_record *rec = new_record(frame->rgb, frame->width, frame->height, stride, frame->instruction, text_len);
+    if (!rec) return fail(s, VH_ERR_OUT_OF_MEMORY, "out of memory copying the frame%s", "");
     rec->result.tag = frame->tag;
     rec->result.timestamp_ns = frame->timestamp_ns;
-    rec->result.submitted_ns = vh_now_ns();
+    rec->result.sequence = frame->sequence;
+    rec->result.deadline_ns = frame->deadline_ns ? frame->deadline_ns
+                              : s->deadline_ms ? rec->result.submitted_ns + (int64_t)s->deadline_ms * 1000000 : 0;
 
     vh_error err;
     uint64_t id = 0;
@@ -291,9 +434,62 @@ vh_status vh_poll_action(vh_session *s, vh_action *action, int32_t timeout_ms)
 {
     if (!s) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
     if (!action) return fail(s, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "action");
-    if (!struct_size_ok(action, action->struct_size, sizeof *action))
+    const size_t caller_size = action->struct_size;
+    const size_t known = known_struct_size(caller_size, offsetof(vh_action, sequence), sizeof *action);
+    if (!struct_size_ok(action, caller_size, known))
         return fail(s, VH_ERR_STRUCT_SIZE, "%s: struct_size is wrong; call vh_action_init first", "vh_action");
-    return vh_frame_queue_poll(&s->queue, action, timeout_ms);
+    vh_status st = vh_frame_queue_poll(&s->queue, action, known, timeout_ms);
+    action->struct_size = caller_size;
+    return st;
+}
+
+vh_status vh_session_cancel(vh_session *s, uint64_t frame_id)
+{
+    if (!s) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
+    vh_error err;
+    vh_status st = vh_frame_queue_cancel(&s->queue, frame_id, &err);
+    return st ? report(s, &err) : VH_OK;
+}
+
+vh_status vh_session_cancel_pending(vh_session *s, uint32_t *n_cancelled)
+{
+    if (!s) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
+    uint32_t n = vh_frame_queue_cancel_pending(&s->queue);
+    if (n_cancelled) *n_cancelled = n;
+    return VH_OK;
+}
+
+vh_status vh_session_reset(vh_session *s, uint32_t flags)
+{
+    if (!s) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
+    if (flags & ~VH_RESET_STATISTICS) return fail(s, VH_ERR_INVALID_ARGUMENT, "%s", "unknown vh_session_reset flags");
+    vh_frame_queue_reset(&s->queue, (flags & VH_RESET_STATISTICS) != 0, 0);
+    if (flags & VH_RESET_STATISTICS) vh_stage_pipeline_clear_stats(s->pipeline);
+    uint64_t episode;
+    vh_frame_queue_stats(&s->queue, NULL, NULL, NULL, NULL, &episode);
+    vh_log_debug(&s->log, "reset: episode %llu begins", (unsigned long long)episode);
+    return VH_OK;
+}
+
+vh_status vh_session_get_stats(vh_session *s, vh_session_stats *stats)
+{
+    if (!s) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
+    if (!stats) return fail(s, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "stats");
+    const size_t caller_size = stats->struct_size;
+    if (!struct_size_ok(stats, caller_size, sizeof *stats))
+        return fail(s, VH_ERR_STRUCT_SIZE, "%s: struct_size is wrong; call vh_session_stats_init first",
+                    "vh_session_stats");
+    vh_frame_stats *frames = malloc(sizeof *frames); /* ~50 KB: not on a caller's possibly small stack */
+    if (!frames) return fail(s, VH_ERR_OUT_OF_MEMORY, "out of memory%s", "");
+    vh_session_stats out;
+    vh_session_stats_init(&out);
+    vh_frame_queue_stats(&s->queue, frames, &out.pending, &out.running, &out.unpolled, &out.episode);
+    vh_frame_stats_summary(frames, &out);
+    free(frames);
+    if (vh_stage_pipeline_pass_stats(s->pipeline, &out)) return fail(s, VH_ERR_OUT_OF_MEMORY, "out of memory%s", "");
+    memcpy(stats, &out, sizeof out);
+    stats->struct_size = caller_size;
+    return VH_OK;
 }
 
 const char *vh_session_last_error(vh_session *s)
@@ -328,8 +524,7 @@ vh_status vh_session_get_info(vh_session *s, vh_session_info *info)
     if (!s) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
     if (!info) return fail(s, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "info");
     /* a caller built with the 0.1.0 header has the shorter struct: it gets the fields it knows */
-    const size_t v01_size = offsetof(vh_session_info, gpu_bytes);
-    const size_t known = info->struct_size == v01_size ? v01_size : sizeof *info; /* no size in between */
+    const size_t known = known_struct_size(info->struct_size, offsetof(vh_session_info, gpu_bytes), sizeof *info);
     if (!struct_size_ok(info, info->struct_size, known))
         return fail(s, VH_ERR_STRUCT_SIZE, "%s: struct_size is wrong; call vh_session_info_init first",
                     "vh_session_info");

@@ -35,7 +35,7 @@ static void expect_result(vh_frame_queue *q, uint64_t id, vh_status status)
 {
     vh_action a;
     vh_action_init(&a);
-    ck_assert_int_eq(vh_frame_queue_poll(q, &a, 1000), VH_OK);
+    ck_assert_int_eq(vh_frame_queue_poll(q, &a, sizeof a, 1000), VH_OK);
     ck_assert_uint_eq(a.frame_id, id);
     ck_assert_int_eq(a.status, status);
     ck_assert_uint_eq(a.struct_size, sizeof a);
@@ -58,12 +58,12 @@ START_TEST(test_fifo_ids_and_timeout)
     vh_action a;
     vh_action_init(&a);
     int64_t t0 = vh_now_ns();
-    ck_assert_int_eq(vh_frame_queue_poll(&q, &a, 50), VH_ERR_TIMEOUT);
+    ck_assert_int_eq(vh_frame_queue_poll(&q, &a, sizeof a, 50), VH_ERR_TIMEOUT);
     ck_assert_int_ge(vh_now_ns() - t0, 45 * 1000000);
-    ck_assert_int_eq(vh_frame_queue_poll(&q, &a, 0), VH_ERR_TIMEOUT);
+    ck_assert_int_eq(vh_frame_queue_poll(&q, &a, sizeof a, 0), VH_ERR_TIMEOUT);
     ck_assert_uint_eq(submit(&q, 10, VH_OK), 1);
     ck_assert_uint_eq(submit(&q, 11, VH_OK), 2);
-    ck_assert_int_eq(vh_frame_queue_poll(&q, &a, 0), VH_ERR_TIMEOUT); /* not run yet */
+    ck_assert_int_eq(vh_frame_queue_poll(&q, &a, sizeof a, 0), VH_ERR_TIMEOUT); /* not run yet */
     run_one(&q);
     run_one(&q);
     expect_result(&q, 1, VH_OK);
@@ -86,7 +86,7 @@ START_TEST(test_drop_oldest_answers_in_order)
     /* 2 and 3 are answered, but not before 1, which is still running */
     vh_action a;
     vh_action_init(&a);
-    ck_assert_int_eq(vh_frame_queue_poll(&q, &a, 0), VH_ERR_TIMEOUT);
+    ck_assert_int_eq(vh_frame_queue_poll(&q, &a, sizeof a, 0), VH_ERR_TIMEOUT);
     running->result.status = VH_OK;
     vh_frame_queue_finish(&q, running);
     expect_result(&q, 1, VH_OK);
@@ -156,7 +156,7 @@ START_TEST(test_close_cancels_pending)
     submit(&q, 0, VH_ERR_CANCELLED);
     vh_action a;
     vh_action_init(&a);
-    ck_assert_int_eq(vh_frame_queue_poll(&q, &a, -1), VH_ERR_TIMEOUT); /* closed and empty: no wait */
+    ck_assert_int_eq(vh_frame_queue_poll(&q, &a, sizeof a, -1), VH_ERR_TIMEOUT); /* closed and empty: no wait */
     vh_frame_queue_destroy(&q);
 }
 END_TEST
@@ -199,7 +199,7 @@ START_TEST(test_concurrent_exactly_once_in_order)
     while (expected <= PRODUCERS * PER_PRODUCER) {
         vh_action a;
         vh_action_init(&a);
-        ck_assert_int_eq(vh_frame_queue_poll(&q, &a, 5000), VH_OK);
+        ck_assert_int_eq(vh_frame_queue_poll(&q, &a, sizeof a, 5000), VH_OK);
         ck_assert_uint_eq(a.frame_id, expected);
         ck_assert(a.status == VH_OK || a.status == VH_ERR_DROPPED);
         ok += a.status == VH_OK;
