@@ -161,6 +161,141 @@ START_TEST(test_close_cancels_pending)
 }
 END_TEST
 
+
+/* A record whose deadline has passed is answered EXPIRED instead of being started, whether the
+ * worker or a poller gets to it first; one within its deadline runs. */
+START_TEST(test_deadline_expires_pending_frames)
+{
+    vh_frame_queue q;
+    vh_error err;
+    ck_assert_int_eq(vh_frame_queue_init(&q, 8, VH_QUEUE_BLOCK, &err), VH_OK);
+    const int64_t now = vh_now_ns();
+    vh_frame_record *r = new_record(1);
+    r->result.deadline_ns = now - 1; /* already past */
+    uint64_t id1, id2, id3;
+    ck_assert_int_eq(vh_frame_queue_submit(&q, r, &id1, &err), VH_OK);
+    r = new_record(2);
+    r->result.deadline_ns = now + 60 * 1000000000ll; /* a minute: runs */
+    ck_assert_int_eq(vh_frame_queue_submit(&q, r, &id2, &err), VH_OK);
+    r = new_record(3);
+    r->result.deadline_ns = vh_now_ns() + 30 * 1000000; /* 30 ms, with nobody taking frames */
+    ck_assert_int_eq(vh_frame_queue_submit(&q, r, &id3, &err), VH_OK);
+
+    vh_frame_record *taken = vh_frame_queue_take(&q); /* passes frame 1 (expired), starts 2 */
+    ck_assert_uint_eq(taken->result.frame_id, id2);
+    expect_result(&q, id1, VH_ERR_EXPIRED);
+    taken->result.status = VH_OK;
+    vh_frame_queue_finish(&q, taken);
+    expect_result(&q, id2, VH_OK);
+    /* frame 3 is next in line: a poller waiting for it gets its expiry at its deadline */
+    vh_action a;
+    vh_action_init(&a);
+    int64_t t0 = vh_now_ns();
+    ck_assert_int_eq(vh_frame_queue_poll(&q, &a, sizeof a, 5000), VH_OK);
+    int64_t waited = vh_now_ns() - t0;
+    ck_assert_uint_eq(a.frame_id, id3);
+    ck_assert_int_eq(a.status, VH_ERR_EXPIRED);
+    ck_assert_int_eq(a.started_ns, 0);
+    ck_assert_int_ge(a.finished_ns, a.deadline_ns);
+    ck_assert_int_lt(waited, 2000 * 1000000ll); /* at its deadline, not at the poll's timeout */
+
+    vh_frame_stats st;
+    vh_frame_queue_stats(&q, &st, NULL, NULL, NULL, NULL);
+    ck_assert_uint_eq(st.expired, 2);
+    ck_assert_uint_eq(st.completed, 1);
+    ck_assert_uint_eq(st.submitted, 3);
+    vh_frame_queue_destroy(&q);
+}
+END_TEST
+
+/* Cancel one pending frame (answered in its place), not a started or unknown one; cancel all. */
+START_TEST(test_cancel_one_and_all)
+{
+    vh_frame_queue q;
+    vh_error err;
+    ck_assert_int_eq(vh_frame_queue_init(&q, 8, VH_QUEUE_BLOCK, &err), VH_OK);
+    uint64_t id[5];
+    for (int i = 0; i < 5; i++) id[i] = submit(&q, (uint64_t)i, VH_OK);
+    vh_frame_record *running = vh_frame_queue_take(&q); /* frame 1 starts */
+    ck_assert_int_eq(vh_frame_queue_cancel(&q, id[0], &err), VH_ERR_BUSY);  /* started */
+    ck_assert_int_eq(vh_frame_queue_cancel(&q, 99, &err), VH_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(vh_frame_queue_cancel(&q, 0, &err), VH_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(vh_frame_queue_cancel(&q, id[2], &err), VH_OK);       /* the middle one */
+    ck_assert_int_eq(vh_frame_queue_cancel(&q, id[2], &err), VH_ERR_BUSY); /* already answered */
+    ck_assert_int_eq(vh_frame_queue_cancel(&q, id[1], &err), VH_OK);       /* the first pending */
+    run_one(&q);                                                           /* skips 2 and 3: runs 4 */
+    ck_assert_uint_eq(vh_frame_queue_cancel_pending(&q), 1);               /* 5 */
+    ck_assert_uint_eq(vh_frame_queue_cancel_pending(&q), 0);
+    running->result.status = VH_OK;
+    vh_frame_queue_finish(&q, running);
+    expect_result(&q, id[0], VH_OK);
+    expect_result(&q, id[1], VH_ERR_CANCELLED);
+    expect_result(&q, id[2], VH_ERR_CANCELLED);
+    expect_result(&q, id[3], VH_OK);
+    expect_result(&q, id[4], VH_ERR_CANCELLED);
+    uint32_t pending, n_running, unpolled;
+    vh_frame_stats st;
+    vh_frame_queue_stats(&q, &st, &pending, &n_running, &unpolled, NULL);
+    ck_assert_uint_eq(st.cancelled, 3);
+    ck_assert_uint_eq(st.completed, 2);
+    ck_assert_uint_eq(pending + n_running + unpolled, 0);
+    /* the queue goes on after cancelling: new frames queue behind nothing */
+    uint64_t next = submit(&q, 9, VH_OK);
+    run_one(&q);
+    expect_result(&q, next, VH_OK);
+    vh_frame_queue_destroy(&q);
+}
+END_TEST
+
+static void *finish_later(void *arg)
+{
+    vh_frame_record *r = ((void **)arg)[1];
+    usleep(50 * 1000);
+    r->result.status = VH_OK;
+    vh_frame_queue_finish(((void **)arg)[0], r);
+    return NULL;
+}
+
+/* Reset: pending frames cancelled, the call returns only once the started frame is answered,
+ * later frames carry the next episode, statistics cleared on request. */
+START_TEST(test_reset_starts_an_episode)
+{
+    vh_frame_queue q;
+    vh_error err;
+    ck_assert_int_eq(vh_frame_queue_init(&q, 8, VH_QUEUE_BLOCK, &err), VH_OK);
+    uint64_t a = submit(&q, 0, VH_OK), b = submit(&q, 0, VH_OK);
+    vh_frame_record *running = vh_frame_queue_take(&q);
+    void *args[2] = {&q, running};
+    pthread_t t;
+    pthread_create(&t, NULL, finish_later, args);
+    int64_t t0 = vh_now_ns();
+    vh_frame_queue_reset(&q, 0, 0);
+    ck_assert_int_ge(vh_now_ns() - t0, 40 * 1000000ll); /* waited for the running frame */
+    pthread_join(t, NULL);
+    uint64_t c = submit(&q, 0, VH_OK);
+    run_one(&q);
+    vh_action r;
+    vh_action_init(&r);
+    ck_assert_int_eq(vh_frame_queue_poll(&q, &r, sizeof r, 0), VH_OK);
+    ck_assert(r.frame_id == a && r.status == VH_OK && r.episode == 0);
+    ck_assert_int_eq(vh_frame_queue_poll(&q, &r, sizeof r, 0), VH_OK);
+    ck_assert(r.frame_id == b && r.status == VH_ERR_CANCELLED && r.episode == 0);
+    ck_assert_int_eq(vh_frame_queue_poll(&q, &r, sizeof r, 0), VH_OK);
+    ck_assert(r.frame_id == c && r.status == VH_OK && r.episode == 1);
+    vh_frame_stats st;
+    uint64_t episode;
+    vh_frame_queue_stats(&q, &st, NULL, NULL, NULL, &episode);
+    ck_assert_uint_eq(episode, 1);
+    ck_assert_uint_eq(st.completed, 2);
+    vh_frame_queue_reset(&q, 1, 0);
+    vh_frame_queue_stats(&q, &st, NULL, NULL, NULL, &episode);
+    ck_assert_uint_eq(episode, 2);
+    ck_assert_uint_eq(st.completed + st.submitted + st.cancelled + st.end_to_end.count, 0);
+    ck_assert_uint_eq(submit(&q, 0, VH_OK), c + 1); /* ids go on */
+    vh_frame_queue_destroy(&q);
+}
+END_TEST
+
 /* Producers, a worker and a poller at once: every id answered exactly once, in order. */
 enum { PRODUCERS = 3, PER_PRODUCER = 2000 };
 
@@ -224,6 +359,9 @@ int main(void)
     tcase_add_test(tc, test_reject_when_full);
     tcase_add_test(tc, test_block_waits_for_room);
     tcase_add_test(tc, test_close_cancels_pending);
+    tcase_add_test(tc, test_deadline_expires_pending_frames);
+    tcase_add_test(tc, test_cancel_one_and_all);
+    tcase_add_test(tc, test_reset_starts_an_episode);
     tcase_add_test(tc, test_concurrent_exactly_once_in_order);
     suite_add_tcase(s, tc);
     return vh_test_run_suite(s);
