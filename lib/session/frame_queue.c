@@ -86,12 +86,16 @@ static int past_deadline(const vh_frame_record *rec, int64_t now)
     return rec->result.deadline_ns && now > rec->result.deadline_ns;
 }
 
-/* Answer EXPIRED the oldest pending records whose deadline has passed. Lock held. */
-static void expire_due(vh_frame_queue *q)
+/* Answer EXPIRED the oldest pending records whose deadline has passed at `now`. Lock held. */
+static void expire_due_at(vh_frame_queue *q, int64_t now)
 {
-    const int64_t now = vh_now_ns();
     while (q->first_pending && past_deadline(q->first_pending, now))
         answer_without_running(q, q->first_pending, VH_ERR_EXPIRED);
+}
+
+static void expire_due(vh_frame_queue *q)
+{
+    expire_due_at(q, vh_now_ns());
 }
 
 vh_status vh_frame_queue_submit(vh_frame_queue *q, vh_frame_record *rec, uint64_t *frame_id, vh_error *err)
@@ -136,14 +140,15 @@ vh_frame_record *vh_frame_queue_take(vh_frame_queue *q)
     pthread_mutex_lock(&q->lock);
     vh_frame_record *rec = NULL;
     while (!q->closed && !rec) {
-        expire_due(q);
+        const int64_t now = vh_now_ns(); /* one reading: a frame that starts does so by its deadline */
+        expire_due_at(q, now);
         if (!q->first_pending) {
             pthread_cond_wait(&q->has_pending, &q->lock);
             continue;
         }
         rec = q->first_pending;
         leave_pending(q, rec); /* now RUNNING */
-        rec->result.started_ns = vh_now_ns();
+        rec->result.started_ns = now;
         q->n_running++;
     }
     pthread_mutex_unlock(&q->lock);

@@ -303,27 +303,33 @@ START_TEST(test_reset)
 {
     vh_session *s = open_session(VH_QUEUE_BLOCK, 64, 0, "cpu_generic,cpu_generic", VH_EXECUTION_PIPELINE);
     vh_frame f;
+    frame_for(&f, 0);
+    vh_action first_ok;
+    vh_action_init(&first_ok);
+    ck_assert_int_eq(vh_submit_frame(s, &f, NULL), VH_OK);
+    ck_assert_int_eq(vh_poll_action(s, &first_ok, WAIT_MS), VH_OK);
+    ck_assert_int_eq(first_ok.status, VH_OK);
     for (int i = 0; i < 20; i++) {
         frame_for(&f, (uint64_t)i);
         ck_assert_int_eq(vh_submit_frame(s, &f, NULL), VH_OK);
     }
-    ck_assert_int_eq(vh_session_reset(s, 0), VH_OK);
     vh_session_stats st;
+    do { /* reset while frames run */
+        get_stats(s, &st);
+    } while (st.running == 0 && st.unpolled == 0);
+    ck_assert_int_eq(vh_session_reset(s, 0), VH_OK);
     get_stats(s, &st);
     ck_assert_uint_eq(st.pending + st.running, 0); /* everything of episode 0 is answered */
     ck_assert_uint_eq(st.unpolled, 20);
     ck_assert_uint_eq(st.episode, 1);
     ck_assert_uint_gt(st.cancelled, 0);
-    vh_action first_ok;
-    first_ok.status = VH_ERR_INTERNAL;
     for (int i = 0; i < 20; i++) {
         vh_action a;
         vh_action_init(&a);
         ck_assert_int_eq(vh_poll_action(s, &a, 0), VH_OK); /* all answered: no wait */
         ck_assert_uint_eq(a.episode, 0);
-        if (a.status == VH_OK && first_ok.status != VH_OK) first_ok = a;
+        ck_assert(a.status == VH_OK || a.status == VH_ERR_CANCELLED);
     }
-    ck_assert_int_eq(first_ok.status, VH_OK);
     ck_assert_int_eq(vh_session_reset(s, 0x80), VH_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(vh_session_reset(s, VH_RESET_STATISTICS), VH_OK);
     get_stats(s, &st);
@@ -332,7 +338,7 @@ START_TEST(test_reset)
     frame_for(&f, 0);
     uint64_t id;
     ck_assert_int_eq(vh_submit_frame(s, &f, &id), VH_OK);
-    ck_assert_uint_eq(id, 21); /* ids go on across episodes */
+    ck_assert_uint_eq(id, 22); /* ids go on across episodes */
     vh_action a;
     vh_action_init(&a);
     ck_assert_int_eq(vh_poll_action(s, &a, WAIT_MS), VH_OK);
