@@ -5,8 +5,10 @@
  *            [--threads N] [--inflight K | --rate HZ] [--plugin-path P] [--instruction TEXT] [--unnorm-key KEY]
  *            [--json]
  *            [--split N] [--mode serial|pipeline|packed] [--gpu-mem-budget BYTES] [--zone N] [--trace PATH]
+ *            [--session-warmup N]
  *
- * Submits N copies of one image after W warm-up frames, keeping K frames submitted and not yet
+ * Submits N copies of one image after W warm-up frames (on top of the session's own warm-up inside
+ * vh_session_create, --session-warmup: -1 the session's default, 0 none), keeping K frames submitted and not yet
  * polled (default: the session's frames in flight, so a pipeline is kept full), or one frame every
  * 1/HZ seconds (--rate: a camera's arrivals, whatever the results), and reports frames/s in the
  * steady state (the timed frames finished before the last submission, over that time) and
@@ -44,6 +46,16 @@ static int parse_int(const char *s, int lo, int hi, int *out)
     return 0;
 }
 
+/* The library is silent; a benchmark shows its warnings (and, with VH_CUDA_PROFILE=1, the cuda
+ * backend's profile table, logged at INFO) on stderr. Errors it reports itself. */
+static void log_to_stderr(void *user, vh_log_level level, const char *message)
+{
+    (void)user;
+    if (level == VH_LOG_ERROR) return;
+    static const char *const names[] = {"error", "warning", "info", "debug"};
+    fprintf(stderr, "vh-bench: %s: %s\n", names[level <= VH_LOG_DEBUG ? level : VH_LOG_DEBUG], message);
+}
+
 static int parse_args(int argc, char **argv, options *o)
 {
     *o = (options){.frames = 10, .warmup = 2, .inflight = 0, .instruction = "pick up the red block"};
@@ -62,6 +74,7 @@ static int parse_args(int argc, char **argv, options *o)
         else if (!strcmp(a, "--unnorm-key")) o->unnorm_key = v;
         else if (!strcmp(a, "--frames")) { if (parse_int(v, 1, 1000000, &o->frames)) return -1; }
         else if (!strcmp(a, "--warmup")) { if (parse_int(v, 0, 1000000, &o->warmup)) return -1; }
+        else if (!strcmp(a, "--session-warmup")) { if (parse_int(v, -1, 64, &o->stage.warmup_frames)) return -1; }
         else if (!strcmp(a, "--threads")) { if (parse_int(v, 0, 4096, &o->threads)) return -1; }
         else if (!strcmp(a, "--inflight")) { if (parse_int(v, 1, 64, &o->inflight)) return -1; }
         else if (!strcmp(a, "--rate")) {
@@ -113,7 +126,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: vh-bench [--model DIR] [--image FILE] [--frames N] [--warmup N] [--backend NAMES]\n"
                         "                [--threads N] [--inflight K | --rate HZ] [--plugin-path P] [--instruction TEXT]\n"
                         "                [--unnorm-key KEY] [--json] [--split N] [--mode serial|pipeline|packed]\n"
-                        "                [--gpu-mem-budget BYTES] [--zone N] [--trace PATH]\n" VH_STAGE_OPTIONS_USAGE);
+                        "                [--gpu-mem-budget BYTES] [--zone N] [--trace PATH] [--session-warmup N]\n"
+                        VH_STAGE_OPTIONS_USAGE);
         return 2;
     }
     if (!o.model) o.model = VH_BUNDLED_MODEL_DIR;
@@ -138,6 +152,9 @@ int main(int argc, char **argv)
     p.unnorm_key = o.unnorm_key;
     p.n_threads = o.threads;
     p.queue_policy = VH_QUEUE_BLOCK;
+    p.log_fn = log_to_stderr;
+    const char *profile = getenv("VH_CUDA_PROFILE");
+    p.log_level = profile && !strcmp(profile, "1") ? VH_LOG_INFO : VH_LOG_WARN;
     double t_load = now_s();
     vh_session *s = NULL;
     if (vh_session_create(&p, &s) != VH_OK) {

@@ -1,6 +1,7 @@
 #include "cpu_executor.h"
 
 #include "backend_error.h"
+#include "backend_log.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -185,6 +186,8 @@ vh_status cpu_executor_create(const vh_executor_params *params, const cpu_linear
         if ((st = prepare_block(e, &e->blocks[i], &m->blocks[params->first_block + i], err, err_size))) goto fail;
     if (ops->finish_load) ops->finish_load(e->linear);
     if ((st = allocate_buffers(e, err, err_size))) goto fail;
+    vh_backend_log(params, VH_LOG_INFO, "%s: blocks %u..%u, %d threads", ops->backend, params->first_block,
+                   params->first_block + params->n_blocks - 1, vh_thread_pool_size(e->pool));
     *out = e;
     return VH_OK;
 fail:

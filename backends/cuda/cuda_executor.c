@@ -1,4 +1,5 @@
 #include "backend_error.h"
+#include "backend_log.h"
 #include "cuda_executor.h"
 
 #include <stdarg.h>
@@ -447,6 +448,12 @@ vh_status cuda_executor_create(const vh_executor_params *params, vh_executor **o
         (st = vhc_gemm_create(e->stream, workspace, GEMM_WORKSPACE_BYTES, &e->gemm, err, err_size)) ||
         (st = create_vit_lanes(e, err, err_size)))
         goto fail;
+    struct cudaDeviceProp prop;
+    vh_backend_log(params, VH_LOG_INFO, "cuda: blocks %u..%u on %s: weights %.3f GB, KV cache %.3f GB, activations "
+                   "and workspace %.3f GB; graphs %s%s", params->first_block, params->first_block + params->n_blocks - 1,
+                   cudaGetDeviceProperties(&prop, e->device) == cudaSuccess ? prop.name : "a GPU", count_w.used / 1e9,
+                   e->cache_bytes / 1e9, count_x.used / 1e9, e->graphs_enabled ? "on" : "off",
+                   e->profile ? ", profiling" : "");
     *out = e;
     return VH_OK;
 fail:
@@ -460,7 +467,7 @@ void cuda_executor_destroy(vh_executor *e)
     if (e->stream) cudaStreamSynchronize(e->stream);
     char who[64];
     snprintf(who, sizeof who, "blocks %u..%u", e->params.first_block, e->params.first_block + e->params.n_blocks - 1);
-    vhc_profile_destroy(e->profile, who);
+    vhc_profile_destroy(e->profile, who, &e->params);
     for (uint32_t i = 0; i < sizeof e->graphs / sizeof e->graphs[0]; i++)
         if (e->graphs[i].exec) cudaGraphExecDestroy(e->graphs[i].exec);
     if (e->vit.lanes[1].stream) cudaStreamSynchronize(e->vit.lanes[1].stream);

@@ -10,6 +10,8 @@
 #define TUNE_MIN_ROWS 64   /* fewer rows: the heuristic's first choice, untimed */
 #define TUNE_MIN_GAIN 1.15 /* a timed candidate replaces the first choice only when this much faster */
 #define TUNE_RUNS 3
+#define TUNE_BUCKET_ROWS 64 /* row counts within one such bucket share a timing's verdict */
+#define MAX_VERDICTS 256
 
 /* One cached shape: everything cublasLtMatmul needs besides the pointers. */
 typedef struct gemm_shape {
@@ -24,6 +26,15 @@ typedef struct gemm_shape {
     uint64_t last_use;
 } gemm_shape;
 
+/* What timing chose for a family of shapes: the rank, in the heuristic's list, of the candidate
+ * kept. Row counts of one bucket get the same lists from the heuristic in practice and the same
+ * winner, so a new row count (a new prompt length, a packed pass of another size) reuses the
+ * verdict instead of timing again in the middle of a frame; the session's warm-up fills these. */
+typedef struct tune_verdict {
+    int64_t N, K, bucket;
+    int rank;
+} tune_verdict;
+
 struct vhc_gemm {
     cublasLtHandle_t handle;
     cudaStream_t stream;
@@ -33,6 +44,8 @@ struct vhc_gemm {
     int n_shapes;
     uint64_t clock;
     cudaEvent_t tune_start, tune_end;
+    tune_verdict verdicts[MAX_VERDICTS];
+    int n_verdicts, next_verdict;     /* when full, replaced round robin */
     int use_gemv; /* few-row layers on vhc_gemv (VH_CUDA_GEMV=0: all on cuBLASLt, to compare) */
     int tuning;   /* VH_CUDA_GEMM_TUNE=0: the heuristic's first choice everywhere, to compare */
 };
@@ -83,6 +96,27 @@ void vhc_gemm_destroy(vhc_gemm *g)
     free(g);
 }
 
+static const tune_verdict *find_verdict(const vhc_gemm *g, const gemm_shape *s)
+{
+    for (int i = 0; i < g->n_verdicts; i++) {
+        const tune_verdict *v = &g->verdicts[i];
+        if (v->N == s->N && v->K == s->K && v->bucket == s->M / TUNE_BUCKET_ROWS) return v;
+    }
+    return NULL;
+}
+
+static void remember_verdict(vhc_gemm *g, const gemm_shape *s, int rank)
+{
+    int slot = g->n_verdicts;
+    if (g->n_verdicts < MAX_VERDICTS) {
+        g->n_verdicts++;
+    } else {
+        slot = g->next_verdict;
+        g->next_verdict = (slot + 1) % MAX_VERDICTS;
+    }
+    g->verdicts[slot] = (tune_verdict){.N = s->N, .K = s->K, .bucket = s->M / TUNE_BUCKET_ROWS, .rank = rank};
+}
+
 /* cuBLASLt is column-major. Row-major D[M,N] is column-major D^T [N,M]; D^T = W . A^T, where W
  * (row-major [N,K]) is stored column-major as [K,N] and used transposed, and A (row-major [M,K]) is
  * stored column-major as [K,M] and used as is. */
@@ -122,6 +156,11 @@ static vh_status prepare_shape(vhc_gemm *g, gemm_shape *s, char *err, size_t err
     s->algo = s->candidates[0];
     /* timing runs overwrite D: only where the real call overwrites it too */
     s->tuned = !g->tuning || s->n_candidates < 2 || s->M < TUNE_MIN_ROWS || s->accumulate;
+    const tune_verdict *v = s->tuned ? NULL : find_verdict(g, s);
+    if (v && v->rank < s->n_candidates) {
+        s->algo = s->candidates[v->rank];
+        s->tuned = 1;
+    }
     return VH_OK;
 }
 
@@ -157,8 +196,10 @@ static void tune_shape(vhc_gemm *g, gemm_shape *s, const vhc_bf16 *A, const vhc_
         if (c == 0) first_ms = best_ms = ms;
         else if (ms < best_ms) best_ms = ms, best = c;
     }
-    if (best > 0 && best_ms * TUNE_MIN_GAIN < first_ms) s->algo = s->candidates[best];
+    const int rank = best > 0 && best_ms * TUNE_MIN_GAIN < first_ms ? best : 0;
+    s->algo = s->candidates[rank];
     s->tuned = 1;
+    remember_verdict(g, s, rank);
 }
 
 static gemm_shape *find_shape(vhc_gemm *g, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldd, int accumulate,

@@ -1,5 +1,7 @@
 #include "cuda_profile.h"
 
+#include "backend_log.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,21 +115,22 @@ static int by_time_desc(const void *a, const void *b)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
-void vhc_profile_destroy(vhc_profile *p, const char *who)
+void vhc_profile_destroy(vhc_profile *p, const char *who, const vh_executor_params *log_to)
 {
     if (!p) return;
     double total = 0.0;
     for (int i = 0; i < p->n_entries; i++) total += p->entries[i].ms;
     qsort(p->entries, (size_t)p->n_entries, sizeof p->entries[0], by_time_desc);
-    fprintf(stderr, "vh cuda profile (%s): %ld runs, GPU span %.1f ms, host wall %.1f ms, marks dropped %d\n", who,
-            p->runs, p->gpu_ms, p->host_ms, p->dropped);
-    fprintf(stderr, "  %-22s %6s %8s %10s %10s %10s %6s\n", "operation", "rows", "calls", "total ms", "mean us", "min us",
-            "share");
+    vh_backend_log(log_to, VH_LOG_INFO, "cuda profile (%s): %ld runs, GPU span %.1f ms, host wall %.1f ms, marks "
+                   "dropped %d", who, p->runs, p->gpu_ms, p->host_ms, p->dropped);
+    vh_backend_log(log_to, VH_LOG_INFO, "  %-22s %6s %8s %10s %10s %10s %6s", "operation", "rows", "calls", "total ms",
+                   "mean us", "min us", "share");
     for (int i = 0; i < p->n_entries; i++) {
         const profile_entry *en = &p->entries[i];
         if (en->ms < 0.002 * total && i >= 40) break;
-        fprintf(stderr, "  %-22s %6d %8ld %10.2f %10.1f %10.1f %5.1f%%\n", en->op, en->rows, en->calls, en->ms,
-                1e3 * en->ms / (double)en->calls, 1e3 * en->min_ms, total > 0 ? 100.0 * en->ms / total : 0.0);
+        vh_backend_log(log_to, VH_LOG_INFO, "  %-22s %6d %8ld %10.2f %10.1f %10.1f %5.1f%%", en->op, en->rows,
+                       en->calls, en->ms, 1e3 * en->ms / (double)en->calls, 1e3 * en->min_ms,
+                       total > 0 ? 100.0 * en->ms / total : 0.0);
     }
     for (int i = 0; i < p->n_events_created; i++) cudaEventDestroy(p->events[i]);
     free(p);
