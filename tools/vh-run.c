@@ -4,15 +4,23 @@
  *   vh-run --model DIR --image FILE [--image FILE ...] --instruction TEXT [--unnorm-key KEY]
  *          [--backend NAME[,NAME...]] [--threads N] [--plugin-path P] [--json] [--verbose]
  *          [--decode-positions contiguous|openvla-hf440]
+ *          [--frames N] [--rate HZ] [--policy latest|reject|block] [--queue N] [--deadline-ms MS] [--warmup N]
  *          [--split N] [--mode serial|pipeline|packed] [--gpu-mem-budget BYTES] [--zone N] [--trace PATH]
  *
  * With no --model and no --image it runs the bundled tiny OpenVLA model on the bundled frames.
- * The images are submitted in order as one stream (policy "block": none is dropped); results are
- * printed in that order. With --json each frame is one JSON object on its own line of stdout.
- * Errors go to stderr; the exit status is 0 when every frame produced an action, 1 when a frame
- * failed, 2 when the session could not start or the arguments are wrong.
+ * The images (or N frames cycling over them, --frames) are submitted in order as one stream: as
+ * fast as the queue takes them (policy "block": none is dropped), or with --rate by the clock, as
+ * a camera would (policy "latest"); --policy overrides either default. Each frame gets one line:
+ * its action, or why it has none (dropped, expired, cancelled), in submission order; a frame that
+ * --policy reject refused gets "queue full" and no frame id, when it is refused. With --json each
+ * frame is one JSON object on its own line of stdout. The session's statistics follow at the end
+ * (on stderr with --json, so that stdout stays one object a line). Errors go to stderr; the exit
+ * status is 0 when every frame was answered and none failed (dropped, expired and refused frames
+ * are the policy's and the deadline's doing, not failures), 1 when a frame failed or an accepted
+ * frame was never answered, 2 when the session could not start or the arguments are wrong.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -20,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "bundled_data.h"
 #include "image_file.h"
@@ -27,9 +36,13 @@
 #include "vlahybrid/vlahybrid.h"
 
 #define MAX_IMAGES 4096
+#define MAX_FRAMES 10000000
 
 
 #define MAX_PROMPT_IDS 4096
+
+/* --policy not given: "block" without --rate (every image computed), the library's default with. */
+#define POLICY_UNSET (-1)
 
 typedef struct options {
     const char *model;
@@ -40,7 +53,10 @@ typedef struct options {
     const char *backends;
     const char *plugin_path;
     int threads;
-    vh_session_params stage; /* --split, --mode, --gpu-mem-budget, --zone, --trace */
+    vh_session_params stage; /* --split, --mode, --gpu-mem-budget, --zone, --trace, --queue, --deadline-ms */
+    int n_frames;            /* --frames; 0: one per image */
+    double rate_hz;          /* --rate; 0: submit as fast as the queue takes frames */
+    int policy;              /* --policy as a vh_queue_policy, or POLICY_UNSET */
     int hf440_positions;
     int json;
     int verbose;
@@ -51,21 +67,46 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: vh-run [--model DIR] [--image FILE ...] [--instruction TEXT] [--unnorm-key KEY]\n"
             "              [--backend NAME[,NAME...]] [--threads N] [--plugin-path PATH] [--json] [--verbose]\n"
-            "              [--decode-positions contiguous|openvla-hf440] [--split N] [--mode serial|pipeline|packed]\n"
-            "              [--gpu-mem-budget BYTES] [--zone N] [--trace PATH]\n"
+            "              [--decode-positions contiguous|openvla-hf440] [--frames N] [--rate HZ]\n"
+            "              [--policy latest|reject|block] [--queue N] [--deadline-ms MS] [--warmup N]\n"
+            "              [--split N] [--mode serial|pipeline|packed] [--gpu-mem-budget BYTES] [--zone N] [--trace PATH]\n"
+            "  --frames N            submit N frames, cycling over the images (default: one per image)\n"
+            "  --rate HZ             submit a frame every 1/HZ s, as a camera would, whatever the results\n"
+            "                        (default: as fast as the queue takes them)\n"
+            "  --policy P            when the queue is full: latest (the oldest waiting frame is dropped),\n"
+            "                        reject (the new frame is refused and counted), block (submit waits);\n"
+            "                        default: block without --rate, latest with\n"
+            "  --queue N             frames waiting to start (default 2)\n"
+            "  --deadline-ms MS      a frame not started within MS ms of its submission expires (default: none)\n"
+            "  --warmup N            frames the session runs inside its creation (default -1: its own choice)\n"
             VH_STAGE_OPTIONS_USAGE
-            "Runs a Vision-Language-Action model on the images, in order, and prints one action per image.\n"
+            "Runs a Vision-Language-Action model on the images, in order, prints one line per frame (its action,\n"
+            "or why it has none), then the session's statistics (on stderr with --json).\n"
             "Without --model/--image: the bundled tiny OpenVLA model (%s) on the bundled frames (%s).\n",
             VH_BUNDLED_MODEL_DIR, VH_BUNDLED_FRAMES_DIR);
+}
+
+static int parse_count(const char *flag, const char *value, long lo, long hi, long *out)
+{
+    char *end;
+    long n = strtol(value, &end, 10);
+    if (*end || end == value || n < lo || n > hi) {
+        fprintf(stderr, "vh-run: %s needs a number in [%ld, %ld]\n", flag, lo, hi);
+        return -1;
+    }
+    *out = n;
+    return 0;
 }
 
 static int parse_args(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
     vh_session_params_init(&o->stage);
+    o->policy = POLICY_UNSET;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_value = i + 1 < argc;
+        long n;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             exit(0);
@@ -101,13 +142,37 @@ static int parse_args(int argc, char **argv, options *o)
                 return -1;
             }
         } else if (!strcmp(a, "--threads")) {
+            if (parse_count(a, argv[++i], 0, 4096, &n)) return -1;
+            o->threads = (int)n;
+        } else if (!strcmp(a, "--frames")) {
+            if (parse_count(a, argv[++i], 1, MAX_FRAMES, &n)) return -1;
+            o->n_frames = (int)n;
+        } else if (!strcmp(a, "--queue")) {
+            if (parse_count(a, argv[++i], 1, 1 << 20, &n)) return -1;
+            o->stage.queue_capacity = (uint32_t)n;
+        } else if (!strcmp(a, "--warmup")) {
+            if (parse_count(a, argv[++i], -1, 64, &n)) return -1;
+            o->stage.warmup_frames = (int32_t)n;
+        } else if (!strcmp(a, "--deadline-ms")) {
+            if (parse_count(a, argv[++i], 0, 3600000, &n)) return -1;
+            o->stage.deadline_ms = (uint32_t)n;
+        } else if (!strcmp(a, "--rate")) {
             char *end;
-            long n = strtol(argv[++i], &end, 10);
-            if (*end || n < 0 || n > 4096) {
-                fprintf(stderr, "vh-run: %s needs a number in [0, 4096]\n", a);
+            const char *v = argv[++i];
+            o->rate_hz = strtod(v, &end);
+            if (*end || end == v || !(o->rate_hz > 0 && o->rate_hz <= 1e6)) {
+                fprintf(stderr, "vh-run: --rate needs frames per second in (0, 1000000]\n");
                 return -1;
             }
-            o->threads = (int)n;
+        } else if (!strcmp(a, "--policy")) {
+            const char *v = argv[++i];
+            if (!strcmp(v, "latest")) o->policy = VH_QUEUE_LATEST;
+            else if (!strcmp(v, "reject")) o->policy = VH_QUEUE_REJECT;
+            else if (!strcmp(v, "block")) o->policy = VH_QUEUE_BLOCK;
+            else {
+                fprintf(stderr, "vh-run: --policy is 'latest', 'reject' or 'block'\n");
+                return -1;
+            }
         } else {
             int taken = vh_parse_stage_option("vh-run", a, argv[++i], &o->stage);
             if (taken < 0) return -1;
@@ -160,44 +225,59 @@ static void log_to_stderr(void *user, vh_log_level level, const char *message)
     fprintf(stderr, "vh-run [%s] %s\n", names[level <= VH_LOG_DEBUG ? level : VH_LOG_DEBUG], message);
 }
 
-typedef struct submitter {
+static int64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Absolute sleeps: a late wake-up delays one frame and does not push back every later one. */
+static void sleep_until(int64_t when_ns)
+{
+    struct timespec t = {.tv_sec = (time_t)(when_ns / 1000000000), .tv_nsec = (long)(when_ns % 1000000000)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL) == EINTR) {
+    }
+}
+
+typedef struct decoded_image {
+    uint8_t *rgb; /* NULL: the file could not be read */
+    uint32_t width, height;
+} decoded_image;
+
+static int decode_image(const char *path, decoded_image *img)
+{
+    char why[512];
+    *img = (decoded_image){0};
+    if (vh_image_load(path, &img->rgb, &img->width, &img->height, why, sizeof why) != VH_OK) {
+        fprintf(stderr, "vh-run: %s\n", why);
+        img->rgb = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* What the submitting and the polling threads share. Per frame (indexed by sequence) the id
+ * vh_submit_frame gave it and the id of the answer polled for it, compared once both threads are
+ * done: every accepted frame must be answered exactly once. */
+typedef struct run_state {
     vh_session *session;
     const options *opt;
-    atomic_int n_submitted;            /* frames accepted so far */
-    atomic_int finished;               /* every image has been tried */
-} submitter;
-
-static void *submit_all(void *arg)
-{
-    submitter *sub = arg;
-    for (int i = 0; i < sub->opt->n_images; i++) {
-        uint8_t *rgb = NULL;
-        uint32_t w = 0, h = 0;
-        char why[512];
-        vh_status st = vh_image_load(sub->opt->images[i], &rgb, &w, &h, why, sizeof why);
-        if (st) {
-            fprintf(stderr, "vh-run: %s\n", why);
-            continue;
-        }
-        vh_frame f;
-        vh_frame_init(&f);
-        f.rgb = rgb;
-        f.width = w;
-        f.height = h;
-        f.instruction = sub->opt->instruction;
-        f.tag = (uint64_t)i;
-        st = vh_submit_frame(sub->session, &f, NULL);
-        free(rgb);
-        if (st) fprintf(stderr, "vh-run: %s: %s\n", sub->opt->images[i], vh_last_error());
-        else atomic_fetch_add(&sub->n_submitted, 1);
-    }
-    atomic_store(&sub->finished, 1);
-    return NULL;
-}
+    const int32_t *prompt;
+    size_t n_prompt;
+    decoded_image *preloaded;  /* with --rate, every image decoded before the clock starts */
+    uint64_t *accepted_id;     /* written by the submitting thread; 0: not accepted */
+    uint64_t *answered_id;     /* written by the polling thread; 0: no answer */
+    atomic_int n_accepted;
+    atomic_int n_rejected;     /* VH_ERR_BUSY under --policy reject */
+    atomic_int n_not_submitted;/* unreadable image or a failed submit */
+    atomic_int finished;       /* every frame has been tried */
+} run_state;
 
 static void print_text(const options *o, const vh_action *a)
 {
-    printf("frame %llu %s: ", (unsigned long long)a->frame_id, o->images[a->tag]);
+    if (a->frame_id) printf("frame %llu %s: ", (unsigned long long)a->frame_id, o->images[a->tag]);
+    else printf("frame - %s: ", o->images[a->tag]); /* refused: it never got an id */
     if (a->status != VH_OK) {
         printf("%s\n", vh_status_string(a->status));
         return;
@@ -213,7 +293,7 @@ static void print_text(const options *o, const vh_action *a)
 static void print_json(const options *o, const vh_action *a, const int32_t *prompt, size_t n_prompt)
 {
     json_t *obj = json_object();
-    json_object_set_new(obj, "frame", json_integer((json_int_t)a->frame_id));
+    json_object_set_new(obj, "frame", a->frame_id ? json_integer((json_int_t)a->frame_id) : json_null());
     json_object_set_new(obj, "image", json_string(o->images[a->tag]));
     json_object_set_new(obj, "instruction", json_string(o->instruction));
     json_object_set_new(obj, "status", json_string(a->status == VH_OK ? "ok" : vh_status_string(a->status)));
@@ -239,6 +319,113 @@ static void print_json(const options *o, const vh_action *a, const int32_t *prom
     json_decref(obj);
 }
 
+/* One line per frame; both threads print (refusals from the submitting one), a line at a time. */
+static void print_frame(const run_state *run, const vh_action *a)
+{
+    flockfile(stdout);
+    if (run->opt->json) print_json(run->opt, a, run->prompt, run->n_prompt);
+    else print_text(run->opt, a);
+    fflush(stdout);
+    funlockfile(stdout);
+}
+
+static void *submit_frames(void *arg)
+{
+    run_state *run = arg;
+    const options *o = run->opt;
+    const int64_t start_ns = now_ns();
+    for (int k = 0; k < o->n_frames; k++) {
+        const int image_index = k % o->n_images;
+        /* With --rate the capture time is the frame's slot on the clock, else when it is read. */
+        int64_t capture_ns = 0;
+        if (o->rate_hz > 0) {
+            capture_ns = start_ns + (int64_t)((double)k * 1e9 / o->rate_hz);
+            sleep_until(capture_ns);
+        }
+        decoded_image loaded = {0};
+        const decoded_image *img = run->preloaded ? &run->preloaded[image_index] : &loaded;
+        if (!run->preloaded) decode_image(o->images[image_index], &loaded);
+        if (!img->rgb) {
+            atomic_fetch_add(&run->n_not_submitted, 1);
+            continue;
+        }
+        if (o->rate_hz <= 0) capture_ns = now_ns();
+        vh_frame f;
+        vh_frame_init(&f);
+        f.rgb = img->rgb;
+        f.width = img->width;
+        f.height = img->height;
+        f.instruction = o->instruction;
+        f.tag = (uint64_t)image_index;
+        f.sequence = (uint64_t)k;
+        f.timestamp_ns = capture_ns;
+        uint64_t id = 0;
+        vh_status st = vh_submit_frame(run->session, &f, &id);
+        free(loaded.rgb);
+        if (st == VH_OK) {
+            run->accepted_id[k] = id;
+            atomic_fetch_add(&run->n_accepted, 1);
+        } else if (st == VH_ERR_BUSY) {
+            atomic_fetch_add(&run->n_rejected, 1);
+            vh_action refused;
+            vh_action_init(&refused);
+            refused.status = VH_ERR_BUSY;
+            refused.tag = f.tag;
+            refused.sequence = f.sequence;
+            refused.timestamp_ns = capture_ns;
+            print_frame(run, &refused);
+        } else {
+            fprintf(stderr, "vh-run: %s: %s\n", o->images[image_index], vh_last_error());
+            atomic_fetch_add(&run->n_not_submitted, 1);
+        }
+    }
+    atomic_store(&run->finished, 1);
+    return NULL;
+}
+
+/* Nothing accepted is still waiting, running or unpolled: polling longer would wait forever. */
+static int nothing_outstanding(vh_session *s)
+{
+    vh_session_stats st;
+    vh_session_stats_init(&st);
+    if (vh_session_get_stats(s, &st) != VH_OK) return 0;
+    return st.pending == 0 && st.running == 0 && st.unpolled == 0;
+}
+
+static void print_latency(FILE *out, const char *name, const char *note, const vh_latency *l)
+{
+    fprintf(out, "  %-14s %8llu %9.3f %9.3f %9.3f%s%s\n", name, (unsigned long long)l->count, l->p50_ns / 1e6,
+            l->p95_ns / 1e6, l->max_ns / 1e6, note ? "  " : "", note ? note : "");
+}
+
+static void print_stats(FILE *out, vh_session *s, const vh_session_stats *st, int unanswered)
+{
+    vh_session_info info;
+    vh_session_info_init(&info);
+    if (vh_session_get_info(s, &info) != VH_OK) info.n_stages = 0;
+    fprintf(out, "statistics:\n");
+    fprintf(out,
+            "  frames  submitted %llu  rejected %llu  completed %llu  dropped %llu  expired %llu"
+            "  cancelled %llu  failed %llu  unanswered %d\n",
+            (unsigned long long)st->submitted, (unsigned long long)st->rejected,
+            (unsigned long long)st->completed, (unsigned long long)st->dropped, (unsigned long long)st->expired,
+            (unsigned long long)st->cancelled, (unsigned long long)st->failed, unanswered);
+    fprintf(out, "  %-14s %8s %9s %9s %9s\n", "latency ms", "count", "p50", "p95", "max");
+    print_latency(out, "end_to_end", NULL, &st->end_to_end);
+    print_latency(out, "queue_wait", NULL, &st->queue_wait);
+    print_latency(out, "compute", NULL, &st->compute);
+    print_latency(out, "vision", NULL, &st->vision);
+    print_latency(out, "prefill", NULL, &st->prefill);
+    print_latency(out, "decode", NULL, &st->decode);
+    const uint32_t n_stages = st->n_stages < 4 ? st->n_stages : 4;
+    for (uint32_t i = 0; i < n_stages; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "stage%u_pass", i);
+        print_latency(out, name, i < info.n_stages ? info.stages[i].backend : NULL, &st->stage_pass[i]);
+    }
+    fflush(out);
+}
+
 int main(int argc, char **argv)
 {
     options o;
@@ -250,6 +437,7 @@ int main(int argc, char **argv)
     if (!o.model) o.model = VH_BUNDLED_MODEL_DIR;
     if (o.n_images == 0 && add_default_frames(&o, &owned_paths)) return 2;
     if (!o.instruction) o.instruction = "pick up the red block";
+    if (!o.n_frames) o.n_frames = o.n_images;
 
     vh_session_params p = o.stage;
     p.model_path = o.model;
@@ -257,17 +445,37 @@ int main(int argc, char **argv)
     p.plugin_path = o.plugin_path;
     p.unnorm_key = o.unnorm_key;
     p.n_threads = o.threads;
-    p.queue_policy = VH_QUEUE_BLOCK;
+    if (o.policy != POLICY_UNSET) p.queue_policy = (vh_queue_policy)o.policy;
+    else if (o.rate_hz <= 0) p.queue_policy = VH_QUEUE_BLOCK;
     p.decode_positions = o.hf440_positions ? VH_DECODE_POSITIONS_OPENVLA_HF440 : VH_DECODE_POSITIONS_CONTIGUOUS;
     if (o.verbose) {
         p.log_fn = log_to_stderr;
         p.log_level = VH_LOG_DEBUG;
     }
+
+    run_state run = {.opt = &o};
+    run.accepted_id = calloc((size_t)o.n_frames, sizeof *run.accepted_id);
+    run.answered_id = calloc((size_t)o.n_frames, sizeof *run.answered_id);
+    if (!run.accepted_id || !run.answered_id) {
+        fprintf(stderr, "vh-run: out of memory for %d frames\n", o.n_frames);
+        return 2;
+    }
+    /* A camera has its pixels at capture time: decode before the clock starts, not on it. */
+    if (o.rate_hz > 0) {
+        run.preloaded = calloc((size_t)o.n_images, sizeof *run.preloaded);
+        if (!run.preloaded) {
+            fprintf(stderr, "vh-run: out of memory for %d images\n", o.n_images);
+            return 2;
+        }
+        for (int i = 0; i < o.n_images; i++) decode_image(o.images[i], &run.preloaded[i]);
+    }
+
     vh_session *s = NULL;
     if (vh_session_create(&p, &s) != VH_OK) {
         fprintf(stderr, "vh-run: %s\n", vh_last_error());
         return 2;
     }
+    run.session = s;
 
     int32_t prompt[MAX_PROMPT_IDS];
     size_t n_prompt = 0;
@@ -276,33 +484,90 @@ int main(int argc, char **argv)
         vh_session_destroy(s);
         return 2;
     }
+    run.prompt = prompt;
+    run.n_prompt = n_prompt;
 
     /* Decode and submit on one thread, print results here as they come. */
-    submitter sub = {.session = s, .opt = &o};
     pthread_t thread;
-    if (pthread_create(&thread, NULL, submit_all, &sub) != 0) {
+    if (pthread_create(&thread, NULL, submit_frames, &run) != 0) {
         fprintf(stderr, "vh-run: cannot start the submitting thread\n");
         vh_session_destroy(s);
         return 2;
     }
-    int polled = 0, failures = 0;
-    while (!atomic_load(&sub.finished) || polled < atomic_load(&sub.n_submitted)) {
+    int answered = 0, failures = 0, duplicates = 0, strays = 0;
+    for (;;) {
+        /* Read before polling: once it is set, n_accepted is final. */
+        const int submitting_done = atomic_load(&run.finished);
+        if (submitting_done && answered >= atomic_load(&run.n_accepted)) break;
         vh_action a;
         vh_action_init(&a);
-        if (vh_poll_action(s, &a, 100) != VH_OK) continue;
-        polled++;
-        if (a.status != VH_OK) {
+        vh_status st = vh_poll_action(s, &a, 100);
+        if (st == VH_ERR_TIMEOUT) {
+            if (submitting_done && nothing_outstanding(s)) break; /* the rest will never come */
+            continue;
+        }
+        if (st != VH_OK) {
+            fprintf(stderr, "vh-run: polling failed: %s\n", vh_last_error());
+            failures++;
+            break;
+        }
+        if (a.sequence >= (uint64_t)o.n_frames || a.tag >= (uint64_t)o.n_images) {
+            fprintf(stderr, "vh-run: an answer for frame %llu that vh-run never submitted (sequence %llu)\n",
+                    (unsigned long long)a.frame_id, (unsigned long long)a.sequence);
+            strays++;
+            continue;
+        }
+        if (run.answered_id[a.sequence]) {
+            fprintf(stderr, "vh-run: frame %llu answered twice\n", (unsigned long long)a.frame_id);
+            duplicates++;
+            continue;
+        }
+        run.answered_id[a.sequence] = a.frame_id;
+        answered++;
+        const int expected_outcome = a.status == VH_OK || a.status == VH_ERR_DROPPED ||
+                                     a.status == VH_ERR_EXPIRED || a.status == VH_ERR_CANCELLED;
+        if (!expected_outcome) {
             failures++;
             fprintf(stderr, "vh-run: %s: %s: %s\n", o.images[a.tag], vh_status_string(a.status),
                     vh_session_last_error(s));
         }
-        if (o.json) print_json(&o, &a, prompt, n_prompt);
-        else print_text(&o, &a);
-        fflush(stdout);
+        print_frame(&run, &a);
     }
     pthread_join(thread, NULL);
-    failures += o.n_images - polled; /* images that could not be read or submitted */
+
+    /* Every accepted frame answered exactly once, by its own id. */
+    int unanswered = 0;
+    for (int k = 0; k < o.n_frames; k++) {
+        if (run.accepted_id[k] && run.answered_id[k] != run.accepted_id[k]) unanswered++;
+        else if (!run.accepted_id[k] && run.answered_id[k]) strays++;
+    }
+    if (unanswered) fprintf(stderr, "vh-run: %d accepted frames were not answered\n", unanswered);
+    if (strays) fprintf(stderr, "vh-run: %d answers for frames vh-run never had accepted\n", strays);
+
+    vh_session_stats stats;
+    vh_session_stats_init(&stats);
+    if (vh_session_get_stats(s, &stats) != VH_OK) {
+        fprintf(stderr, "vh-run: %s\n", vh_last_error());
+        failures++;
+    } else {
+        print_stats(o.json ? stderr : stdout, s, &stats, unanswered);
+        /* The session's own counts must agree with what vh-run saw. */
+        const int n_accepted = atomic_load(&run.n_accepted), n_rejected = atomic_load(&run.n_rejected);
+        if (stats.submitted != (uint64_t)n_accepted || stats.rejected != (uint64_t)n_rejected) {
+            fprintf(stderr, "vh-run: the session counts %llu submitted and %llu rejected, vh-run %d and %d\n",
+                    (unsigned long long)stats.submitted, (unsigned long long)stats.rejected, n_accepted,
+                    n_rejected);
+            failures++;
+        }
+    }
+    failures += atomic_load(&run.n_not_submitted) + duplicates + strays + unanswered;
     vh_session_destroy(s);
+    if (run.preloaded) {
+        for (int i = 0; i < o.n_images; i++) free(run.preloaded[i].rgb);
+        free(run.preloaded);
+    }
+    free(run.accepted_id);
+    free(run.answered_id);
     if (owned_paths) {
         for (int i = 0; i < o.n_images; i++) free(owned_paths[i]);
         free(owned_paths);
