@@ -9,6 +9,10 @@
 #                                   KV-gathering peer (VH_CUDA_KV_GATHER=1, ActionFlow's copies), serial
 #   tools/pipeline-check.sh profile GPU time per operation (VH_CUDA_PROFILE=1) of cuda serial and packed
 #                                   with 7 and 14 frames in flight (tables in $RESULTS/profile-*.err)
+#   tools/pipeline-check.sh realtime  issue 8 on the 7B: first frames with the session's warm-up and
+#                                   without, serial at 10 Hz and packed at 30 Hz, an instruction of
+#                                   another length than the warm-up's; a deadline at 60 Hz; the
+#                                   library's bytes on stderr; packed K=7 and serial throughput
 #   tools/pipeline-check.sh repeat  N = 4 and 16, pipelined and serial, alternated twice (run-to-run spread)
 #   tools/pipeline-check.sh traces  Chrome traces of N = 0 and 4, pipelined and serial (hand-over spans)
 #   tools/pipeline-check.sh bench   full-size synthetic OpenVLA-7B: cuda alone; N = 0 1 2 4 8 16 LLM
@@ -124,6 +128,42 @@ elif [ "$1" = repeat ]; then
       done
     done
   done
+elif [ "$1" = realtime ]; then
+  synth
+  # rt NAME [vh-run options]: per-frame JSON to rt-NAME.jsonl; first frames' latency vs the rest
+  rt() {
+    name=$1
+    shift
+    "$BUILD/tools/vh-run" --model "$MODEL" --image tests/fixtures/images/frames/frame_0.png --backend cuda --json \
+      --verbose "$@" > "$RESULTS/rt-$name.jsonl" 2> "$RESULTS/rt-$name.err"
+    echo "$name rc=$? $(grep -o 'warm-up frames ([0-9.]* ms)' "$RESULTS/rt-$name.err")"
+    python3 - "$RESULTS/rt-$name.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+ok = [r["latency_ms"] for r in rows if r.get("status") == "ok"]
+rest = sorted(ok[5:]) or [0]
+print("  frames %d, actions %d; first five end-to-end ms: %s; the rest p50 %.1f p95 %.1f max %.1f" % (
+    len(rows), len(ok), " ".join("%.1f" % v for v in ok[:5]), rest[len(rest) // 2],
+    rest[min(len(rest) - 1, int(len(rest) * 0.95))], rest[-1]))
+PY
+    grep -E "^  (frames|end_to_end|queue_wait|compute) " "$RESULTS/rt-$name.err"
+  }
+  long="move the blue cup to the left of the plate and then put the spoon inside it"
+  step "serial, 10 Hz: the session's warm-up (default) vs none"
+  rt serial-warm --mode serial --rate 10 --frames 30 --instruction "$long"
+  rt serial-cold --mode serial --rate 10 --frames 30 --instruction "$long" --warmup 0
+  step "packed, 30 Hz: warm-up vs none"
+  rt packed-warm --mode packed --rate 30 --frames 90 --instruction "$long"
+  rt packed-cold --mode packed --rate 30 --frames 90 --instruction "$long" --warmup 0
+  step "serial at 60 Hz with a 50 ms deadline (the GPU does ~27 frames/s): frames expire, none late"
+  rt deadline --mode serial --rate 60 --frames 120 --deadline-ms 50 --policy block --queue 16
+  step "the library's own output: vh-run without --verbose, stderr holds only vh-run's statistics"
+  "$BUILD/tools/vh-run" --model "$MODEL" --image tests/fixtures/images/frames/frame_0.png --backend cuda --json \
+    --frames 3 > /dev/null 2> "$RESULTS/quiet.err"
+  echo "stderr lines not from vh-run's statistics: $(grep -cvE '^(statistics:|  )' "$RESULTS/quiet.err")"
+  step "throughput after the change (vh-bench, 120 timed frames)"
+  bench rt-serial 120 --backend cuda --mode serial
+  bench rt-packed7 120 --backend cuda --mode packed --frames-in-flight 7
 elif [ "$1" = traces ]; then
   synth
   for n in 0 4; do
