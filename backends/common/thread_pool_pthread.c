@@ -240,6 +240,7 @@ vh_thread_pool *vh_thread_pool_create_flags(int n_threads, unsigned flags)
             ok = 0;
             break;
         }
+        pthread_setname_np(p->threads[i], "vh-cpu-worker");
         p->n_started++;
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "util/clock.h"
+#include "util/thread_start.h"
 
 static void release_job(vh_stage_pipeline *p, vh_frame_job *job)
 {
@@ -208,19 +209,20 @@ vh_status vh_stage_pipeline_start(const vh_pipeline_config *cfg, vh_stage_pipeli
     }
     for (uint32_t i = 0; p->packed && i < p->n_groups; i++) {
         p->stages[i] = (stage_thread){.pipeline = p, .index = i};
-        if (pthread_create(&p->stages[i].thread, NULL, i ? vh_packed_stage1_main : vh_packed_stage0_main, &p->stages[i]))
+        if (vh_thread_start(&p->stages[i].thread, NULL, i ? vh_packed_stage1_main : vh_packed_stage0_main,
+                            &p->stages[i], i ? "vh-packed1" : "vh-packed0"))
             return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "cannot start the packed-pass threads");
         p->n_stage_threads++;
     }
     if (p->pipelined) {
         for (uint32_t i = 0; i < p->n_stages; i++) {
             p->stages[i] = (stage_thread){.pipeline = p, .index = i};
-            if (pthread_create(&p->stages[i].thread, NULL, stage_main, &p->stages[i]) != 0)
+            if (vh_thread_start(&p->stages[i].thread, NULL, stage_main, &p->stages[i], i ? "vh-stage1" : "vh-stage0") != 0)
                 return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "cannot start the stage threads");
             p->n_stage_threads++;
         }
     }
-    if (pthread_create(&p->intake, NULL, intake_main, p) != 0)
+    if (vh_thread_start(&p->intake, NULL, intake_main, p, "vh-intake") != 0)
         return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "cannot start the intake thread");
     p->intake_started = 1;
     return VH_OK;

@@ -21,6 +21,7 @@
 #include "util/clock.h"
 #include "util/cpu_list.h"
 #include "util/log.h"
+#include "util/thread_start.h"
 #include "util/trace.h"
 
 #define MAX_IMAGE_SIDE 16384u
@@ -295,7 +296,7 @@ static vh_status load_on_cpus(vh_session *s, const vh_session_params *p, vh_erro
     load_call call = {.s = s, .p = p, .err = err, .st = VH_OK};
     pthread_t thread;
     int rc = pthread_attr_setaffinity_np(&attr, sizeof cpus, &cpus);
-    if (rc == 0) rc = pthread_create(&thread, &attr, load_thread_main, &call);
+    if (rc == 0) rc = vh_thread_start(&thread, &attr, load_thread_main, &call, "vh-create");
     pthread_attr_destroy(&attr);
     if (rc != 0)
         return vh_error_set(err, rc == EINVAL ? VH_ERR_INVALID_ARGUMENT : VH_ERR_OUT_OF_MEMORY,

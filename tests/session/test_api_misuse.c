@@ -421,6 +421,14 @@ CREATE_CASE(create_plugin_not_a_plugin, p.plugin_path = c->not_a_folder)
 CREATE_CASE(create_plugin_missing_file_any_backend, p.plugin_path = c->missing; p.backends = NULL)
 CREATE_CASE(create_unnorm_key_unknown, p.unnorm_key = "no_such_dataset")
 CREATE_CASE(create_unnorm_key_needed, p.model_path = model_b)
+CREATE_CASE(create_warmup_65, p.warmup_frames = 65)
+CREATE_CASE(create_warmup_negative, p.warmup_frames = -2)
+CREATE_CASE(create_deadline_huge, p.deadline_ms = 3600001u)
+CREATE_CASE(create_affinity_words, p.cpu_affinity = "not-a-list")
+CREATE_CASE(create_affinity_reversed, p.cpu_affinity = "3-1")
+CREATE_CASE(create_affinity_trailing_comma, p.cpu_affinity = "0,")
+CREATE_CASE(create_affinity_past_setsize, p.cpu_affinity = "0,5000")
+CREATE_CASE(create_affinity_unusable, p.cpu_affinity = "1023")
 
 /* struct_size of vh_session_params: 0, an older (shorter) layout, longer with a non-zero tail. */
 typedef union big_params {
@@ -497,6 +505,8 @@ FRAME_CASE(submit_instruction_8193, f->instruction = over_long)
 FRAME_CASE(submit_size_0, f->struct_size = 0)
 FRAME_CASE(submit_size_small, f->struct_size = offsetof(vh_frame, timestamp_ns))
 FRAME_CASE(submit_size_dirty, f->struct_size = sizeof(vh_frame) + 16; b.bytes[sizeof(vh_frame) + 15] = 0x80)
+FRAME_CASE(submit_size_between, f->struct_size = offsetof(vh_frame, sequence) + 8)
+FRAME_CASE(submit_deadline_negative, f->deadline_ns = -1)
 
 static vh_status submit_null_session(ctx *c)
 {
@@ -525,6 +535,53 @@ static vh_status poll_sized(ctx *c, size_t size, int dirty_tail)
 static vh_status poll_size_0(ctx *c) { return poll_sized(c, 0, 0); }
 static vh_status poll_size_small(ctx *c) { return poll_sized(c, offsetof(vh_action, decode_ns), 0); }
 static vh_status poll_size_dirty(ctx *c) { return poll_sized(c, sizeof(vh_action) + 8, 1); }
+static vh_status poll_size_between(ctx *c) { return poll_sized(c, offsetof(vh_action, sequence) + 8, 0); }
+
+/* vh_session_cancel, vh_session_cancel_pending, vh_session_reset, vh_session_get_stats */
+static vh_status cancel_null_session(ctx *c)
+{
+    (void)c;
+    return vh_session_cancel(NULL, 1);
+}
+static vh_status cancel_id_0(ctx *c) { return vh_session_cancel(c->s, 0); }
+static vh_status cancel_id_unknown(ctx *c) { return vh_session_cancel(c->s, 1u << 30); }
+static vh_status cancel_pending_null_session(ctx *c)
+{
+    (void)c;
+    return vh_session_cancel_pending(NULL, NULL);
+}
+static vh_status reset_null_session(ctx *c)
+{
+    (void)c;
+    return vh_session_reset(NULL, 0);
+}
+static vh_status reset_unknown_flags(ctx *c) { return vh_session_reset(c->s, 2); }
+
+typedef union big_stats {
+    vh_session_stats st;
+    unsigned char bytes[sizeof(vh_session_stats) + 32];
+} big_stats;
+
+static vh_status stats_sized(ctx *c, size_t size, int dirty_tail)
+{
+    big_stats b;
+    memset(&b, 0, sizeof b);
+    vh_session_stats_init(&b.st);
+    b.st.struct_size = size;
+    if (dirty_tail) b.bytes[sizeof b.st + 3] = 1;
+    return vh_session_get_stats(c->s, &b.st);
+}
+static vh_status stats_size_0(ctx *c) { return stats_sized(c, 0, 0); }
+static vh_status stats_size_small(ctx *c) { return stats_sized(c, offsetof(vh_session_stats, end_to_end), 0); }
+static vh_status stats_size_dirty(ctx *c) { return stats_sized(c, sizeof(vh_session_stats) + 8, 1); }
+static vh_status stats_null_stats(ctx *c) { return vh_session_get_stats(c->s, NULL); }
+static vh_status stats_null_session(ctx *c)
+{
+    (void)c;
+    vh_session_stats st;
+    vh_session_stats_init(&st);
+    return vh_session_get_stats(NULL, &st);
+}
 static vh_status poll_null_action(ctx *c) { return vh_poll_action(c->s, NULL, 0); }
 static vh_status poll_null_session(ctx *c)
 {
@@ -635,12 +692,22 @@ static const misuse_case misuse_cases[] = {
     ROW_OR(create_plugin_not_a_plugin, VH_ERR_BACKEND_FAILED, VH_ERR_BACKEND_ABI, "$file", 0),
     ROW(create_unnorm_key_unknown, VH_ERR_UNNORM_KEY, "no_such_dataset", 0),
     ROW(create_unnorm_key_needed, VH_ERR_UNNORM_KEY, "fractal20220817_data", 0),
+    ROW(create_warmup_65, VH_ERR_INVALID_ARGUMENT, "warmup_frames", 0),
+    ROW(create_warmup_negative, VH_ERR_INVALID_ARGUMENT, "warmup_frames", 0),
+    ROW(create_deadline_huge, VH_ERR_INVALID_ARGUMENT, "deadline_ms", 0),
+    ROW(create_affinity_words, VH_ERR_INVALID_ARGUMENT, "not-a-list", 0),
+    ROW(create_affinity_reversed, VH_ERR_INVALID_ARGUMENT, "3-1", 0),
+    ROW(create_affinity_trailing_comma, VH_ERR_INVALID_ARGUMENT, "cpu_affinity", 0),
+    ROW(create_affinity_past_setsize, VH_ERR_INVALID_ARGUMENT, "5000", 0),
+    ROW(create_affinity_unusable, VH_ERR_INVALID_ARGUMENT, "cpu_affinity \"1023\"", 0),
     /* vh_submit_frame */
     ROW(submit_null_session, VH_ERR_INVALID_ARGUMENT, "session", 0),
     ROW(submit_null_frame, VH_ERR_INVALID_ARGUMENT, "frame", 1),
     ROW(submit_size_0, VH_ERR_STRUCT_SIZE, "vh_frame", 1),
     ROW(submit_size_small, VH_ERR_STRUCT_SIZE, "vh_frame", 1),
     ROW(submit_size_dirty, VH_ERR_STRUCT_SIZE, "vh_frame", 1),
+    ROW(submit_size_between, VH_ERR_STRUCT_SIZE, "vh_frame", 1),
+    ROW(submit_deadline_negative, VH_ERR_INVALID_ARGUMENT, "deadline_ns", 1),
     ROW(submit_null_rgb, VH_ERR_BAD_FRAME, "rgb", 1),
     ROW(submit_width_0, VH_ERR_BAD_FRAME, "16384", 1),
     ROW(submit_height_0, VH_ERR_BAD_FRAME, "16384", 1),
@@ -657,6 +724,19 @@ static const misuse_case misuse_cases[] = {
     ROW(poll_size_0, VH_ERR_STRUCT_SIZE, "vh_action", 1),
     ROW(poll_size_small, VH_ERR_STRUCT_SIZE, "vh_action", 1),
     ROW(poll_size_dirty, VH_ERR_STRUCT_SIZE, "vh_action", 1),
+    ROW(poll_size_between, VH_ERR_STRUCT_SIZE, "vh_action", 1),
+    /* cancel, reset, statistics */
+    ROW(cancel_null_session, VH_ERR_INVALID_ARGUMENT, "session", 0),
+    ROW(cancel_id_0, VH_ERR_INVALID_ARGUMENT, "id 0", 1),
+    ROW(cancel_id_unknown, VH_ERR_INVALID_ARGUMENT, "no frame has id", 1),
+    ROW(cancel_pending_null_session, VH_ERR_INVALID_ARGUMENT, "session", 0),
+    ROW(reset_null_session, VH_ERR_INVALID_ARGUMENT, "session", 0),
+    ROW(reset_unknown_flags, VH_ERR_INVALID_ARGUMENT, "flags", 1),
+    ROW(stats_null_session, VH_ERR_INVALID_ARGUMENT, "session", 0),
+    ROW(stats_null_stats, VH_ERR_INVALID_ARGUMENT, "stats", 1),
+    ROW(stats_size_0, VH_ERR_STRUCT_SIZE, "vh_session_stats", 1),
+    ROW(stats_size_small, VH_ERR_STRUCT_SIZE, "vh_session_stats", 1),
+    ROW(stats_size_dirty, VH_ERR_STRUCT_SIZE, "vh_session_stats", 1),
     /* vh_session_prompt_ids */
     ROW(prompt_null_session, VH_ERR_INVALID_ARGUMENT, "session", 0),
     ROW(prompt_null_instruction, VH_ERR_INVALID_ARGUMENT, "instruction", 1),
