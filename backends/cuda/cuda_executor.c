@@ -196,20 +196,17 @@ static void plan_work(vh_executor *e, cuda_arena *a)
             e->vit.pixel_floats += 3ull * m->towers[t].image_size * m->towers[t].image_size;
         }
         e->vit.pixels = arena_take(a, images * e->vit.pixel_floats * 4);
-        for (uint32_t i = 0; i < e->vit.n_lanes; i++) {
-            vit_lane *ln = &e->vit.lanes[i];
-            ln->patches = arena_take(a, NP * PP3 * 2);
-            ln->xn = arena_take(a, IT * D * 2);
-            ln->qkv = arena_take(a, IT * 3 * D * 4);
-            ln->q = arena_take(a, IT * D * 2);
-            ln->k = arena_take(a, IT * D * 2);
-            ln->v = arena_take(a, IT * D * 2);
-            ln->attn = arena_take(a, IT * D * 2);
-            ln->tmp = arena_take(a, max64(IT, NP) * D * 4);
-            ln->mlp = arena_take(a, IT * H * 4);
-            ln->mlp_bf16 = arena_take(a, IT * H * 2);
-            if (i > 0) ln->workspace = arena_take(a, GEMM_WORKSPACE_BYTES);
-        }
+        vit_scratch *s = &e->vit.scratch;
+        s->patches = arena_take(a, NP * PP3 * 2);
+        s->xn = arena_take(a, IT * D * 2);
+        s->qkv = arena_take(a, IT * 3 * D * 4);
+        s->q = arena_take(a, IT * D * 2);
+        s->k = arena_take(a, IT * D * 2);
+        s->v = arena_take(a, IT * D * 2);
+        s->attn = arena_take(a, IT * D * 2);
+        s->tmp = arena_take(a, max64(IT, NP) * D * 4);
+        s->mlp = arena_take(a, IT * H * 4);
+        s->mlp_bf16 = arena_take(a, IT * H * 2);
     }
     if (has_proj || has_llm) e->proj.patch_embeds = arena_take(a, images * m->n_image_tokens * m->llm.hidden * 4);
     if (has_proj) { /* all images' rows at once */
@@ -347,16 +344,13 @@ static vh_status describe_executor(const vh_executor_params *params, vh_executor
     e->model = m;
     e->device = (int)params->device;
     e->max_segments = params->max_sequences < params->max_rows ? params->max_sequences : params->max_rows;
-    uint32_t towers_held = 0;
     for (uint32_t i = 0; i < params->n_blocks; i++) {
         e->blocks[i].desc = &m->blocks[params->first_block + i];
-        if (e->blocks[i].desc->kind == VH_BLOCK_VIT_EMBED) towers_held++;
         if (e->blocks[i].desc->kind == VH_BLOCK_LLM) {
             if (e->n_layers_held == 0) e->first_llm_layer = e->blocks[i].desc->layer;
             e->n_layers_held++;
         }
     }
-    e->vit.n_lanes = towers_held >= 2 && !vhc_profile_requested() ? 2 : 1;
     *out = e;
     return VH_OK;
 }
@@ -385,21 +379,6 @@ vh_status cuda_executor_plan_memory(const vh_executor_params *params, vh_memory_
     return VH_OK;
 }
 
-/* Lane 0 is the executor's stream; lane 1 (two towers held) a stream of its own and the events that
- * fork it from and join it to the executor's stream. */
-static vh_status create_vit_lanes(vh_executor *e, char *err, size_t err_size)
-{
-    e->vit.lanes[0].stream = e->stream;
-    e->vit.lanes[0].gemm = e->gemm;
-    if (e->vit.n_lanes < 2) return VH_OK;
-    vit_lane *ln = &e->vit.lanes[1];
-    cudaError_t ce;
-    if ((ce = cudaStreamCreateWithFlags(&ln->stream, cudaStreamNonBlocking)) ||
-        (ce = cudaEventCreateWithFlags(&e->vit.fork, cudaEventDisableTiming)) ||
-        (ce = cudaEventCreateWithFlags(&e->vit.join, cudaEventDisableTiming)))
-        return cuda_fail(err, err_size, ce, "the second vision stream");
-    return vhc_gemm_create(ln->stream, ln->workspace, GEMM_WORKSPACE_BYTES, &ln->gemm, err, err_size);
-}
 
 vh_status cuda_executor_create(const vh_executor_params *params, vh_executor **out, char *err, size_t err_size)
 {
@@ -445,8 +424,7 @@ vh_status cuda_executor_create(const vh_executor_params *params, vh_executor **o
     void *workspace = e->work.base + e->work.used - align_up(GEMM_WORKSPACE_BYTES);
     if ((st = upload_weights(e, err, err_size)) || (st = allocate_host_mirrors(e, err, err_size)) ||
         (st = upload_rope_table(e, err, err_size)) ||
-        (st = vhc_gemm_create(e->stream, workspace, GEMM_WORKSPACE_BYTES, &e->gemm, err, err_size)) ||
-        (st = create_vit_lanes(e, err, err_size)))
+        (st = vhc_gemm_create(e->stream, workspace, GEMM_WORKSPACE_BYTES, &e->gemm, err, err_size)))
         goto fail;
     struct cudaDeviceProp prop;
     vh_backend_log(params, VH_LOG_INFO, "cuda: blocks %u..%u on %s: weights %.3f GB, KV cache %.3f GB, activations "
@@ -470,11 +448,6 @@ void cuda_executor_destroy(vh_executor *e)
     vhc_profile_destroy(e->profile, who, &e->params);
     for (uint32_t i = 0; i < sizeof e->graphs / sizeof e->graphs[0]; i++)
         if (e->graphs[i].exec) cudaGraphExecDestroy(e->graphs[i].exec);
-    if (e->vit.lanes[1].stream) cudaStreamSynchronize(e->vit.lanes[1].stream);
-    vhc_gemm_destroy(e->vit.lanes[1].gemm);
-    if (e->vit.lanes[1].stream) cudaStreamDestroy(e->vit.lanes[1].stream);
-    if (e->vit.fork) cudaEventDestroy(e->vit.fork);
-    if (e->vit.join) cudaEventDestroy(e->vit.join);
     vhc_gemm_destroy(e->gemm);
     cudaFree(e->weights.base);
     cudaFree(e->work.base);
@@ -541,14 +514,6 @@ static vh_status validate_and_stage_rows(vh_executor *e, const vh_batch *b, char
     return VH_OK;
 }
 
-static vh_status join_lane(vh_executor *e, char *err, size_t err_size)
-{
-    cudaError_t ce;
-    if ((ce = cudaEventRecord(e->vit.join, e->vit.lanes[1].stream)) || (ce = cudaStreamWaitEvent(e->stream, e->vit.join, 0)))
-        return cuda_fail(err, err_size, ce, "joining the second vision stream");
-    return VH_OK;
-}
-
 /* Enqueue the batch's pixels and row metadata (from the pinned mirrors) and the blocks. */
 static vh_status enqueue(vh_executor *e, const vh_batch *batch, const cuda_block *blocks, uint32_t n_blocks,
                          int has_pixels, int has_rows, char *err, size_t err_size)
@@ -569,21 +534,8 @@ static vh_status enqueue(vh_executor *e, const vh_batch *batch, const cuda_block
                                                   cudaMemcpyHostToDevice, e->stream)))))
         return cuda_fail(err, err_size, ce, "uploading the batch");
     vh_status st = VH_OK;
-    int forked = 0; /* lane 1 runs its towers beside lane 0's until a block needs both */
     for (uint32_t i = 0; i < n_blocks && st == VH_OK; i++) {
         const cuda_block *b = &blocks[i];
-        const int on_lane_1 = e->vit.n_lanes > 1 && (b->desc->kind == VH_BLOCK_VIT_EMBED || b->desc->kind == VH_BLOCK_VIT) &&
-                              b->desc->tower % e->vit.n_lanes == 1;
-        if (on_lane_1 && !forked) {
-            if ((ce = cudaEventRecord(e->vit.fork, e->stream)) ||
-                (ce = cudaStreamWaitEvent(e->vit.lanes[1].stream, e->vit.fork, 0)))
-                return cuda_fail(err, err_size, ce, "forking the second vision stream");
-            forked = 1;
-        }
-        if (forked && !on_lane_1 && b->desc->kind != VH_BLOCK_VIT_EMBED && b->desc->kind != VH_BLOCK_VIT) {
-            if ((st = join_lane(e, err, err_size))) return st;
-            forked = 0;
-        }
         switch (b->desc->kind) {
         case VH_BLOCK_VIT_EMBED: st = cuda_vit_embed(e, b, batch, err, err_size); break;
         case VH_BLOCK_VIT: st = cuda_vit_block(e, b, batch, err, err_size); break;
@@ -593,10 +545,6 @@ static vh_status enqueue(vh_executor *e, const vh_batch *batch, const cuda_block
         case VH_BLOCK_LLM_HEAD: st = cuda_llm_head(e, b, batch, err, err_size); break;
         default: st = vh_backend_fail(err, err_size, VH_ERR_UNSUPPORTED, "cuda: unknown block kind %d", b->desc->kind);
         }
-    }
-    if (forked) { /* joined even after a failure: a capture must end with every stream joined */
-        vh_status js = join_lane(e, err, err_size);
-        if (st == VH_OK) st = js;
     }
     VHC_MARK(e, "copies out", 0);
     return st;

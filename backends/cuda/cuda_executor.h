@@ -27,13 +27,10 @@ typedef struct cuda_arena {
     size_t size, used;
 } cuda_arena;
 
-/* A stream on which whole towers run, with its own cuBLASLt workspace and scratch. Two lanes let
- * the towers of one image (DINOv2, SigLIP) run at once: a tower's GEMMs over a few hundred rows
- * fill a fraction of the GPU. Tower t runs on lane t % n_lanes. */
-typedef struct vit_lane {
-    cudaStream_t stream;               /* lane 0: the executor's stream */
-    vhc_gemm *gemm;                    /* lane 0: the executor's */
-    void *workspace;                   /* lane 1's cuBLASLt workspace */
+/* A ViT block's scratch, shared by the towers (they run one after the other on the executor's
+ * stream: two towers on two streams were measured to gain nothing once a batch's images run
+ * together, doc/performance.md). */
+typedef struct vit_scratch {
     vhc_bf16 *patches;                 /* [NP, VHC_PATCH_LD(P)] im2col */
     vhc_bf16 *xn;                      /* [T, D] normed tokens */
     float *qkv;                        /* [T, 3D] */
@@ -41,7 +38,7 @@ typedef struct vit_lane {
     float *tmp;                        /* [T, D] projection outputs; patch-embed GEMM output */
     float *mlp;                        /* [T, H] */
     vhc_bf16 *mlp_bf16;                /* [T, H] */
-} vit_lane;
+} vit_scratch;
 
 typedef struct vit_buffers {
     float *x[VH_MAX_TOWERS];           /* [max_images, T_t, D_t] the towers' tokens */
@@ -49,9 +46,7 @@ typedef struct vit_buffers {
     float *pixels_host;                /* pinned mirror: the batch's planes gathered, then one async copy */
     uint64_t pixel_floats;             /* one image's planes, all towers: sum of 3 S_t S_t */
     uint64_t tower_pixels[VH_MAX_TOWERS]; /* tower t's planes start here within an image */
-    vit_lane lanes[2];
-    uint32_t n_lanes;                  /* 2 with two towers (1 while profiling: marks are on one stream) */
-    cudaEvent_t fork, join;            /* lane 1 starts after the pixels' upload, lane 0 waits for it to end */
+    vit_scratch scratch;
 } vit_buffers;
 
 typedef struct projector_buffers {

@@ -1,13 +1,15 @@
 /* The cuda backend's memory bound: a session whose gpu_memory_budget cannot hold the model fails at
  * create with VH_ERR_DEVICE_OUT_OF_MEMORY and a message with the numbers, and leaves the process
- * able to create a session that fits. Exits 77 (skip) without a usable GPU. */
+ * able to create a session that fits; once created, frames take no device memory (all of it is
+ * allocated at create). Exits 77 (skip) without a usable GPU. */
+#include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "test_support.h"
 #include "vlahybrid/vlahybrid.h"
 
-static vh_status create(uint64_t budget, vh_session **s)
+static vh_status create_mode(uint64_t budget, vh_execution_mode mode, vh_session **s)
 {
     char *dir = vh_test_source_path("models/openvla-tiny");
     vh_session_params p;
@@ -15,9 +17,16 @@ static vh_status create(uint64_t budget, vh_session **s)
     p.model_path = dir;
     p.backends = "cuda";
     p.gpu_memory_budget = budget;
+    p.execution_mode = mode;
+    p.queue_policy = VH_QUEUE_BLOCK;
     vh_status st = vh_session_create(&p, s);
     free(dir);
     return st;
+}
+
+static vh_status create(uint64_t budget, vh_session **s)
+{
+    return create_mode(budget, VH_EXECUTION_SERIAL, s);
 }
 
 START_TEST(test_budget_too_small)
@@ -39,6 +48,56 @@ START_TEST(test_budget_too_small)
 }
 END_TEST
 
+/* Device memory free after create (the warm-up included) and after frames of other sizes and
+ * prompt lengths: equal, serial and packed (whose passes vary in rows and images). */
+static void frames_take_no_device_memory(vh_execution_mode mode)
+{
+    vh_session *s = NULL;
+    ck_assert_msg(create_mode(0, mode, &s) == VH_OK, "%s", vh_last_error());
+    size_t free_before = 0, free_after = 0, total = 0;
+    ck_assert_int_eq(cudaMemGetInfo(&free_before, &total), cudaSuccess);
+    static const char *const instructions[] = {"pick up the red block", "open the drawer",
+                                               "move the blue cup to the left of the plate and put the spoon in it"};
+    enum { N = 30 };
+    uint8_t *rgb = malloc(320 * 240 * 3);
+    for (size_t i = 0; i < 320 * 240 * 3; i++) rgb[i] = (uint8_t)(i * 13 + i / 960);
+    for (int i = 0; i < N; i++) {
+        vh_frame f;
+        vh_frame_init(&f);
+        f.rgb = rgb;
+        f.width = 320 - 40 * (i % 3);
+        f.height = 240 - 20 * (i % 2);
+        f.stride = 320 * 3;
+        f.instruction = instructions[i % 3];
+        ck_assert_int_eq(vh_submit_frame(s, &f, NULL), VH_OK);
+    }
+    for (int i = 0; i < N; i++) {
+        vh_action a;
+        vh_action_init(&a);
+        ck_assert_int_eq(vh_poll_action(s, &a, 60000), VH_OK);
+        ck_assert_int_eq(a.status, VH_OK);
+    }
+    ck_assert_int_eq(cudaMemGetInfo(&free_after, &total), cudaSuccess);
+    printf("%s: device memory free %zu bytes after create, %zu after %d frames\n",
+           mode == VH_EXECUTION_PACKED ? "packed" : "serial", free_before, free_after, N);
+    ck_assert_msg(free_after == free_before, "frames took %lld bytes of device memory",
+                  (long long)free_before - (long long)free_after);
+    free(rgb);
+    vh_session_destroy(s);
+}
+
+START_TEST(test_frames_take_no_device_memory_serial)
+{
+    frames_take_no_device_memory(VH_EXECUTION_SERIAL);
+}
+END_TEST
+
+START_TEST(test_frames_take_no_device_memory_packed)
+{
+    frames_take_no_device_memory(VH_EXECUTION_PACKED);
+}
+END_TEST
+
 int main(void)
 {
     if (!vh_test_backend_usable("cuda")) return 77;
@@ -46,6 +105,8 @@ int main(void)
     TCase *tc = tcase_create("budget");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_budget_too_small);
+    tcase_add_test(tc, test_frames_take_no_device_memory_serial);
+    tcase_add_test(tc, test_frames_take_no_device_memory_packed);
     suite_add_tcase(s, tc);
     return vh_test_run_suite(s);
 }
