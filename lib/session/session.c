@@ -163,8 +163,6 @@ static vh_status warm_up(vh_session *s, uint32_t n, vh_error *err)
     uint8_t *rgb = malloc(row_bytes * WARMUP_HEIGHT);
     if (!rgb) return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (warm-up frame)");
     for (size_t i = 0; i < row_bytes * WARMUP_HEIGHT; i++) rgb[i] = (uint8_t)(i * 7 + i / row_bytes);
-    vh_trace *trace = s->jobs.trace;
-    s->jobs.trace = NULL;
     vh_frame_queue_set_policy(&s->queue, VH_QUEUE_BLOCK);
     uint32_t submitted = 0;
     vh_status st = VH_OK;
@@ -191,7 +189,7 @@ static vh_status warm_up(vh_session *s, uint32_t n, vh_error *err)
     vh_frame_queue_set_policy(&s->queue, s->policy);
     vh_frame_queue_reset(&s->queue, 1, 1);
     vh_stage_pipeline_clear_stats(s->pipeline);
-    s->jobs.trace = trace;
+    vh_trace_forget(s->trace);
     return st;
 }
 

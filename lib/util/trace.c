@@ -91,6 +91,16 @@ void vh_trace_instant(vh_trace *t, uint32_t track, const char *name, int64_t at_
     add_event(t, track, name, 0, at_ns, -1);
 }
 
+void vh_trace_forget(vh_trace *t)
+{
+    if (!t) return;
+    pthread_mutex_lock(&t->lock);
+    t->n_events = 0;
+    t->n_dropped = 0;
+    t->origin_ns = -1;
+    pthread_mutex_unlock(&t->lock);
+}
+
 /* Names are ours ("step 3 f12", backend names): no characters that need JSON escapes but these. */
 static void write_json_string(FILE *f, const char *s)
 {

@@ -23,6 +23,8 @@ void vh_trace_name_track(vh_trace *t, uint32_t track, const char *name);
 void vh_trace_span(vh_trace *t, uint32_t track, const char *name, uint64_t frame_id, int64_t start_ns, int64_t end_ns);
 /* A moment ("split 12 -> 14"). */
 void vh_trace_instant(vh_trace *t, uint32_t track, const char *name, int64_t at_ns);
+/* Drop every event recorded so far (the session's warm-up; track names stay). NULL is allowed. */
+void vh_trace_forget(vh_trace *t);
 /* Write the JSON and free; returns non-zero when writing failed (the message goes to *err). */
 vh_status vh_trace_close(vh_trace *t, vh_error *err);
 
