@@ -159,6 +159,19 @@ static uint32_t default_warmup_frames(const vh_session *s, vh_execution_mode mod
 static vh_status warm_up(vh_session *s, uint32_t n, vh_error *err)
 {
     if (n == 0) return VH_OK;
+    /* a model whose context cannot hold even this prompt fails such frames one by one, not at
+     * create: then there is nothing to warm up */
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    vh_error ignored;
+    if (vh_openvla_prompt_ids(s->tokenizer, s->jobs.bos_id, WARMUP_INSTRUCTION, &ids, &n_ids, &ignored) != VH_OK ||
+        n_ids + s->model->desc.n_image_tokens + s->stats->dim > s->max_context) {
+        free(ids);
+        vh_log_warn(&s->log, "no warm-up: the model's context of %u positions cannot hold a typical prompt",
+                    s->max_context);
+        return VH_OK;
+    }
+    free(ids);
     const size_t row_bytes = (size_t)WARMUP_WIDTH * 3;
     uint8_t *rgb = malloc(row_bytes * WARMUP_HEIGHT);
     if (!rgb) return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (warm-up frame)");

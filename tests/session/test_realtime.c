@@ -4,9 +4,11 @@
  * the statistics (checked against the polled actions' own times), warm-up, and the sequence and
  * timestamp round trip. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "test_support.h"
 #include "vlahybrid/vlahybrid.h"
@@ -478,6 +480,71 @@ START_TEST(test_warmup_leaves_no_trace)
 }
 END_TEST
 
+/* A model whose context cannot hold a typical prompt: no warm-up (a warning), the session is
+ * created, and a frame that does not fit is answered VH_ERR_BAD_FRAME, as without a warm-up. */
+static void log_to_buffer(void *user, vh_log_level level, const char *message)
+{
+    if (level == VH_LOG_WARN) snprintf(user, 512, "%s", message);
+}
+
+START_TEST(test_warmup_skipped_when_context_too_small)
+{
+    char *dir = vh_test_make_temp_dir();
+    static const char *const files[] = {"generation_config.json", "model-00001-of-00002.safetensors",
+                                        "model-00002-of-00002.safetensors", "model.safetensors.index.json",
+                                        "preprocessor_config.json", "special_tokens_map.json", "tokenizer.model",
+                                        "tokenizer_config.json"};
+    char from[4096], to[4096];
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(from, sizeof from, "%s/%s", model, files[i]);
+        snprintf(to, sizeof to, "%s/%s", dir, files[i]);
+        ck_assert_int_eq(symlink(from, to), 0);
+    }
+    snprintf(from, sizeof from, "%s/config.json", model);
+    size_t size;
+    char *config = (char *)vh_test_read_file(from, &size);
+    ck_assert_ptr_nonnull(config);
+    /* 256 image tokens + 14 positions: no OpenVLA prompt fits */
+    char *text = strstr(config, "\"text_config\"");
+    ck_assert_ptr_nonnull(text);
+    char *brace = strchr(text, '{');
+    ck_assert_ptr_nonnull(brace);
+    snprintf(to, sizeof to, "%s/config.json", dir);
+    FILE *f = fopen(to, "w");
+    ck_assert_ptr_nonnull(f);
+    fwrite(config, 1, (size_t)(brace + 1 - config), f);
+    fprintf(f, "\"max_position_embeddings\": 270, ");
+    fwrite(brace + 1, 1, size - (size_t)(brace + 1 - config), f);
+    fclose(f);
+    free(config);
+
+    char warning[512] = "";
+    vh_session_params p;
+    vh_session_params_init(&p);
+    p.model_path = dir;
+    p.backends = "cpu_generic";
+    p.n_threads = 1;
+    p.log_fn = log_to_buffer;
+    p.log_user = warning;
+    vh_session *s = NULL;
+    ck_assert_msg(vh_session_create(&p, &s) == VH_OK, "%s", vh_last_error());
+    ck_assert_msg(strstr(warning, "no warm-up") != NULL, "%s", warning);
+    vh_frame fr;
+    frame_for(&fr, 0);
+    fr.instruction = "go";
+    uint64_t id;
+    ck_assert_int_eq(vh_submit_frame(s, &fr, &id), VH_OK);
+    ck_assert_uint_eq(id, 1);
+    vh_action a;
+    vh_action_init(&a);
+    ck_assert_int_eq(vh_poll_action(s, &a, WAIT_MS), VH_OK);
+    ck_assert_int_eq(a.status, VH_ERR_BAD_FRAME);
+    vh_session_destroy(s);
+    vh_test_remove_tree(dir);
+    free(dir);
+}
+END_TEST
+
 int main(void)
 {
     model = vh_test_source_path("models/openvla-tiny");
@@ -494,6 +561,7 @@ int main(void)
     tcase_add_test(tc, test_statistics);
     tcase_add_test(tc, test_statistics_while_running);
     tcase_add_test(tc, test_warmup_leaves_no_trace);
+    tcase_add_test(tc, test_warmup_skipped_when_context_too_small);
     suite_add_tcase(suite, tc);
     return vh_test_run_suite(suite);
 }
