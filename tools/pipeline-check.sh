@@ -13,6 +13,7 @@
 #                                   without, serial at 10 Hz and packed at 30 Hz, an instruction of
 #                                   another length than the warm-up's; a deadline at 60 Hz; the
 #                                   library's bytes on stderr; packed K=7 and serial throughput
+#   tools/pipeline-check.sh affinity  cpu_amx and cpu_generic with --cpu-affinity 2-5: every thread's CPUs
 #   tools/pipeline-check.sh repeat  N = 4 and 16, pipelined and serial, alternated twice (run-to-run spread)
 #   tools/pipeline-check.sh traces  Chrome traces of N = 0 and 4, pipelined and serial (hand-over spans)
 #   tools/pipeline-check.sh bench   full-size synthetic OpenVLA-7B: cuda alone; N = 0 1 2 4 8 16 LLM
@@ -164,6 +165,18 @@ PY
   step "throughput after the change (vh-bench, 120 timed frames)"
   bench rt-serial 120 --backend cuda --mode serial
   bench rt-packed7 120 --backend cuda --mode packed --frames-in-flight 7
+elif [ "$1" = affinity ]; then
+  # each thread of a running vh-run: its name and the CPUs it may use (pinned workers: one core)
+  threads_of() { for t in /proc/$1/task/*; do echo "$(cat "$t/comm") $(grep Cpus_allowed_list "$t/status" | cut -f2)"; done | sort | uniq -c; }
+  for backend in cpu_amx cpu_generic; do
+    step "$backend, --cpu-affinity 2-5 (n_threads 0: the 4 CPUs), the bundled model at 5 Hz"
+    "$BUILD/tools/vh-run" --backend $backend --cpu-affinity 2-5 --rate 5 --frames 20 > "$RESULTS/aff-$backend.out" 2>&1 &
+    pid=$!
+    sleep 3
+    threads_of $pid
+    wait $pid
+    echo "rc=$? $(grep -c '^frame' "$RESULTS/aff-$backend.out") frames; $(grep -E '^  frames' "$RESULTS/aff-$backend.out")"
+  done
 elif [ "$1" = traces ]; then
   synth
   for n in 0 4; do

@@ -5,6 +5,7 @@
  *          [--backend NAME[,NAME...]] [--threads N] [--plugin-path P] [--json] [--verbose]
  *          [--decode-positions contiguous|openvla-hf440]
  *          [--frames N] [--rate HZ] [--policy latest|reject|block] [--queue N] [--deadline-ms MS] [--warmup N]
+ *          [--cpu-affinity LIST]
  *          [--split N] [--mode serial|pipeline|packed] [--gpu-mem-budget BYTES] [--zone N] [--trace PATH]
  *
  * With no --model and no --image it runs the bundled tiny OpenVLA model on the bundled frames.
@@ -69,6 +70,7 @@ static void usage(FILE *out)
             "              [--backend NAME[,NAME...]] [--threads N] [--plugin-path PATH] [--json] [--verbose]\n"
             "              [--decode-positions contiguous|openvla-hf440] [--frames N] [--rate HZ]\n"
             "              [--policy latest|reject|block] [--queue N] [--deadline-ms MS] [--warmup N]\n"
+            "              [--cpu-affinity LIST]\n"
             "              [--split N] [--mode serial|pipeline|packed] [--gpu-mem-budget BYTES] [--zone N] [--trace PATH]\n"
             "  --frames N            submit N frames, cycling over the images (default: one per image)\n"
             "  --rate HZ             submit a frame every 1/HZ s, as a camera would, whatever the results\n"
@@ -79,6 +81,7 @@ static void usage(FILE *out)
             "  --queue N             frames waiting to start (default 2)\n"
             "  --deadline-ms MS      a frame not started within MS ms of its submission expires (default: none)\n"
             "  --warmup N            frames the session runs inside its creation (default -1: its own choice)\n"
+            "  --cpu-affinity LIST   CPUs the session's threads run on, e.g. 4-15 (default: this thread's)\n"
             VH_STAGE_OPTIONS_USAGE
             "Runs a Vision-Language-Action model on the images, in order, prints one line per frame (its action,\n"
             "or why it has none), then the session's statistics (on stderr with --json).\n"
@@ -150,6 +153,8 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (!strcmp(a, "--queue")) {
             if (parse_count(a, argv[++i], 1, 1 << 20, &n)) return -1;
             o->stage.queue_capacity = (uint32_t)n;
+        } else if (!strcmp(a, "--cpu-affinity")) {
+            o->stage.cpu_affinity = argv[++i];
         } else if (!strcmp(a, "--warmup")) {
             if (parse_count(a, argv[++i], -1, 64, &n)) return -1;
             o->stage.warmup_frames = (int32_t)n;
