@@ -2,10 +2,14 @@
  * A minimal robot control loop on vlahybrid's public API.
  *
  * A camera thread submits a frame every 1/rate seconds (a synthetic scene whose red block moves
- * across the table) and never blocks: with the default policy a newer frame displaces one that
- * has not started. The control thread polls actions, checks how old the frame behind each one
- * is, and "applies" it (prints it). Every frame gets exactly one answer, in order: an action, or
- * the reason it has none (dropped for a newer frame).
+ * across the table) and never blocks: with the default policy ("latest") a newer frame displaces
+ * one that has not started. Each frame carries its capture time and sequence number and a
+ * deadline: an action computed from a frame older than 250 ms is useless to the controller, so a
+ * frame that cannot start by then is answered "expired" instead of being computed. The control
+ * thread polls actions, checks how old the frame behind each one is, and "applies" it (prints it).
+ * Every frame gets exactly one answer, in order: an action, or the reason it has none. Two
+ * episodes run back to back with a reset between them, and the session's statistics are printed
+ * at the end.
  *
  *   control_loop [MODEL_DIR] [RATE_HZ] [SECONDS]
  *
@@ -21,7 +25,8 @@
 
 #include <vlahybrid/vlahybrid.h>
 
-enum { WIDTH = 320, HEIGHT = 240 };
+enum { WIDTH = 320, HEIGHT = 240, EPISODES = 2 };
+#define FRAME_BUDGET_NS 250000000 /* a frame must start within 250 ms of its capture */
 
 typedef struct camera {
     vh_session *session;
@@ -69,7 +74,9 @@ static void *camera_main(void *arg)
         f.height = HEIGHT;
         f.instruction = "pick up the red block";
         f.tag = (uint64_t)n;
+        f.sequence = (uint64_t)n;
         f.timestamp_ns = now_ns(); /* capture time: comes back with the action */
+        f.deadline_ns = f.timestamp_ns + FRAME_BUDGET_NS;
         if (vh_submit_frame(cam->session, &f, NULL) == VH_OK) atomic_fetch_add(&cam->submitted, 1);
         else fprintf(stderr, "camera: %s\n", vh_last_error());
         int64_t next = start + (int64_t)(n + 1) * period, wait = next - now_ns();
@@ -95,30 +102,42 @@ int main(int argc, char **argv)
         fprintf(stderr, "control_loop: %s\n", vh_last_error());
         return 1;
     }
-    pthread_t thread;
-    if (pthread_create(&thread, NULL, camera_main, &cam) != 0) {
-        vh_session_destroy(cam.session);
-        return 1;
-    }
     int answered = 0, applied = 0;
-    while (!atomic_load(&cam.done) || answered < atomic_load(&cam.submitted)) {
-        vh_action a;
-        vh_action_init(&a);
-        if (vh_poll_action(cam.session, &a, 50) != VH_OK) continue; /* nothing yet: keep the loop alive */
-        answered++;
-        double age_ms = (now_ns() - a.timestamp_ns) / 1e6;
-        if (a.status != VH_OK) {
-            printf("frame %3llu: %s\n", (unsigned long long)a.tag, vh_status_string(a.status));
-            continue;
+    for (int episode = 0; episode < EPISODES; episode++) {
+        if (episode > 0) vh_session_reset(cam.session, 0); /* between episodes: nothing reloaded */
+        atomic_store(&cam.submitted, 0);
+        atomic_store(&cam.done, 0);
+        pthread_t thread;
+        if (pthread_create(&thread, NULL, camera_main, &cam) != 0) break;
+        int answered_now = 0;
+        while (!atomic_load(&cam.done) || answered_now < atomic_load(&cam.submitted)) {
+            vh_action a;
+            vh_action_init(&a);
+            if (vh_poll_action(cam.session, &a, 50) != VH_OK) continue; /* nothing yet: keep the loop alive */
+            answered_now++;
+            double age_ms = (now_ns() - a.timestamp_ns) / 1e6;
+            if (a.status != VH_OK) {
+                printf("episode %llu frame %3llu: %s\n", (unsigned long long)a.episode,
+                       (unsigned long long)a.sequence, vh_status_string(a.status));
+                continue;
+            }
+            applied++;
+            printf("episode %llu frame %3llu: dx %+.4f dy %+.4f dz %+.4f droll %+.4f dpitch %+.4f dyaw %+.4f "
+                   "grip %.3f  (frame age %.1f ms, compute %.1f ms)\n", (unsigned long long)a.episode,
+                   (unsigned long long)a.sequence, a.values[0], a.values[1], a.values[2], a.values[3], a.values[4],
+                   a.values[5], a.values[6], age_ms, (a.finished_ns - a.started_ns) / 1e6);
         }
-        applied++;
-        printf("frame %3llu: dx %+.4f dy %+.4f dz %+.4f droll %+.4f dpitch %+.4f dyaw %+.4f grip %.3f"
-               "  (frame age %.1f ms, compute %.1f ms)\n",
-               (unsigned long long)a.tag, a.values[0], a.values[1], a.values[2], a.values[3], a.values[4], a.values[5],
-               a.values[6], age_ms, (a.finished_ns - a.started_ns) / 1e6);
+        pthread_join(thread, NULL);
+        answered += answered_now;
     }
-    pthread_join(thread, NULL);
     printf("%d frames, %d actions applied, %d answered without an action\n", answered, applied, answered - applied);
+    vh_session_stats st;
+    vh_session_stats_init(&st);
+    if (vh_session_get_stats(cam.session, &st) == VH_OK)
+        printf("statistics: %llu completed, %llu dropped, %llu expired, %llu failed; submitted -> action "
+               "p50 %.1f ms, p95 %.1f ms, max %.1f ms\n", (unsigned long long)st.completed,
+               (unsigned long long)st.dropped, (unsigned long long)st.expired, (unsigned long long)st.failed,
+               st.end_to_end.p50_ns / 1e6, st.end_to_end.p95_ns / 1e6, st.end_to_end.max_ns / 1e6);
     vh_session_destroy(cam.session);
     return 0;
 }
