@@ -181,9 +181,8 @@ vh_status vh_frame_queue_poll(vh_frame_queue *q, vh_action *out, size_t out_size
         }
         /* the next result may be an expiry: wake at the head's deadline to answer it then */
         int64_t wake = timeout_ms < 0 ? INT64_MAX : give_up;
-        if (q->head && q->head->state == VH_RECORD_PENDING && q->head->result.deadline_ns &&
-            q->head->result.deadline_ns + 1 < wake)
-            wake = q->head->result.deadline_ns + 1;
+        const int64_t head_deadline = q->head && q->head->state == VH_RECORD_PENDING ? q->head->result.deadline_ns : 0;
+        if (head_deadline && head_deadline < wake - 1) wake = head_deadline + 1; /* just past it */
         if (wake == INT64_MAX) {
             pthread_cond_wait(&q->has_result, &q->lock);
             continue;

@@ -223,12 +223,17 @@ START_TEST(test_deadlines)
     ck_assert_int_eq(vh_submit_frame(s, &f, &fine), VH_OK);
     f.deadline_ns = -5;
     ck_assert_int_eq(vh_submit_frame(s, &f, NULL), VH_ERR_INVALID_ARGUMENT);
+    f.deadline_ns = INT64_MAX; /* the end of time: never expires, waiting on it must not overflow */
+    uint64_t never;
+    ck_assert_int_eq(vh_submit_frame(s, &f, &never), VH_OK);
     vh_action a;
     vh_action_init(&a);
     ck_assert_int_eq(vh_poll_action(s, &a, WAIT_MS), VH_OK);
     ck_assert(a.frame_id == late && a.status == VH_ERR_EXPIRED && a.started_ns == 0 && a.action_dim == 0);
     ck_assert_int_eq(vh_poll_action(s, &a, WAIT_MS), VH_OK);
     ck_assert(a.frame_id == fine && a.status == VH_OK && a.started_ns <= a.deadline_ns);
+    ck_assert_int_eq(vh_poll_action(s, &a, WAIT_MS), VH_OK);
+    ck_assert(a.frame_id == never && a.status == VH_OK && a.deadline_ns == INT64_MAX);
     vh_session_destroy(s);
 
     /* 1 ms after submission: a burst of 40 cannot all start in time */
