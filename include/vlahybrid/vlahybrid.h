@@ -197,7 +197,9 @@ typedef struct vh_session_params {
     const char *cpu_affinity;    /* the CPUs every thread of the session may run on (its own and
                                     the CPU backends'), as Linux writes CPU lists: "0-7,16". NULL
                                     or "": the CPUs of the thread calling vh_session_create. The
-                                    calling thread's own affinity is never changed. */
+                                    calling thread's own affinity is never changed. (cpu_generic's
+                                    OpenBLAS keeps the thread pool it made when first loaded into
+                                    the process: doc/api.md, "A good neighbour".) */
 } vh_session_params;
 
 VH_API void vh_session_params_init_sized(vh_session_params *params, size_t struct_size);
