@@ -379,7 +379,6 @@ vh_status cuda_executor_plan_memory(const vh_executor_params *params, vh_memory_
     return VH_OK;
 }
 
-
 vh_status cuda_executor_create(const vh_executor_params *params, vh_executor **out, char *err, size_t err_size)
 {
     vh_executor *e;

@@ -75,6 +75,11 @@ static vh_status preprocess(vh_frame_job *job, const uint8_t *rgb, uint32_t widt
     return VH_OK;
 }
 
+int vh_job_prompt_fits(const vh_job_context *ctx, size_t n_prompt)
+{
+    return (uint64_t)n_prompt + ctx->model->desc.n_image_tokens + ctx->decoder->stats->dim <= ctx->max_context;
+}
+
 vh_status vh_frame_job_prepare(vh_frame_job *job, uint64_t frame_id, const uint8_t *rgb, uint32_t width,
                                uint32_t height, size_t stride, const char *instruction, vh_error *err)
 {
@@ -99,7 +104,7 @@ vh_status vh_frame_job_prepare(vh_frame_job *job, uint64_t frame_id, const uint8
     if ((st = vh_openvla_prompt_ids(ctx->tokenizer, ctx->bos_id, instruction, &job->prompt, &job->n_prompt, err)))
         return st;
     const uint64_t n_rows = (uint64_t)job->n_prompt + n_image;
-    if (n_rows + dim > ctx->max_context)
+    if (!vh_job_prompt_fits(ctx, job->n_prompt))
         return vh_error_set(err, VH_ERR_BAD_FRAME, "the instruction is too long: %zu prompt tokens + %u image "
                             "tokens + %u action tokens exceed the context of %u", job->n_prompt, n_image, dim,
                             ctx->max_context);

@@ -95,6 +95,9 @@ typedef struct vh_frame_job {
 vh_status vh_frame_job_init(vh_frame_job *job, const vh_job_context *ctx, uint32_t sequence, vh_error *err);
 void vh_frame_job_free(vh_frame_job *job);
 
+/* Whether a prompt of n_prompt tokens, the image tokens and the action fit the context. */
+int vh_job_prompt_fits(const vh_job_context *ctx, size_t n_prompt);
+
 /* Start a frame: preprocess the image, tokenise, set up the prefill pass on the plan's default
  * cut. rgb: [height rows of `stride` bytes] RGB8. VH_ERR_BAD_FRAME when the prompt does not fit. */
 vh_status vh_frame_job_prepare(vh_frame_job *job, uint64_t frame_id, const uint8_t *rgb, uint32_t width,

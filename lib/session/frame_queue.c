@@ -239,7 +239,7 @@ uint32_t vh_frame_queue_cancel_pending(vh_frame_queue *q)
     return n;
 }
 
-void vh_frame_queue_reset(vh_frame_queue *q, int clear_stats, int clear_ids)
+uint64_t vh_frame_queue_reset(vh_frame_queue *q, int clear_stats, int clear_ids)
 {
     pthread_mutex_lock(&q->lock);
     cancel_all_pending(q);
@@ -257,7 +257,9 @@ void vh_frame_queue_reset(vh_frame_queue *q, int clear_stats, int clear_ids)
         q->last_id = 0;
         q->episode = 0;
     }
+    const uint64_t episode = q->episode;
     pthread_mutex_unlock(&q->lock);
+    return episode;
 }
 
 void vh_frame_queue_stats(vh_frame_queue *q, vh_frame_stats *stats, uint32_t *pending, uint32_t *running,

@@ -81,10 +81,10 @@ vh_status vh_frame_queue_cancel(vh_frame_queue *q, uint64_t frame_id, vh_error *
 uint32_t vh_frame_queue_cancel_pending(vh_frame_queue *q);
 
 /* A new episode: cancel every pending record, wait until every record started so far is
- * answered, then number later submissions with the next episode. clear_stats: start the
- * statistics afresh. clear_ids: also restart frame ids at 1 (only when nothing is unpolled:
- * the session's warm-up, before anyone else sees the session). */
-void vh_frame_queue_reset(vh_frame_queue *q, int clear_stats, int clear_ids);
+ * answered, then number later submissions with the next episode, which is returned. clear_stats:
+ * start the statistics afresh. clear_ids: also restart frame ids and episodes (only when nothing
+ * is unpolled: the session's warm-up, before anyone else sees the session). */
+uint64_t vh_frame_queue_reset(vh_frame_queue *q, int clear_stats, int clear_ids);
 
 /* A snapshot of the statistics and the current counts (any pointer may be NULL). */
 void vh_frame_queue_stats(vh_frame_queue *q, vh_frame_stats *stats, uint32_t *pending, uint32_t *running,

@@ -165,7 +165,7 @@ static vh_status warm_up(vh_session *s, uint32_t n, vh_error *err)
     size_t n_ids = 0;
     vh_error ignored;
     if (vh_openvla_prompt_ids(s->tokenizer, s->jobs.bos_id, WARMUP_INSTRUCTION, &ids, &n_ids, &ignored) != VH_OK ||
-        n_ids + s->model->desc.n_image_tokens + s->stats->dim > s->max_context) {
+        !vh_job_prompt_fits(&s->jobs, n_ids)) {
         free(ids);
         vh_log_warn(&s->log, "no warm-up: the model's context of %u positions cannot hold a typical prompt",
                     s->max_context);
@@ -179,14 +179,14 @@ static vh_status warm_up(vh_session *s, uint32_t n, vh_error *err)
     vh_frame_queue_set_policy(&s->queue, VH_QUEUE_BLOCK);
     uint32_t submitted = 0;
     vh_status st = VH_OK;
-    for (; submitted < n && st == VH_OK; submitted++) {
+    while (submitted < n && st == VH_OK) {
         vh_frame_record *rec = new_record(rgb, WARMUP_WIDTH, WARMUP_HEIGHT, row_bytes, WARMUP_INSTRUCTION,
                                           strlen(WARMUP_INSTRUCTION));
         uint64_t id;
         if (!rec) st = vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (warm-up frame)");
         else if ((st = vh_frame_queue_submit(&s->queue, rec, &id, err))) vh_frame_record_free(rec);
+        else submitted++;
     }
-    if (st) submitted--;
     for (uint32_t i = 0; i < submitted; i++) {
         vh_action a;
         vh_action_init(&a);
@@ -475,10 +475,8 @@ vh_status vh_session_reset(vh_session *s, uint32_t flags)
 {
     if (!s) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
     if (flags & ~VH_RESET_STATISTICS) return fail(s, VH_ERR_INVALID_ARGUMENT, "%s", "unknown vh_session_reset flags");
-    vh_frame_queue_reset(&s->queue, (flags & VH_RESET_STATISTICS) != 0, 0);
+    const uint64_t episode = vh_frame_queue_reset(&s->queue, (flags & VH_RESET_STATISTICS) != 0, 0);
     if (flags & VH_RESET_STATISTICS) vh_stage_pipeline_clear_stats(s->pipeline);
-    uint64_t episode;
-    vh_frame_queue_stats(&s->queue, NULL, NULL, NULL, NULL, &episode);
     vh_log_debug(&s->log, "reset: episode %llu begins", (unsigned long long)episode);
     return VH_OK;
 }
