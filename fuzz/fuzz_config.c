@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "model/openvla_config.h"
+#include "family/openvla/openvla_config.h"
 #include "fuzz_support.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "text/bpe_tokenizer.h"
-#include "text/openvla_prompt.h"
+#include "family/openvla/openvla_prompt.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

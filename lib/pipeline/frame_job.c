@@ -4,10 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "image/bicubic_resize.h"
-#include "image/normalize.h"
 #include "pipeline/stage_rows.h"
-#include "text/openvla_prompt.h"
 #include "util/clock.h"
 
 vh_status vh_frame_job_init(vh_frame_job *job, const vh_job_context *ctx, uint32_t sequence, vh_error *err)
@@ -18,13 +15,17 @@ vh_status vh_frame_job_init(vh_frame_job *job, const vh_job_context *ctx, uint32
     const vh_model *m = ctx->model;
     for (uint32_t t = 0; t < m->desc.n_towers; t++) {
         size_t s = m->desc.towers[t].image_size;
-        job->resized[t] = malloc(s * s * 3);
         job->pixels[t] = malloc(sizeof(float) * 3 * s * s);
-        if (!job->resized[t] || !job->pixels[t]) goto oom;
+        if (!job->pixels[t]) goto oom;
     }
     job->tokens = malloc(sizeof *job->tokens * ctx->max_context);
     job->hidden = vh_plan_host_alloc(ctx->plan, sizeof(float) * ctx->max_context * m->desc.llm.hidden);
     if (!job->tokens || !job->hidden) goto oom;
+    vh_status st = ctx->family->job_init(ctx->program, job, err);
+    if (st) {
+        vh_frame_job_free(job);
+        return st;
+    }
     return VH_OK;
 oom:
     vh_frame_job_free(job);
@@ -33,12 +34,9 @@ oom:
 
 void vh_frame_job_free(vh_frame_job *job)
 {
-    for (uint32_t t = 0; t < VH_MAX_TOWERS; t++) {
-        free(job->resized[t]);
-        free(job->pixels[t]);
-    }
+    if (job->family_job) job->ctx->family->job_free(job);
+    for (uint32_t t = 0; t < VH_MAX_TOWERS; t++) free(job->pixels[t]);
     free(job->tokens);
-    free(job->prompt);
     if (job->hidden) vh_plan_host_free(job->ctx->plan, job->hidden);
     memset(job, 0, sizeof *job);
 }
@@ -51,41 +49,8 @@ void vh_frame_job_set_split(vh_frame_job *job, uint32_t llm_split)
     if (plan->n_stages == 2) job->stage_end[0] = plan->llm_first_block + llm_split;
 }
 
-/* Resize the frame for each tower (Pillow's bicubic, as the processor's TVF.resize does) and
- * normalise it with that tower's mean and std. Towers of one size share the resize. */
-static vh_status preprocess(vh_frame_job *job, const uint8_t *rgb, uint32_t width, uint32_t height, size_t stride,
-                            vh_error *err)
+vh_status vh_frame_job_prepare(vh_frame_job *job, uint64_t frame_id, const vh_frame_input *in, vh_error *err)
 {
-    const vh_model *m = job->ctx->model;
-    for (uint32_t t = 0; t < m->desc.n_towers; t++) {
-        const uint32_t S = m->desc.towers[t].image_size;
-        const vh_vision_tower_config *tc = &m->config.towers[t];
-        if (t > 0 && S == m->desc.towers[0].image_size) {
-            memcpy(job->resized[t], job->resized[0], (size_t)S * S * 3);
-        } else {
-            vh_status st = vh_resize_bicubic_rgb8(rgb, width, height, stride, job->resized[t], S, S, err);
-            if (st) return st;
-        }
-        vh_image_norm norm;
-        memcpy(norm.mean, tc->mean, sizeof norm.mean);
-        memcpy(norm.std, tc->std, sizeof norm.std);
-        vh_status st = vh_image_normalize_rgb8(job->resized[t], S, S, 0, &norm, job->pixels[t], err);
-        if (st) return st;
-    }
-    return VH_OK;
-}
-
-int vh_job_prompt_fits(const vh_job_context *ctx, size_t n_prompt)
-{
-    return (uint64_t)n_prompt + ctx->model->desc.n_image_tokens + ctx->decoder->stats->dim <= ctx->max_context;
-}
-
-vh_status vh_frame_job_prepare(vh_frame_job *job, uint64_t frame_id, const uint8_t *rgb, uint32_t width,
-                               uint32_t height, size_t stride, const char *instruction, vh_error *err)
-{
-    const vh_job_context *ctx = job->ctx;
-    const vh_model *m = ctx->model;
-    const uint32_t dim = ctx->decoder->stats->dim, n_image = m->desc.n_image_tokens;
     job->frame_id = frame_id;
     job->start_ns = vh_now_ns();
     job->vision_end_ns = job->prefill_end_ns = job->end_ns = 0;
@@ -93,33 +58,33 @@ vh_status vh_frame_job_prepare(vh_frame_job *job, uint64_t frame_id, const uint8
     memset(job->head_ns, 0, sizeof job->head_ns);
     memset(job->handoff_ns, 0, sizeof job->handoff_ns);
     job->vision_ns = 0;
-    job->n_generated = 0;
+    job->n_passes = 0;
     job->vision_done = 0;
-    free(job->prompt);
-    job->prompt = NULL;
-
-    vh_status st = preprocess(job, rgb, width, height, stride, err);
+    vh_status st = job->ctx->family->prepare(job, in, err);
     if (st) return st;
-    /* prompt rows: [BOS | image patches | the rest of the prompt] */
-    if ((st = vh_openvla_prompt_ids(ctx->tokenizer, ctx->bos_id, instruction, &job->prompt, &job->n_prompt, err)))
-        return st;
-    const uint64_t n_rows = (uint64_t)job->n_prompt + n_image;
-    if (!vh_job_prompt_fits(ctx, job->n_prompt))
-        return vh_error_set(err, VH_ERR_BAD_FRAME, "the instruction is too long: %zu prompt tokens + %u image "
-                            "tokens + %u action tokens exceed the context of %u", job->n_prompt, n_image, dim,
-                            ctx->max_context);
-    job->n_rows = (uint32_t)n_rows;
-    job->tokens[0] = job->prompt[0];
-    for (uint32_t i = 0; i < n_image; i++) job->tokens[1 + i] = VH_TOKEN_IMAGE;
-    memcpy(job->tokens + 1 + n_image, job->prompt + 1, sizeof(int32_t) * (job->n_prompt - 1));
+    vh_frame_job_set_split(job, job->ctx->plan->llm_split);
+    return VH_OK;
+}
 
+void vh_frame_job_begin_prefill(vh_frame_job *job)
+{
     job->pass = VH_PASS_PREFILL;
     job->next_token = -1;
     job->segment = (vh_segment){.sequence = job->sequence, .n_rows = job->n_rows, .position = 0, .image = 0};
     job->batch = (vh_batch){.n_segments = 1, .segments = &job->segment, .n_rows = job->n_rows, .tokens = job->tokens,
                             .out_tokens = &job->next_token, .out_logits = job->step_logits};
-    vh_frame_job_set_split(job, job->ctx->plan->llm_split);
-    return VH_OK;
+}
+
+void vh_frame_job_begin_step(vh_frame_job *job, int32_t token, uint32_t position, int32_t rope_delta)
+{
+    job->pass = VH_PASS_DECODE;
+    job->step_token = token;
+    job->segment = (vh_segment){.sequence = job->sequence, .n_rows = 1, .position = position, .image = -1,
+                                .rope_delta = rope_delta};
+    job->batch = (vh_batch){.n_segments = 1, .segments = &job->segment, .n_rows = 1, .tokens = &job->step_token,
+                            .out_tokens = &job->next_token,
+                            .out_logits = job->step_logits ? job->step_logits + (size_t)job->n_passes *
+                                                                 job->ctx->model->desc.llm.vocab : NULL};
 }
 
 /* The span name of the current pass: "prefill f12", "step 3 f12". */
@@ -127,7 +92,7 @@ static void pass_name(const vh_frame_job *job, char *name, size_t size)
 {
     const unsigned long long id = (unsigned long long)job->frame_id;
     if (job->pass == VH_PASS_PREFILL) snprintf(name, size, "prefill f%llu", id);
-    else snprintf(name, size, "step %u f%llu", job->n_generated, id);
+    else snprintf(name, size, "step %u f%llu", job->n_passes, id);
 }
 
 vh_status vh_frame_job_run_vision(vh_frame_job *job, vh_error *err)
@@ -172,42 +137,18 @@ vh_status vh_frame_job_run_stage(vh_frame_job *job, uint32_t stage, vh_error *er
 
 int vh_frame_job_advance(vh_frame_job *job)
 {
-    const vh_job_context *ctx = job->ctx;
-    const uint32_t dim = ctx->decoder->stats->dim;
     const int64_t now = vh_now_ns();
     if (job->pass == VH_PASS_PREFILL) job->prefill_end_ns = now;
-    /* greedy decoding, one token a pass, as transformers' generate: it stops early at EOS and the
-     * action is then read from the last `dim` ids of prompt + generated tokens */
-    job->generated[job->n_generated++] = job->next_token;
-    if (job->n_generated >= dim || job->next_token == ctx->eos_id) {
-        job->end_ns = now;
-        return 0;
-    }
-    const uint32_t n_image = ctx->model->desc.n_image_tokens;
-    const int32_t rope_delta = ctx->decode_positions == VH_DECODE_POSITIONS_OPENVLA_HF440 ? -(int32_t)n_image : 0;
-    job->pass = VH_PASS_DECODE;
-    job->step_token = job->next_token;
-    job->segment = (vh_segment){.sequence = job->sequence, .n_rows = 1,
-                                .position = job->n_rows + job->n_generated - 1, .image = -1, .rope_delta = rope_delta};
-    job->batch = (vh_batch){.n_segments = 1, .segments = &job->segment, .n_rows = 1, .tokens = &job->step_token,
-                            .out_tokens = &job->next_token,
-                            .out_logits = job->step_logits ? job->step_logits + (size_t)job->n_generated *
-                                                                 ctx->model->desc.llm.vocab : NULL};
-    return 1;
+    job->n_passes++;
+    if (job->ctx->family->advance(job)) return 1;
+    job->end_ns = now;
+    return 0;
 }
 
 void vh_frame_job_result(const vh_frame_job *job, vh_frame_result *out)
 {
-    const uint32_t dim = job->ctx->decoder->stats->dim;
     memset(out, 0, sizeof *out);
-    out->action_dim = dim;
-    /* the last `dim` ids of prompt + generated */
-    for (uint32_t i = 0; i < dim; i++) {
-        int64_t k = (int64_t)job->n_generated - (int64_t)dim + i; /* index into generated, < 0: prompt tail */
-        int64_t from_prompt = (int64_t)job->n_prompt + k; /* the fixed prompt text is longer than any action */
-        out->token_ids[i] = k >= 0 ? job->generated[k] : job->prompt[from_prompt > 0 ? from_prompt : 0];
-    }
-    vh_action_decode(job->ctx->decoder, out->token_ids, out->values);
+    job->ctx->family->result(job, out);
     out->vision_ns = job->vision_end_ns - job->start_ns;
     out->prefill_ns = job->prefill_end_ns - job->vision_end_ns;
     out->decode_ns = job->end_ns - job->prefill_end_ns;

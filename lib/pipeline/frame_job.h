@@ -1,9 +1,10 @@
 /*
  * One frame's way through the model, cut into passes the stages run in turn.
  *
- * A frame is prepared once (image resized and normalised for each tower, prompt tokenised), then
- * makes passes through the plan's stages: the prefill pass (stage 0 first runs the vision towers
- * and the projector), then one pass per action token. Each pass visits stage 0, 1, ... in order;
+ * A frame is prepared once by its model family (lib/family/family.h: for OpenVLA the image resized
+ * and normalised for each tower, the prompt tokenised), then makes passes through the plan's
+ * stages: the prefill pass (stage 0 first runs the vision blocks), then one pass per further
+ * token, for as long as the family's advance asks for one. Each pass visits stage 0, 1, ... in order;
  * between stages the LLM rows cross as fp32 hidden states through the job's host buffer (copied
  * in and out, or worked on in place by an executor that offers bind_hidden). After
  * the last stage of a pass, vh_frame_job_advance() takes the token and sets up the next pass.
@@ -18,20 +19,17 @@
 #ifndef VH_PIPELINE_FRAME_JOB_H
 #define VH_PIPELINE_FRAME_JOB_H
 
-#include "action/action_decoder.h"
+#include "family/family.h"
 #include "plan/plan.h"
-#include "text/bpe_tokenizer.h"
 #include "util/trace.h"
 
 /* What every job of a session shares; read-only while jobs run. */
 typedef struct vh_job_context {
     const vh_model *model;
     const vh_plan *plan;
-    const vh_tokenizer *tokenizer;
-    const vh_action_decoder *decoder;
-    int32_t bos_id, eos_id;
-    uint32_t max_context;              /* KV positions: prompt rows + action tokens must fit */
-    vh_decode_positions decode_positions;
+    const vh_family *family;           /* model->family */
+    const vh_program *program;         /* the family's session state */
+    uint32_t max_context;              /* KV positions: prompt rows + generated tokens must fit */
     vh_trace *trace;                   /* NULL: no timeline */
     int copy_hidden;                   /* 1: always copy rows between stages, never bind_hidden
                                           (tests of the copy path) */
@@ -39,22 +37,15 @@ typedef struct vh_job_context {
 
 typedef enum vh_pass_kind {
     VH_PASS_PREFILL = 0,               /* vision (stage 0) + the prompt rows */
-    VH_PASS_DECODE = 1                 /* one action token */
+    VH_PASS_DECODE = 1                 /* one generated token */
 } vh_pass_kind;
-
-/* What one frame produced. */
-typedef struct vh_frame_result {
-    uint32_t action_dim;
-    int32_t token_ids[VH_MAX_ACTION_DIM];
-    double values[VH_MAX_ACTION_DIM];
-    int64_t vision_ns, prefill_ns, decode_ns;
-} vh_frame_result;
 
 typedef struct vh_frame_job {
     const vh_job_context *ctx;
     uint32_t sequence;                 /* KV slot of every executor */
     uint64_t frame_id;                 /* for traces and messages */
     void *owner;                       /* the driver's record for this frame */
+    void *family_job;                  /* the family's per-job state (job_init / job_free) */
 
     /* the frame's cut: stage i runs blocks [stage_end[i-1], stage_end[i]) of the LLM side
      * (stage 0 from the LLM embedding, after the vision blocks). Fixed for the frame's life: its
@@ -62,21 +53,17 @@ typedef struct vh_frame_job {
     uint32_t stage_end[VH_MAX_STAGES];
     uint32_t llm_split;                /* LLM blocks on stage 0 (what stage_end[0] means) */
 
-    /* inputs */
-    uint8_t *resized[VH_MAX_TOWERS];   /* [S, S, 3] per tower */
-    float *pixels[VH_MAX_TOWERS];      /* [3, S, S] per tower */
-    int32_t *tokens;                   /* [max_context] the prefill rows */
-    int32_t *prompt;                   /* the prompt's ids (malloc'd per frame) */
-    size_t n_prompt;
-    uint32_t n_rows;                   /* prefill rows: prompt + image tokens */
+    /* inputs, filled by the family's prepare */
+    float *pixels[VH_MAX_TOWERS];      /* [3, S, S] per tower: the vision blocks' input */
+    int32_t *tokens;                   /* [max_context] the prefill rows (VH_TOKEN_IMAGE: a patch) */
+    uint32_t n_rows;                   /* prefill rows */
     float *hidden;                     /* [max_context, Dl] rows crossing between stages */
-    float *step_logits;                /* NULL, or [VH_MAX_ACTION_DIM, vocab]: each step's logits (tests) */
+    float *step_logits;                /* NULL, or [VH_MAX_ACTION_DIM, vocab]: each pass's logits (tests) */
 
     /* progress */
     vh_pass_kind pass;
+    uint32_t n_passes;                 /* passes finished */
     int vision_done;                   /* the patch embeddings of this frame are on stage 0 */
-    uint32_t n_generated;
-    int32_t generated[VH_MAX_ACTION_DIM];
     int32_t next_token;                /* the head's output of the current pass */
     int32_t step_token;                /* the decode pass's input row */
     vh_segment segment;
@@ -90,34 +77,36 @@ typedef struct vh_frame_job {
     int64_t handoff_ns[VH_MAX_STAGES]; /* each stage's read_hidden / write_hidden, all passes */
 } vh_frame_job;
 
-/* Buffers for one job on KV slot `sequence`; the hidden-state buffer comes from the plan's host
- * allocator (page-locked when a GPU stage offers it). */
+/* Buffers for one job on KV slot `sequence`, and the family's state for it; the hidden-state
+ * buffer comes from the plan's host allocator (page-locked when a GPU stage offers it). */
 vh_status vh_frame_job_init(vh_frame_job *job, const vh_job_context *ctx, uint32_t sequence, vh_error *err);
 void vh_frame_job_free(vh_frame_job *job);
 
-/* Whether a prompt of n_prompt tokens, the image tokens and the action fit the context. */
-int vh_job_prompt_fits(const vh_job_context *ctx, size_t n_prompt);
+/* Start a frame: the family prepares its inputs and the prefill pass, on the plan's default cut.
+ * VH_ERR_BAD_FRAME when the inputs cannot make a frame. */
+vh_status vh_frame_job_prepare(vh_frame_job *job, uint64_t frame_id, const vh_frame_input *in, vh_error *err);
 
-/* Start a frame: preprocess the image, tokenise, set up the prefill pass on the plan's default
- * cut. rgb: [height rows of `stride` bytes] RGB8. VH_ERR_BAD_FRAME when the prompt does not fit. */
-vh_status vh_frame_job_prepare(vh_frame_job *job, uint64_t frame_id, const uint8_t *rgb, uint32_t width,
-                               uint32_t height, size_t stride, const char *instruction, vh_error *err);
+/* For the family's prepare: the prefill pass over job->tokens[0..n_rows), at position 0. */
+void vh_frame_job_begin_prefill(vh_frame_job *job);
+/* For the family's advance: a decode pass of one row, `token` at KV position `position` (RoPE
+ * position + rope_delta). */
+void vh_frame_job_begin_step(vh_frame_job *job, int32_t token, uint32_t position, int32_t rope_delta);
 
 /* Move the frame's cut: llm_split LLM blocks on stage 0 (two stages; before the first pass). The
  * plan's executors must hold the blocks (vh_plan_split_range). */
 void vh_frame_job_set_split(vh_frame_job *job, uint32_t llm_split);
 
-/* The vision towers and the projector for the job's image, on stage 0 (the prefill pass runs
- * them first unless they ran already; the packed pass runs them before packing). */
+/* The vision blocks for the job's image, on stage 0 (the prefill pass runs them first unless they
+ * ran already; the packed pass runs them before packing). */
 vh_status vh_frame_job_run_vision(vh_frame_job *job, vh_error *err);
 
 /* Run the current pass's part on stage `stage`. */
 vh_status vh_frame_job_run_stage(vh_frame_job *job, uint32_t stage, vh_error *err);
 
-/* After the last stage: record the token; 1 when another pass is needed (set up), 0 when done. */
+/* After the last stage: 1 when another pass is needed (set up), 0 when done. */
 int vh_frame_job_advance(vh_frame_job *job);
 
-/* The action of a finished job. */
+/* The action of a finished job, with its phase times. */
 void vh_frame_job_result(const vh_frame_job *job, vh_frame_result *out);
 
 #endif

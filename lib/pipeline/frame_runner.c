@@ -2,25 +2,22 @@
 
 #include <string.h>
 
-void vh_job_context_init(vh_job_context *ctx, const vh_model *model, const vh_plan *plan, const vh_tokenizer *tokenizer,
-                         const vh_action_decoder *decoder, uint32_t max_context)
+void vh_job_context_init(vh_job_context *ctx, const vh_model *model, const vh_plan *plan, const vh_program *program,
+                         uint32_t max_context)
 {
     memset(ctx, 0, sizeof *ctx);
     ctx->model = model;
     ctx->plan = plan;
-    ctx->tokenizer = tokenizer;
-    ctx->decoder = decoder;
+    ctx->family = model->family;
+    ctx->program = program;
     ctx->max_context = max_context;
-    ctx->bos_id = vh_tokenizer_bos_id(tokenizer) >= 0 ? vh_tokenizer_bos_id(tokenizer) : model->config.bos_id;
-    ctx->eos_id = model->config.eos_id;
 }
 
 vh_status vh_frame_runner_init(vh_frame_runner *r, const vh_model *model, const vh_plan *plan,
-                               const vh_tokenizer *tokenizer, const vh_action_decoder *decoder,
-                               uint32_t max_context, vh_error *err)
+                               const vh_program *program, uint32_t max_context, vh_error *err)
 {
     memset(r, 0, sizeof *r);
-    vh_job_context_init(&r->ctx, model, plan, tokenizer, decoder, max_context);
+    vh_job_context_init(&r->ctx, model, plan, program, max_context);
     return vh_frame_job_init(&r->job, &r->ctx, 0, err);
 }
 
@@ -34,7 +31,9 @@ vh_status vh_frame_runner_run(vh_frame_runner *r, const uint8_t *rgb, uint32_t w
                               size_t stride, const char *instruction, vh_frame_result *out, vh_error *err)
 {
     memset(out, 0, sizeof *out);
-    vh_status st = vh_frame_job_prepare(&r->job, 0, rgb, width, height, stride, instruction, err);
+    const vh_frame_input in = {.rgb = rgb, .width = width, .height = height,
+                               .stride = stride ? stride : (size_t)width * 3, .instruction = instruction};
+    vh_status st = vh_frame_job_prepare(&r->job, 0, &in, err);
     if (st) return st;
     do {
         for (uint32_t i = 0; i < r->ctx.plan->n_stages; i++)

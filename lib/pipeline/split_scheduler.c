@@ -84,7 +84,7 @@ uint32_t vh_split_scheduler_choose(vh_split_scheduler *s, const uint32_t backlog
 void vh_split_scheduler_observe(vh_split_scheduler *s, const vh_frame_job *job)
 {
     const uint32_t blocks[2] = {job->llm_split, s->n_layers - job->llm_split};
-    const uint32_t decode_passes = job->n_generated > 0 ? job->n_generated - 1 : 0;
+    const uint32_t decode_passes = job->n_passes > 0 ? job->n_passes - 1 : 0;
     pthread_mutex_lock(&s->lock);
     s->decode_passes = ewma(s->decode_passes, decode_passes);
     s->fixed_ns[0] = ewma(s->fixed_ns[0], (double)job->vision_ns);

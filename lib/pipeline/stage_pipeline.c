@@ -46,27 +46,19 @@ vh_frame_job *vh_pipeline_pop_waiting(vh_stage_pipeline *p, uint32_t stage)
 void vh_pipeline_complete(vh_stage_pipeline *p, vh_frame_job *job, vh_status st, vh_error *err)
 {
     vh_frame_record *rec = job->owner;
-    vh_action *a = &rec->result;
-    a->status = st;
+    vh_frame_result out;
     if (st == VH_OK) {
-        vh_frame_result out;
         vh_frame_job_result(job, &out);
-        a->action_dim = out.action_dim;
-        memcpy(a->values, out.values, sizeof out.values);
-        memcpy(a->token_ids, out.token_ids, sizeof out.token_ids);
-        a->vision_ns = out.vision_ns;
-        a->prefill_ns = out.prefill_ns;
-        a->decode_ns = out.decode_ns;
         if (p->has_scheduler) vh_split_scheduler_observe(&p->scheduler, job);
         pthread_mutex_lock(&p->lock);
         p->frames_completed++;
         for (uint32_t i = 0; i < p->n_stages; i++) p->handoff_ns[i] += job->handoff_ns[i];
         pthread_mutex_unlock(&p->lock);
     } else {
-        vh_error_prefix(err, "frame %llu: ", (unsigned long long)a->frame_id);
+        vh_error_prefix(err, "frame %llu: ", (unsigned long long)job->frame_id);
         if (p->cfg.on_frame_error) p->cfg.on_frame_error(p->cfg.user, err);
     }
-    vh_frame_queue_finish(p->cfg.frames, rec);
+    vh_frame_queue_answer(p->cfg.frames, rec, st, st == VH_OK ? &out : NULL);
     release_job(p, job);
 }
 
@@ -139,8 +131,9 @@ static void *intake_main(void *arg)
         vh_error err;
         vh_error_clear(&err);
         int64_t t0 = vh_now_ns();
-        vh_status st = vh_frame_job_prepare(job, rec->result.frame_id, rec->rgb, rec->width, rec->height,
-                                            (size_t)rec->width * 3, rec->instruction, &err);
+        job->frame_id = rec->result.frame_id;
+        const vh_frame_input in = vh_frame_record_input(rec);
+        vh_status st = vh_frame_job_prepare(job, rec->result.frame_id, &in, &err);
         if (p->cfg.ctx->trace) {
             char name[48];
             snprintf(name, sizeof name, "prepare f%llu", (unsigned long long)rec->result.frame_id);

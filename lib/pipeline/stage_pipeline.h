@@ -22,7 +22,7 @@
 #define VH_PIPELINE_STAGE_PIPELINE_H
 
 #include "pipeline/frame_job.h"
-#include "session/frame_queue.h"
+#include "queue/frame_queue.h"
 
 #define VH_MAX_FRAMES_IN_FLIGHT 32
 

@@ -15,7 +15,7 @@
 #define VH_PLAN_PLAN_H
 
 #include "backend/plugin_loader.h"
-#include "model/openvla_model.h"
+#include "model/model.h"
 
 #define VH_MAX_STAGES 4
 

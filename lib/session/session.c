@@ -1,6 +1,7 @@
 /*
- * The public session API (include/vlahybrid/vlahybrid.h): model, tokenizer, plan, the frame queue
- * and the stage pipeline that drives frames from the queue through the plan's stages.
+ * The public session API (include/vlahybrid/vlahybrid.h): the model and its family's program
+ * (lib/family/family.h), the plan, the frame queue and the stage pipeline that drives frames from
+ * the queue through the plan's stages.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -10,14 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "action/action_decoder.h"
-#include "model/openvla_model.h"
+#include "family/family.h"
+#include "model/model.h"
 #include "pipeline/frame_runner.h"
 #include "pipeline/stage_pipeline.h"
 #include "plan/plan.h"
-#include "session/frame_queue.h"
-#include "text/bpe_tokenizer.h"
-#include "text/openvla_prompt.h"
+#include "queue/frame_queue.h"
 #include "util/clock.h"
 #include "util/cpu_list.h"
 #include "util/log.h"
@@ -26,21 +25,13 @@
 
 #define MAX_IMAGE_SIDE 16384u
 #define MAX_INSTRUCTION_BYTES 8192u
-/* KV positions reserved for the prompt's text beyond the image tokens and the action. */
-#define PROMPT_TEXT_BUDGET 512u
 #define MAX_WARMUP_FRAMES 64
-/* What the warm-up frames show the model: a camera-sized image and an instruction of a typical
- * length (the prompt's length decides the prefill's row count). */
-#define WARMUP_WIDTH 640u
-#define WARMUP_HEIGHT 480u
-#define WARMUP_INSTRUCTION "pick up the red block and put it in the bowl"
 
 struct vh_session {
     vh_logger log;
     vh_model *model;
-    vh_tokenizer *tokenizer;
-    const vh_action_stats *stats;
-    vh_action_decoder decoder;
+    vh_program *program;               /* the model family's state for this session */
+    vh_program_shape shape;            /* what its frames are: action size, passes, context */
     vh_plan plan;                      /* all zero until made: destroying it is then a no-op */
     vh_job_context jobs;               /* what every frame job shares */
     uint32_t max_context;
@@ -159,29 +150,20 @@ static uint32_t default_warmup_frames(const vh_session *s, vh_execution_mode mod
 static vh_status warm_up(vh_session *s, uint32_t n, vh_error *err)
 {
     if (n == 0) return VH_OK;
-    /* a model whose context cannot hold even this prompt fails such frames one by one, not at
-     * create: then there is nothing to warm up */
-    int32_t *ids = NULL;
-    size_t n_ids = 0;
-    vh_error ignored;
-    if (vh_openvla_prompt_ids(s->tokenizer, s->jobs.bos_id, WARMUP_INSTRUCTION, &ids, &n_ids, &ignored) != VH_OK ||
-        !vh_job_prompt_fits(&s->jobs, n_ids)) {
-        free(ids);
-        vh_log_warn(&s->log, "no warm-up: the model's context of %u positions cannot hold a typical prompt",
+    vh_frame_input in;
+    const int has = s->model->family->warmup_input(s->program, &in);
+    if (has < 0) return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (warm-up frame)");
+    if (has == 0) { /* such a model fails frames one by one, not at create: nothing to warm up */
+        vh_log_warn(&s->log, "no warm-up: the model's context of %u positions cannot hold a typical frame",
                     s->max_context);
         return VH_OK;
     }
-    free(ids);
-    const size_t row_bytes = (size_t)WARMUP_WIDTH * 3;
-    uint8_t *rgb = malloc(row_bytes * WARMUP_HEIGHT);
-    if (!rgb) return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (warm-up frame)");
-    for (size_t i = 0; i < row_bytes * WARMUP_HEIGHT; i++) rgb[i] = (uint8_t)(i * 7 + i / row_bytes);
     vh_frame_queue_set_policy(&s->queue, VH_QUEUE_BLOCK);
     uint32_t submitted = 0;
     vh_status st = VH_OK;
     while (submitted < n && st == VH_OK) {
-        vh_frame_record *rec = new_record(rgb, WARMUP_WIDTH, WARMUP_HEIGHT, row_bytes, WARMUP_INSTRUCTION,
-                                          strlen(WARMUP_INSTRUCTION));
+        vh_frame_record *rec = new_record(in.rgb, in.width, in.height, in.stride, in.instruction,
+                                          strlen(in.instruction));
         uint64_t id;
         if (!rec) st = vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (warm-up frame)");
         else if ((st = vh_frame_queue_submit(&s->queue, rec, &id, err))) vh_frame_record_free(rec);
@@ -198,7 +180,6 @@ static vh_status warm_up(vh_session *s, uint32_t n, vh_error *err)
             st = a.status;
         }
     }
-    free(rgb);
     vh_frame_queue_set_policy(&s->queue, s->policy);
     vh_frame_queue_reset(&s->queue, 1, 1);
     vh_stage_pipeline_clear_stats(s->pipeline);
@@ -210,20 +191,9 @@ static vh_status load_session(vh_session *s, const vh_session_params *p, vh_erro
 {
     vh_status st;
     if ((st = vh_model_load(p->model_path, &s->model, err))) return st;
-    const vh_openvla_config *c = &s->model->config;
-
-    char path[4096];
-    snprintf(path, sizeof path, "%s/tokenizer.model", p->model_path);
-    if ((st = vh_tokenizer_load(path, &s->tokenizer, err))) return st;
-    if (vh_tokenizer_vocab_size(s->tokenizer) > c->vocab)
-        return vh_error_set(err, VH_ERR_BAD_MODEL, "%s has %u pieces, more than the model's vocab_size %u", path,
-                            vh_tokenizer_vocab_size(s->tokenizer), c->vocab);
-
-    if ((st = vh_openvla_config_dataset(c, p->unnorm_key, &s->stats, err))) return st;
-    if ((st = vh_action_decoder_init(&s->decoder, c->vocab_unpadded, c->n_action_bins, s->stats, err))) return st;
-
-    uint64_t context = (uint64_t)s->model->desc.n_image_tokens + PROMPT_TEXT_BUDGET + s->stats->dim;
-    s->max_context = context < c->max_positions ? (uint32_t)context : c->max_positions;
+    if ((st = s->model->family->program_create(s->model, p, &s->program, &s->shape, err))) return st;
+    s->max_context = s->shape.max_context;
+    const uint32_t passes = s->shape.passes_per_frame;
 
     const char *trace_path = p->trace_path ? p->trace_path : secure_getenv("VH_TRACE");
     if (trace_path && *trace_path && (st = vh_trace_open(trace_path, &s->trace, err))) return st;
@@ -231,27 +201,26 @@ static vh_status load_session(vh_session *s, const vh_session_params *p, vh_erro
     const uint32_t n_backends = count_backends(p->backends);
     uint32_t in_flight = 1; /* serial, or a pipeline of one stage */
     if (p->execution_mode == VH_EXECUTION_PACKED) /* two stages: two groups of passes alternate */
-        in_flight = p->frames_in_flight ? p->frames_in_flight : s->stats->dim * (n_backends > 1 ? 2 : 1);
+        in_flight = p->frames_in_flight ? p->frames_in_flight : passes * (n_backends > 1 ? 2 : 1);
     else if (p->execution_mode == VH_EXECUTION_PIPELINE && n_backends > 1)
         in_flight = p->frames_in_flight ? p->frames_in_flight : n_backends;
     if (in_flight > VH_MAX_FRAMES_IN_FLIGHT) in_flight = VH_MAX_FRAMES_IN_FLIGHT;
     const uint32_t zone = p->split_zone >= 0 ? (uint32_t)p->split_zone : p->llm_split >= 0 ? 0 : 2;
-    /* packed: a frame stays dim passes, so in_flight frames admit up to in_flight / dim a pass (an
-     * upper bound with two groups, which share them) */
-    const uint32_t per_pass = p->execution_mode == VH_EXECUTION_PACKED ? (in_flight + s->stats->dim - 1) / s->stats->dim : 1;
+    /* packed: a frame stays `passes` passes, so in_flight frames admit up to in_flight / passes a
+     * pass (an upper bound with two groups, which share them) */
+    const uint32_t per_pass = p->execution_mode == VH_EXECUTION_PACKED ? (in_flight + passes - 1) / passes : 1;
     vh_plan_request req = {.backends = p->backends, .plugin_path = p->plugin_path, .n_threads = p->n_threads,
                            .max_context = s->max_context, .max_sequences = in_flight, .images_per_pass = per_pass,
                            .gpu_memory_budget = p->gpu_memory_budget, .llm_split = p->llm_split, .split_zone = zone,
-                           .action_tokens = s->stats->dim, .log = &s->log};
+                           .action_tokens = passes, .log = &s->log};
     if ((st = vh_plan_create(s->model, &req, &s->plan, err))) return st;
-    vh_job_context_init(&s->jobs, s->model, &s->plan, s->tokenizer, &s->decoder, s->max_context);
-    s->jobs.decode_positions = p->decode_positions;
+    vh_job_context_init(&s->jobs, s->model, &s->plan, s->program, s->max_context);
     s->jobs.trace = s->trace;
     if ((st = vh_frame_queue_init(&s->queue, p->queue_capacity, p->queue_policy, err))) return st;
     s->queue_ready = 1;
     vh_pipeline_config pc = {.ctx = &s->jobs, .frames = &s->queue, .mode = p->execution_mode,
                              .frames_in_flight = in_flight,
-                             .action_tokens = s->stats->dim,
+                             .action_tokens = passes,
                              .on_frame_error = record_frame_error, .user = s};
     if ((st = vh_stage_pipeline_start(&pc, &s->pipeline, err))) return st;
     const uint32_t n_warmup = p->warmup_frames >= 0 ? (uint32_t)p->warmup_frames
@@ -261,8 +230,9 @@ static vh_status load_session(vh_session *s, const vh_session_params *p, vh_erro
 
     char backends[128];
     vh_plan_describe(&s->plan, backends, sizeof backends);
-    vh_log_info(&s->log, "session ready: %s, %u LLM layers, backend %s, unnorm_key '%s', %u warm-up frames "
-                "(%.1f ms)", p->model_path, c->n_layers, backends, s->stats->dataset, n_warmup,
+    vh_log_info(&s->log, "session ready: %s (%s), %u LLM layers, backend %s, unnorm_key '%s', %u warm-up frames "
+                "(%.1f ms)", p->model_path, s->model->family->name, s->model->desc.llm.n_layers, backends,
+                s->shape.label, n_warmup,
                 (vh_now_ns() - warm_start) / 1e6);
     if (s->plan.n_stages == 2) {
         static const char *const how[] = {"", "given", "the most the GPU memory budget holds", "balanced by measured costs"};
@@ -394,8 +364,7 @@ void vh_session_destroy(vh_session *s)
         if (vh_trace_close(s->trace, &err)) vh_log_error(&s->log, "%s", err.message);
     }
     vh_plan_destroy(&s->plan);
-    vh_action_decoder_free(&s->decoder);
-    vh_tokenizer_free(s->tokenizer);
+    if (s->program) s->model->family->program_free(s->program);
     vh_model_free(s->model);
     pthread_mutex_destroy(&s->error_lock);
     free(s);
@@ -517,10 +486,12 @@ vh_status vh_session_prompt_ids(vh_session *s, const char *instruction, int32_t 
     if (!s) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
     if (!instruction || !count || (capacity && !ids))
         return fail(s, VH_ERR_INVALID_ARGUMENT, "%s", "instruction, ids and count must not be NULL");
+    if (!s->model->family->prompt_ids)
+        return fail(s, VH_ERR_UNSUPPORTED, "model family '%s' has no text prompt", s->model->family->name);
     int32_t *all = NULL;
     size_t n = 0;
     vh_error err;
-    vh_status st = vh_openvla_prompt_ids(s->tokenizer, s->jobs.bos_id, instruction, &all, &n, &err);
+    vh_status st = s->model->family->prompt_ids(s->program, instruction, &all, &n, &err);
     if (st) return report(s, &err);
     *count = n;
     if (capacity) memcpy(ids, all, sizeof *ids * (n < capacity ? n : capacity));
@@ -540,11 +511,11 @@ vh_status vh_session_get_info(vh_session *s, vh_session_info *info)
                     "vh_session_info");
     vh_session_info out;
     vh_session_info_init(&out);
-    out.action_dim = s->stats->dim;
+    out.action_dim = s->shape.action_dim;
     out.n_llm_layers = s->model->desc.llm.n_layers;
     out.n_prompt_image_tokens = s->model->desc.n_image_tokens;
     vh_plan_describe(&s->plan, out.backends, sizeof out.backends);
-    snprintf(out.unnorm_key, sizeof out.unnorm_key, "%s", s->stats->dataset);
+    snprintf(out.unnorm_key, sizeof out.unnorm_key, "%s", s->shape.label);
     out.host_weight_bytes = vh_checkpoint_mapped_bytes(s->model->checkpoint);
     for (uint32_t i = 0; i < s->plan.n_stages; i++) {
         vh_memory_report m = {0};

@@ -3,7 +3,7 @@
 #include <jansson.h>
 #include <string.h>
 
-#include "action/action_decoder.h"
+#include "family/openvla/openvla_action_decoder.h"
 #include "test_support.h"
 
 static json_t *load_reference(void)

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "model/openvla_config.h"
+#include "family/openvla/openvla_config.h"
 #include "test_support.h"
 
 static char *config_text(size_t *len)

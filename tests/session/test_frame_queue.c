@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "session/frame_queue.h"
+#include "queue/frame_queue.h"
 #include "test_support.h"
 #include "util/clock.h"
 

@@ -9,10 +9,10 @@
 #include <string.h>
 
 #include "image_file.h"
-#include "model/openvla_model.h"
+#include "family/openvla/openvla_model.h"
 #include "pipeline/frame_runner.h"
 #include "test_support.h"
-#include "text/openvla_prompt.h"
+#include "family/openvla/openvla_family.h"
 
 /* Built once per backend (tests/session/meson.build, tests/cuda/meson.build). The defaults are
  * cpu_generic's: fp32 compute against a float64 reference. */
@@ -83,8 +83,7 @@ static uint8_t *load_case_image(const json_t *c, uint32_t *w, uint32_t *h)
 
 typedef struct loaded {
     vh_model *model;
-    vh_tokenizer *tokenizer;
-    vh_action_decoder decoder;
+    vh_program *program;
     vh_plan plan;
     vh_frame_runner runner;
 } loaded;
@@ -95,18 +94,17 @@ static void load_fixture(const fixture *f, const char *unnorm_key, loaded *L)
     char *dir = vh_test_source_path(f->model);
     vh_error err;
     ck_assert_msg(vh_model_load(dir, &L->model, &err) == VH_OK, "%s", err.message);
-    char path[4096];
-    snprintf(path, sizeof path, "%s/tokenizer.model", dir);
-    ck_assert_msg(vh_tokenizer_load(path, &L->tokenizer, &err) == VH_OK, "%s", err.message);
-    const vh_action_stats *stats;
-    ck_assert_msg(vh_openvla_config_dataset(&L->model->config, unnorm_key, &stats, &err) == VH_OK, "%s", err.message);
-    ck_assert_int_eq(vh_action_decoder_init(&L->decoder, L->model->config.vocab_unpadded,
-                                            L->model->config.n_action_bins, stats, &err), VH_OK);
+    ck_assert_ptr_eq(L->model->family, &vh_family_openvla);
+    vh_session_params params;
+    vh_session_params_init(&params);
+    params.unnorm_key = unnorm_key;
+    vh_program_shape shape;
+    ck_assert_msg(vh_family_openvla.program_create(L->model, &params, &L->program, &shape, &err) == VH_OK, "%s",
+                  err.message);
     uint32_t context = L->model->desc.n_image_tokens + 128;
     vh_plan_request req = {.backends = FIXTURE_BACKEND, .max_context = context, .llm_split = FIXTURE_SPLIT};
     ck_assert_msg(vh_plan_create(L->model, &req, &L->plan, &err) == VH_OK, "%s", err.message);
-    ck_assert_int_eq(vh_frame_runner_init(&L->runner, L->model, &L->plan, L->tokenizer, &L->decoder, context, &err),
-                     VH_OK);
+    ck_assert_int_eq(vh_frame_runner_init(&L->runner, L->model, &L->plan, L->program, context, &err), VH_OK);
     L->runner.job.step_logits = malloc(sizeof(float) * VH_MAX_ACTION_DIM * L->model->desc.llm.vocab);
 #ifdef FIXTURE_COPY_HIDDEN
     L->runner.ctx.copy_hidden = 1; /* the rows cross by write_hidden / read_hidden, not in place */
@@ -119,8 +117,7 @@ static void unload_fixture(loaded *L)
     free(L->runner.job.step_logits);
     vh_frame_runner_free(&L->runner);
     vh_plan_destroy(&L->plan);
-    vh_action_decoder_free(&L->decoder);
-    vh_tokenizer_free(L->tokenizer);
+    vh_family_openvla.program_free(L->program);
     vh_model_free(L->model);
 }
 
@@ -161,14 +158,15 @@ static void check_case(loaded *L, const json_t *ref, const json_t *c, int hf440,
     uint8_t *rgb = load_case_image(c, &w, &h);
     vh_frame_result out;
     vh_error err;
-    L->runner.ctx.decode_positions = hf440 ? VH_DECODE_POSITIONS_OPENVLA_HF440 : VH_DECODE_POSITIONS_CONTIGUOUS;
+    vh_openvla_program_set_decode_positions(L->program, hf440 ? VH_DECODE_POSITIONS_OPENVLA_HF440
+                                                              : VH_DECODE_POSITIONS_CONTIGUOUS);
     ck_assert_msg(vh_frame_runner_run(&L->runner, rgb, w, h, 0, instruction, &out, &err) == VH_OK, "%s", err.message);
     free(rgb);
     check_pixels(L, ref, json_object_get(json_object_get(ref, "images"), name));
 
     int32_t *prompt;
     size_t n_prompt;
-    ck_assert_int_eq(vh_openvla_prompt_ids(L->tokenizer, L->runner.ctx.bos_id, instruction, &prompt, &n_prompt, &err), VH_OK);
+    ck_assert_int_eq(vh_family_openvla.prompt_ids(L->program, instruction, &prompt, &n_prompt, &err), VH_OK);
     ck_assert_msg(ids_equal(json_object_get(c, "prompt_ids"), prompt, n_prompt), "%s / %s: prompt ids differ", name,
                   instruction);
     free(prompt);

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/openvla_model.h"
+#include "family/openvla/openvla_model.h"
 #include "plan/plan.h"
 #include "test_support.h"
 

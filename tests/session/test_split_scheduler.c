@@ -40,7 +40,7 @@ static vh_frame_job frame(uint32_t split, uint32_t n, double block0, double bloc
     vh_frame_job j;
     memset(&j, 0, sizeof j);
     j.llm_split = split;
-    j.n_generated = 7;
+    j.n_passes = 7;
     j.vision_ns = (int64_t)vision;
     j.head_ns[VH_PASS_PREFILL] = (int64_t)(head / 7);
     j.head_ns[VH_PASS_DECODE] = (int64_t)(head * 6 / 7);

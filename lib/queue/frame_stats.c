@@ -1,4 +1,4 @@
-#include "session/frame_stats.h"
+#include "queue/frame_stats.h"
 
 void vh_frame_stats_answered(vh_frame_stats *s, const vh_action *a)
 {

@@ -5,10 +5,10 @@
  *   bin     = clip(vocab_unpadded - token - 1, 0, n_action_bins - 2)
  *   value   = mask ? 0.5 * (centres[bin] + 1) * (q99 - q01) + q01 : centres[bin]
  */
-#ifndef VH_ACTION_ACTION_DECODER_H
-#define VH_ACTION_ACTION_DECODER_H
+#ifndef VH_FAMILY_OPENVLA_ACTION_DECODER_H
+#define VH_FAMILY_OPENVLA_ACTION_DECODER_H
 
-#include "model/openvla_config.h"
+#include "family/openvla/openvla_config.h"
 
 typedef struct vh_action_decoder {
     uint32_t vocab_unpadded;           /* 32000 for OpenVLA: text vocab minus the padding */

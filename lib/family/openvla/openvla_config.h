@@ -7,8 +7,8 @@
  * Small test checkpoints describe different tower sizes with this project's extension
  * "vision_backbone_overrides" (a list, one object per timm id).
  */
-#ifndef VH_MODEL_OPENVLA_CONFIG_H
-#define VH_MODEL_OPENVLA_CONFIG_H
+#ifndef VH_FAMILY_OPENVLA_CONFIG_H
+#define VH_FAMILY_OPENVLA_CONFIG_H
 
 #include "util/error.h"
 #include "vlahybrid/backend.h"

@@ -1,4 +1,4 @@
-#include "action/action_decoder.h"
+#include "family/openvla/openvla_action_decoder.h"
 
 #include <stdlib.h>
 

@@ -4,8 +4,8 @@
  * The trailing 29871 (Llama-2's "▁", the empty token the model saw after "Out:" in training) is
  * appended unless the ids already end with it; forgetting it silently changes the actions.
  */
-#ifndef VH_TEXT_OPENVLA_PROMPT_H
-#define VH_TEXT_OPENVLA_PROMPT_H
+#ifndef VH_FAMILY_OPENVLA_PROMPT_H
+#define VH_FAMILY_OPENVLA_PROMPT_H
 
 #include "text/bpe_tokenizer.h"
 

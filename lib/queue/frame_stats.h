@@ -3,8 +3,8 @@
  * refused and answered with each outcome, and the latencies of those answered with an action.
  * The frame queue records into it under its lock as each frame is answered.
  */
-#ifndef VH_SESSION_FRAME_STATS_H
-#define VH_SESSION_FRAME_STATS_H
+#ifndef VH_QUEUE_FRAME_STATS_H
+#define VH_QUEUE_FRAME_STATS_H
 
 #include "util/latency_window.h"
 

@@ -1,4 +1,4 @@
-#include "session/frame_queue.h"
+#include "queue/frame_queue.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -13,6 +13,13 @@ void vh_frame_record_free(vh_frame_record *rec)
     free(rec->rgb);
     free(rec->instruction);
     free(rec);
+}
+
+vh_frame_input vh_frame_record_input(const vh_frame_record *rec)
+{
+    return (vh_frame_input){.rgb = rec->rgb, .width = rec->width, .height = rec->height,
+                            .stride = (size_t)rec->width * 3, .instruction = rec->instruction,
+                            .episode = rec->result.episode};
 }
 
 vh_status vh_frame_queue_init(vh_frame_queue *q, uint32_t capacity, vh_queue_policy policy, vh_error *err)
@@ -161,6 +168,21 @@ void vh_frame_queue_finish(vh_frame_queue *q, vh_frame_record *rec)
     q->n_running--;
     mark_done(q, rec);
     pthread_mutex_unlock(&q->lock);
+}
+
+void vh_frame_queue_answer(vh_frame_queue *q, vh_frame_record *rec, vh_status status, const vh_frame_result *res)
+{
+    vh_action *a = &rec->result; /* the worker holds a RUNNING record alone: no lock needed to fill it */
+    a->status = status;
+    if (status == VH_OK && res) {
+        a->action_dim = res->action_dim;
+        memcpy(a->values, res->values, sizeof res->values);
+        memcpy(a->token_ids, res->token_ids, sizeof res->token_ids);
+        a->vision_ns = res->vision_ns;
+        a->prefill_ns = res->prefill_ns;
+        a->decode_ns = res->decode_ns;
+    }
+    vh_frame_queue_finish(q, rec);
 }
 
 static struct timespec timespec_at(int64_t ns)

@@ -10,16 +10,17 @@
  * Deadlines: a pending record whose deadline has passed is answered VH_ERR_EXPIRED instead of
  * being started, at the latest when the worker would take it or a poller waits for it.
  *
- * Every answer is counted in the queue's statistics (session/frame_stats.h).
+ * Every answer is counted in the queue's statistics (queue/frame_stats.h).
  *
  * Thread-safety: every function may be called from any thread; one lock guards the FIFO.
  */
-#ifndef VH_SESSION_FRAME_QUEUE_H
-#define VH_SESSION_FRAME_QUEUE_H
+#ifndef VH_QUEUE_FRAME_QUEUE_H
+#define VH_QUEUE_FRAME_QUEUE_H
 
 #include <pthread.h>
 
-#include "session/frame_stats.h"
+#include "queue/frame_io.h"
+#include "queue/frame_stats.h"
 #include "util/error.h"
 
 typedef enum vh_record_state {
@@ -68,6 +69,10 @@ vh_status vh_frame_queue_submit(vh_frame_queue *q, vh_frame_record *rec, uint64_
 vh_frame_record *vh_frame_queue_take(vh_frame_queue *q);
 /* The worker's side: rec->result is filled in; make it visible to pollers. */
 void vh_frame_queue_finish(vh_frame_queue *q, vh_frame_record *rec);
+/* The worker's side: answer a RUNNING record with `status` and, when VH_OK, the frame's result. */
+void vh_frame_queue_answer(vh_frame_queue *q, vh_frame_record *rec, vh_status status, const vh_frame_result *res);
+/* The inputs of a RUNNING record (views into it, valid until it is answered). */
+vh_frame_input vh_frame_record_input(const vh_frame_record *rec);
 
 /* Copy the oldest result into *out (at most out_size bytes; the caller fixes struct_size) and
  * forget its record. timeout_ms < 0 waits without limit. VH_ERR_TIMEOUT when none is ready in

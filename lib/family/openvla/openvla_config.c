@@ -1,4 +1,4 @@
-#include "model/openvla_config.h"
+#include "family/openvla/openvla_config.h"
 
 #include <jansson.h>
 #include <math.h>

@@ -1,104 +1,28 @@
-#include "model/openvla_model.h"
+#include "family/openvla/openvla_model.h"
 
-#include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "model/tensor_lookup.h"
 #include "util/file_read.h"
 
 #define MAX_CONFIG_BYTES (64u << 20)
 
 typedef struct loader {
     vh_model *model;
+    vh_openvla_model *ov;
     vh_error *err;
 } loader;
+
+/* A tensor of the checkpoint, checked (model/tensor_lookup.h). */
+#define takef(L, view, optional, shape, ...) vh_tensor_takef((L)->model->checkpoint, view, optional, shape, (L)->err, __VA_ARGS__)
+#define SHAPE VH_SHAPE
 
 static const char *const tower_prefix[VH_MAX_TOWERS] = {
     "vision_backbone.featurizer.",
     "vision_backbone.fused_featurizer.",
 };
-
-static int to_vh_dtype(vh_st_dtype st, vh_dtype *out)
-{
-    switch (st) {
-    case VH_ST_F32: *out = VH_DTYPE_F32; return 1;
-    case VH_ST_F16: *out = VH_DTYPE_F16; return 1;
-    case VH_ST_BF16: *out = VH_DTYPE_BF16; return 1;
-    default: return 0;
-    }
-}
-
-static void format_shape(char *buf, size_t size, uint32_t ndim, const int64_t *shape)
-{
-    size_t used = (size_t)snprintf(buf, size, "[");
-    for (uint32_t i = 0; i < ndim && used < size; i++)
-        used += (size_t)snprintf(buf + used, size - used, i ? ", %lld" : "%lld", (long long)shape[i]);
-    if (used < size) snprintf(buf + used, size - used, "]");
-}
-
-typedef struct tensor_shape {
-    uint32_t ndim;
-    int64_t dims[4];
-} tensor_shape;
-
-/* Look a tensor up, check it is a float tensor of exactly `shape`, and fill `view`.
- * Absent + optional: view->data = NULL, VH_OK. */
-static vh_status take(loader *L, vh_tensor_view *view, int optional, const char *name, tensor_shape shape)
-{
-    memset(view, 0, sizeof *view);
-    vh_st_file *file = NULL;
-    const vh_st_tensor *t = vh_checkpoint_find(L->model->checkpoint, name, &file);
-    if (!t) {
-        if (optional) return VH_OK;
-        return vh_error_set(L->err, VH_ERR_BAD_MODEL, "%s: tensor '%s' is missing from the checkpoint",
-                            vh_checkpoint_dir(L->model->checkpoint), name);
-    }
-    const char *file_name = vh_st_path(file);
-    vh_dtype dtype;
-    if (!to_vh_dtype(t->dtype, &dtype)) {
-        return vh_error_set(L->err, VH_ERR_BAD_MODEL, "%s: tensor '%s' has dtype %s; expected F32, F16 or BF16",
-                            file_name, name, vh_st_dtype_name(t->dtype));
-    }
-    int ok = t->ndim == shape.ndim;
-    for (uint32_t i = 0; ok && i < shape.ndim; i++) ok = t->shape[i] == (uint64_t)shape.dims[i];
-    if (!ok) {
-        char want[128], got[128];
-        int64_t got_dims[8];
-        uint32_t got_ndim = t->ndim < 8 ? t->ndim : 8;
-        for (uint32_t i = 0; i < got_ndim; i++) got_dims[i] = (int64_t)t->shape[i];
-        format_shape(want, sizeof want, shape.ndim, shape.dims);
-        format_shape(got, sizeof got, got_ndim, got_dims);
-        return vh_error_set(L->err, VH_ERR_BAD_MODEL, "%s: tensor '%s' has shape %s; the config implies %s",
-                            file_name, name, got, want);
-    }
-    const void *data = NULL;
-    vh_status st = vh_st_data(file, t, &data, L->err);
-    if (st) return st;
-    view->data = data;
-    view->dtype = dtype;
-    view->ndim = shape.ndim;
-    for (uint32_t i = 0; i < shape.ndim; i++) view->shape[i] = shape.dims[i];
-    view->name = t->name;
-    return VH_OK;
-}
-
-/* take() with a printf-formatted name. */
-static vh_status takef(loader *L, vh_tensor_view *view, int optional, tensor_shape shape, const char *fmt, ...)
-    VH_PRINTF(5, 6);
-static vh_status takef(loader *L, vh_tensor_view *view, int optional, tensor_shape shape, const char *fmt, ...)
-{
-    char name[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(name, sizeof name, fmt, ap);
-    va_end(ap);
-    return take(L, view, optional, name, shape);
-}
-
-#define SHAPE(...) ((tensor_shape){(uint32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), {__VA_ARGS__}})
 
 static void describe_tower(const vh_vision_tower_config *tc, vh_vit_desc *d)
 {
@@ -126,7 +50,7 @@ static vh_status load_tower(loader *L, uint32_t t, uint32_t *next_block)
     const int64_t D = d->embed_dim, H = d->mlp_hidden, P = d->patch_size;
     vh_status st;
 
-    m->tower_first_block[t] = *next_block;
+    L->ov->tower_first_block[t] = *next_block;
     vh_block_desc *b = &m->blocks[(*next_block)++];
     b->kind = VH_BLOCK_VIT_EMBED;
     b->tower = t;
@@ -190,7 +114,7 @@ static vh_status load_projector(loader *L, uint32_t *next_block)
 {
     vh_model *m = L->model;
     const int64_t Dv = m->desc.vision_dim, Dl = m->desc.llm.hidden, H1 = m->desc.projector_hidden;
-    m->projector_block = *next_block;
+    L->ov->projector_block = *next_block;
     vh_block_desc *b = &m->blocks[(*next_block)++];
     b->kind = VH_BLOCK_PROJECTOR;
     b->n_tensors = VH_PROJ_N_TENSORS;
@@ -249,7 +173,7 @@ static vh_status load_llm(loader *L, uint32_t *next_block)
     b->kind = VH_BLOCK_LLM_HEAD;
     b->n_tensors = VH_LLM_HEAD_N_TENSORS;
     if ((st = takef(L, &b->tensors[VH_LLM_HEAD_NORM], 0, SHAPE(Dl), "%snorm.weight", pre))) return st;
-    if ((st = takef(L, &b->tensors[VH_LLM_HEAD_LM], m->config.tie_word_embeddings, SHAPE(V, Dl), "%s", "language_model.lm_head.weight")))
+    if ((st = takef(L, &b->tensors[VH_LLM_HEAD_LM], L->ov->config.tie_word_embeddings, SHAPE(V, Dl), "%s", "language_model.lm_head.weight")))
         return st;
     if (!b->tensors[VH_LLM_HEAD_LM].data) b->tensors[VH_LLM_HEAD_LM] = embed; /* tied embeddings */
     return VH_OK;
@@ -269,33 +193,29 @@ static vh_status read_folder_file(const char *dir, const char *name, int optiona
     return st;
 }
 
-static vh_status load(const char *dir, vh_model *m, vh_error *err)
+vh_status vh_openvla_load(vh_model *m, const char *dir, const char *config_text, size_t config_len,
+                          const char *config_path, vh_error *err)
 {
-    struct stat st_dir;
-    if (stat(dir, &st_dir) != 0)
-        return vh_error_set(err, VH_ERR_IO, "model folder %s: %s", dir, strerror(errno));
-    if (!S_ISDIR(st_dir.st_mode))
-        return vh_error_set(err, VH_ERR_IO, "model path %s is not a folder (give the checkpoint folder)", dir);
+    vh_openvla_model *ov = calloc(1, sizeof *ov);
+    if (!ov) return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory");
+    m->family_model = ov;
+    vh_status st = vh_openvla_config_parse(config_text, config_len, config_path, &ov->config, err);
+    if (st) return st;
+
     char path[4096];
     char *text = NULL;
     size_t len = 0;
-    vh_status st = read_folder_file(dir, "config.json", 0, &text, &len, path, sizeof path, err);
-    if (st) return st;
-    st = vh_openvla_config_parse(text, len, path, &m->config, err);
-    free(text);
-    if (st) return st;
-
     if ((st = read_folder_file(dir, "preprocessor_config.json", 1, &text, &len, path, sizeof path, err)))
         return st;
     if (text) {
-        st = vh_openvla_config_apply_preprocessor(&m->config, text, len, path, err);
+        st = vh_openvla_config_apply_preprocessor(&ov->config, text, len, path, err);
         free(text);
         if (st) return st;
     }
 
     if ((st = vh_checkpoint_open(dir, &m->checkpoint, err))) return st;
 
-    const vh_openvla_config *c = &m->config;
+    const vh_openvla_config *c = &ov->config;
     vh_model_desc *d = &m->desc;
     d->n_towers = c->n_towers;
     uint32_t n_blocks = 0;
@@ -312,14 +232,11 @@ static vh_status load(const char *dir, vh_model *m, vh_error *err)
         .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .head_dim = c->head_dim,
         .vocab = c->vocab, .rms_eps = c->rms_eps, .rope_theta = c->rope_theta,
     };
+    m->max_positions = c->max_positions;
     n_blocks += 1 /* projector */ + 1 /* embed */ + c->n_layers + 1 /* head */;
+    if ((st = vh_model_alloc_blocks(m, n_blocks, err))) return st;
 
-    m->blocks = calloc(n_blocks, sizeof *m->blocks);
-    if (!m->blocks) return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (%u blocks)", n_blocks);
-    d->blocks = m->blocks;
-    d->n_blocks = n_blocks;
-
-    loader L = {m, err};
+    loader L = {m, ov, err};
     uint32_t next = 0;
     for (uint32_t t = 0; t < c->n_towers; t++)
         if ((st = load_tower(&L, t, &next))) return st;
@@ -327,25 +244,11 @@ static vh_status load(const char *dir, vh_model *m, vh_error *err)
     return VH_OK;
 }
 
-vh_status vh_model_load(const char *dir, vh_model **model, vh_error *err)
+void vh_openvla_unload(vh_model *m)
 {
-    *model = NULL;
-    vh_model *m = calloc(1, sizeof *m);
-    if (!m) return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory");
-    vh_status st = load(dir, m, err);
-    if (st) {
-        vh_model_free(m);
-        return st;
-    }
-    *model = m;
-    return VH_OK;
-}
-
-void vh_model_free(vh_model *m)
-{
-    if (!m) return;
-    free(m->blocks);
-    vh_checkpoint_close(m->checkpoint);
-    vh_openvla_config_free(&m->config);
-    free(m);
+    vh_openvla_model *ov = m->family_model;
+    if (!ov) return;
+    vh_openvla_config_free(&ov->config);
+    free(ov);
+    m->family_model = NULL;
 }

@@ -1,4 +1,4 @@
-#include "text/openvla_prompt.h"
+#include "family/openvla/openvla_prompt.h"
 
 #include <stdio.h>
 #include <stdlib.h>

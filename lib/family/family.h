@@ -1,0 +1,93 @@
+/*
+ * A model family (OpenVLA, and the driving VLAs to come): everything the core does not know about
+ * a model. The core (session, queue, pipeline, plan, checkpoint readers, image and text
+ * libraries) names no family; it finds one by config.json's model_type in the family table
+ * (family_table.c) and calls it through this table of functions.
+ *
+ * A family owns:
+ *   - its config: detection (model_type) and parsing, tensor names, the block list with its
+ *     phases (lib/model/model.h says which phases two stages may split);
+ *   - its tokenizer and prompt;
+ *   - the per-frame program: prepare a frame job from a frame's inputs (the vision planes and the
+ *     prefill rows), decide after each pass whether another follows (and set it up), and turn a
+ *     finished job into a result;
+ *   - episode state: what a frame carries to later frames of its episode. Each frame's inputs
+ *     name its episode (vh_session_reset starts a new one); a family that keeps state starts
+ *     afresh at a frame of a new episode.
+ * The core owns the passes themselves: it runs the vision blocks and the rows of each pass on the
+ * plan's stages, serially, pipelined or packed with other frames' rows (lib/pipeline/).
+ *
+ * Adding a family is a folder lib/family/<name>/ with one file defining a `vh_family`, and one
+ * entry in family_table.c (doc/architecture.md, "Model families").
+ *
+ * Threading: load / unload and program_create / program_free run in the session's creating
+ * thread. The job functions run in whichever pipeline thread holds the job (one at a time per
+ * job, jobs of one session possibly at once): they may read the program but not change it.
+ * (warmup_input runs in the creating thread before any frame.)
+ */
+#ifndef VH_FAMILY_FAMILY_H
+#define VH_FAMILY_FAMILY_H
+
+#include "model/model.h"
+#include "queue/frame_io.h"
+#include "util/error.h"
+
+struct vh_frame_job;
+
+/* A family's per-session state (statistics chosen by the session's parameters, episode state):
+ * defined by each family. */
+typedef struct vh_program vh_program;
+
+/* What the core needs to know of a session's frames to size and drive them. */
+typedef struct vh_program_shape {
+    uint32_t action_dim;               /* values in an action */
+    uint32_t passes_per_frame;         /* passes a frame makes at most (prefill + decode steps): the
+                                          packed mode's frames in flight follow it */
+    uint32_t max_context;              /* KV positions a frame needs at most */
+    char label[64];                    /* reported as vh_session_info.unnorm_key */
+} vh_program_shape;
+
+typedef struct vh_family {
+    const char *name;                  /* "openvla" */
+    const char *model_type;            /* the config.json model_type it claims */
+
+    /* Load the checkpoint folder `dir`: parse config.json (`config_text`, named `config_path` in
+     * messages), open the weights (m->checkpoint), fill m's block list, phases and max_positions,
+     * and keep what else it parsed in m->family_model. On failure unload is still called. */
+    vh_status (*load)(vh_model *m, const char *dir, const char *config_text, size_t config_len,
+                      const char *config_path, vh_error *err);
+    void (*unload)(vh_model *m);       /* frees m->family_model (NULL-safe) */
+
+    /* A session's program: reads the parameters the family has (unnorm_key, decode_positions, ...).
+     * *shape describes its frames. */
+    vh_status (*program_create)(const vh_model *m, const vh_session_params *params, vh_program **program,
+                                vh_program_shape *shape, vh_error *err);
+    void (*program_free)(vh_program *program);
+
+    /* A job's own state (job->family_job), made once per job of the pipeline. */
+    vh_status (*job_init)(const vh_program *program, struct vh_frame_job *job, vh_error *err);
+    void (*job_free)(struct vh_frame_job *job);
+    /* Start a frame: fill the job's vision planes and prefill rows (job->pixels, job->tokens,
+     * job->n_rows) from the inputs and call vh_frame_job_begin_prefill. VH_ERR_BAD_FRAME when the
+     * inputs cannot make a frame (the message says why). */
+    vh_status (*prepare)(struct vh_frame_job *job, const vh_frame_input *in, vh_error *err);
+    /* After the last stage of a pass (job->next_token holds the head's token): 1 when another pass
+     * follows (set up with vh_frame_job_begin_step), 0 when the frame is done. */
+    int (*advance)(struct vh_frame_job *job);
+    /* The action of a finished job (timings are the core's). */
+    void (*result)(const struct vh_frame_job *job, vh_frame_result *out);
+
+    /* A typical frame for the session's warm-up (memory the program owns): 1; 0 when the model
+     * cannot run one (then there is no warm-up); -1 when out of memory. */
+    int (*warmup_input)(vh_program *program, vh_frame_input *in);
+    /* The prompt's token ids for an instruction (*ids malloc'd); NULL: the family has no text prompt. */
+    vh_status (*prompt_ids)(const vh_program *program, const char *instruction, int32_t **ids, size_t *n_ids,
+                            vh_error *err);
+} vh_family;
+
+/* The family claiming `model_type`, or NULL. */
+const vh_family *vh_family_find(const char *model_type);
+/* The model types the table knows, comma-separated, for messages. */
+void vh_family_known_types(char *list, size_t size);
+
+#endif

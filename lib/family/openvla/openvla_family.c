@@ -1,0 +1,243 @@
+#include "family/openvla/openvla_family.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "family/openvla/openvla_action_decoder.h"
+#include "family/openvla/openvla_model.h"
+#include "family/openvla/openvla_prompt.h"
+#include "image/bicubic_resize.h"
+#include "image/normalize.h"
+#include "pipeline/frame_job.h"
+#include "text/bpe_tokenizer.h"
+
+/* KV positions reserved for the prompt's text beyond the image tokens and the action. */
+#define PROMPT_TEXT_BUDGET 512u
+/* What the warm-up frames show the model: a camera-sized image and an instruction of a typical
+ * length (the prompt's length decides the prefill's row count). */
+#define WARMUP_WIDTH 640u
+#define WARMUP_HEIGHT 480u
+#define WARMUP_INSTRUCTION "pick up the red block and put it in the bowl"
+
+struct vh_program {
+    const vh_model *model;
+    const vh_openvla_config *config;
+    vh_tokenizer *tokenizer;
+    const vh_action_stats *stats;      /* the unnorm_key's dataset */
+    vh_action_decoder decoder;
+    int32_t bos_id, eos_id;
+    uint32_t max_context;
+    vh_decode_positions decode_positions;
+    uint8_t *warmup_rgb;               /* made on first use */
+};
+
+/* One frame's OpenVLA state (job->family_job). */
+typedef struct openvla_job {
+    uint8_t *resized[VH_MAX_TOWERS];   /* [S, S, 3] per tower */
+    int32_t *prompt;                   /* the prompt's ids (malloc'd per frame) */
+    size_t n_prompt;
+    uint32_t n_generated;
+    int32_t generated[VH_MAX_ACTION_DIM];
+} openvla_job;
+
+static vh_status program_create(const vh_model *m, const vh_session_params *params, vh_program **out,
+                                vh_program_shape *shape, vh_error *err)
+{
+    *out = NULL;
+    vh_program *p = calloc(1, sizeof *p);
+    if (!p) return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory");
+    p->model = m;
+    p->config = vh_openvla_config_of(m);
+    p->decode_positions = params->decode_positions;
+    const vh_openvla_config *c = p->config;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tokenizer.model", vh_checkpoint_dir(m->checkpoint));
+    vh_status st = vh_tokenizer_load(path, &p->tokenizer, err);
+    if (!st && vh_tokenizer_vocab_size(p->tokenizer) > c->vocab)
+        st = vh_error_set(err, VH_ERR_BAD_MODEL, "%s has %u pieces, more than the model's vocab_size %u", path,
+                          vh_tokenizer_vocab_size(p->tokenizer), c->vocab);
+    if (!st) st = vh_openvla_config_dataset(c, params->unnorm_key, &p->stats, err);
+    if (!st) st = vh_action_decoder_init(&p->decoder, c->vocab_unpadded, c->n_action_bins, p->stats, err);
+    if (st) {
+        vh_family_openvla.program_free(p);
+        return st;
+    }
+    p->bos_id = vh_tokenizer_bos_id(p->tokenizer) >= 0 ? vh_tokenizer_bos_id(p->tokenizer) : c->bos_id;
+    p->eos_id = c->eos_id;
+    uint64_t context = (uint64_t)m->desc.n_image_tokens + PROMPT_TEXT_BUDGET + p->stats->dim;
+    p->max_context = context < c->max_positions ? (uint32_t)context : c->max_positions;
+
+    memset(shape, 0, sizeof *shape);
+    shape->action_dim = p->stats->dim;
+    shape->passes_per_frame = p->stats->dim; /* one token a pass */
+    shape->max_context = p->max_context;
+    snprintf(shape->label, sizeof shape->label, "%s", p->stats->dataset);
+    *out = p;
+    return VH_OK;
+}
+
+static void program_free(vh_program *p)
+{
+    if (!p) return;
+    vh_action_decoder_free(&p->decoder);
+    vh_tokenizer_free(p->tokenizer);
+    free(p->warmup_rgb);
+    free(p);
+}
+
+void vh_openvla_program_set_decode_positions(vh_program *p, vh_decode_positions positions)
+{
+    p->decode_positions = positions;
+}
+
+int32_t vh_openvla_program_bos_id(const vh_program *p) { return p->bos_id; }
+
+static vh_status job_init(const vh_program *p, vh_frame_job *job, vh_error *err)
+{
+    openvla_job *oj = calloc(1, sizeof *oj);
+    if (!oj) return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (frame buffers)");
+    job->family_job = oj;
+    for (uint32_t t = 0; t < p->model->desc.n_towers; t++) {
+        size_t s = p->model->desc.towers[t].image_size;
+        if (!(oj->resized[t] = malloc(s * s * 3)))
+            return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (frame buffers)");
+    }
+    return VH_OK;
+}
+
+static void job_free(vh_frame_job *job)
+{
+    openvla_job *oj = job->family_job;
+    for (uint32_t t = 0; t < VH_MAX_TOWERS; t++) free(oj->resized[t]);
+    free(oj->prompt);
+    free(oj);
+    job->family_job = NULL;
+}
+
+/* Whether a prompt of n_prompt tokens, the image tokens and the action fit the context. */
+static int prompt_fits(const vh_program *p, size_t n_prompt)
+{
+    return (uint64_t)n_prompt + p->model->desc.n_image_tokens + p->stats->dim <= p->max_context;
+}
+
+/* Resize the frame for each tower (Pillow's bicubic, as the processor's TVF.resize does) and
+ * normalise it with that tower's mean and std. Towers of one size share the resize. */
+static vh_status preprocess(const vh_program *p, vh_frame_job *job, const vh_frame_input *in, vh_error *err)
+{
+    const vh_model *m = p->model;
+    openvla_job *oj = job->family_job;
+    for (uint32_t t = 0; t < m->desc.n_towers; t++) {
+        const uint32_t S = m->desc.towers[t].image_size;
+        const vh_vision_tower_config *tc = &p->config->towers[t];
+        if (t > 0 && S == m->desc.towers[0].image_size) {
+            memcpy(oj->resized[t], oj->resized[0], (size_t)S * S * 3);
+        } else {
+            vh_status st = vh_resize_bicubic_rgb8(in->rgb, in->width, in->height, in->stride, oj->resized[t], S, S, err);
+            if (st) return st;
+        }
+        vh_image_norm norm;
+        memcpy(norm.mean, tc->mean, sizeof norm.mean);
+        memcpy(norm.std, tc->std, sizeof norm.std);
+        vh_status st = vh_image_normalize_rgb8(oj->resized[t], S, S, 0, &norm, job->pixels[t], err);
+        if (st) return st;
+    }
+    return VH_OK;
+}
+
+static vh_status prepare(vh_frame_job *job, const vh_frame_input *in, vh_error *err)
+{
+    const vh_program *p = job->ctx->program;
+    openvla_job *oj = job->family_job;
+    const uint32_t dim = p->stats->dim, n_image = p->model->desc.n_image_tokens;
+    oj->n_generated = 0;
+    free(oj->prompt);
+    oj->prompt = NULL;
+
+    vh_status st = preprocess(p, job, in, err);
+    if (st) return st;
+    /* prompt rows: [BOS | image patches | the rest of the prompt] */
+    if ((st = vh_openvla_prompt_ids(p->tokenizer, p->bos_id, in->instruction, &oj->prompt, &oj->n_prompt, err)))
+        return st;
+    if (!prompt_fits(p, oj->n_prompt))
+        return vh_error_set(err, VH_ERR_BAD_FRAME, "the instruction is too long: %zu prompt tokens + %u image "
+                            "tokens + %u action tokens exceed the context of %u", oj->n_prompt, n_image, dim,
+                            p->max_context);
+    job->n_rows = (uint32_t)(oj->n_prompt + n_image);
+    job->tokens[0] = oj->prompt[0];
+    for (uint32_t i = 0; i < n_image; i++) job->tokens[1 + i] = VH_TOKEN_IMAGE;
+    memcpy(job->tokens + 1 + n_image, oj->prompt + 1, sizeof(int32_t) * (oj->n_prompt - 1));
+    vh_frame_job_begin_prefill(job);
+    return VH_OK;
+}
+
+static int advance(vh_frame_job *job)
+{
+    const vh_program *p = job->ctx->program;
+    openvla_job *oj = job->family_job;
+    /* greedy decoding, one token a pass, as transformers' generate: it stops early at EOS and the
+     * action is then read from the last `dim` ids of prompt + generated tokens */
+    oj->generated[oj->n_generated++] = job->next_token;
+    if (oj->n_generated >= p->stats->dim || job->next_token == p->eos_id) return 0;
+    const uint32_t n_image = p->model->desc.n_image_tokens;
+    const int32_t rope_delta = p->decode_positions == VH_DECODE_POSITIONS_OPENVLA_HF440 ? -(int32_t)n_image : 0;
+    vh_frame_job_begin_step(job, job->next_token, job->n_rows + oj->n_generated - 1, rope_delta);
+    return 1;
+}
+
+static void result(const vh_frame_job *job, vh_frame_result *out)
+{
+    const vh_program *p = job->ctx->program;
+    const openvla_job *oj = job->family_job;
+    const uint32_t dim = p->stats->dim;
+    out->action_dim = dim;
+    /* the last `dim` ids of prompt + generated */
+    for (uint32_t i = 0; i < dim; i++) {
+        int64_t k = (int64_t)oj->n_generated - (int64_t)dim + i; /* index into generated, < 0: prompt tail */
+        int64_t from_prompt = (int64_t)oj->n_prompt + k; /* the fixed prompt text is longer than any action */
+        out->token_ids[i] = k >= 0 ? oj->generated[k] : oj->prompt[from_prompt > 0 ? from_prompt : 0];
+    }
+    vh_action_decode(&p->decoder, out->token_ids, out->values);
+}
+
+static vh_status prompt_ids(const vh_program *p, const char *instruction, int32_t **ids, size_t *n_ids, vh_error *err)
+{
+    return vh_openvla_prompt_ids(p->tokenizer, p->bos_id, instruction, ids, n_ids, err);
+}
+
+/* A camera-sized synthetic image and a typical instruction; none when the model's context cannot
+ * hold even this prompt (its frames then fail one by one, not at create). */
+static int warmup_input(vh_program *p, vh_frame_input *in)
+{
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    vh_error ignored;
+    int fits = vh_openvla_prompt_ids(p->tokenizer, p->bos_id, WARMUP_INSTRUCTION, &ids, &n_ids, &ignored) == VH_OK &&
+               prompt_fits(p, n_ids);
+    free(ids);
+    if (!fits) return 0;
+    const size_t row_bytes = (size_t)WARMUP_WIDTH * 3;
+    if (!p->warmup_rgb) {
+        if (!(p->warmup_rgb = malloc(row_bytes * WARMUP_HEIGHT))) return -1;
+        for (size_t i = 0; i < row_bytes * WARMUP_HEIGHT; i++) p->warmup_rgb[i] = (uint8_t)(i * 7 + i / row_bytes);
+    }
+    *in = (vh_frame_input){.rgb = p->warmup_rgb, .width = WARMUP_WIDTH, .height = WARMUP_HEIGHT, .stride = row_bytes,
+                           .instruction = WARMUP_INSTRUCTION};
+    return 1;
+}
+
+const vh_family vh_family_openvla = {
+    .name = "openvla",
+    .model_type = "openvla",
+    .load = vh_openvla_load,
+    .unload = vh_openvla_unload,
+    .program_create = program_create,
+    .program_free = program_free,
+    .job_init = job_init,
+    .job_free = job_free,
+    .prepare = prepare,
+    .advance = advance,
+    .result = result,
+    .warmup_input = warmup_input,
+    .prompt_ids = prompt_ids,
+};

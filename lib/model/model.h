@@ -1,0 +1,44 @@
+/*
+ * A loaded model: the checkpoint folder's weights (memory-mapped), the block list the backends
+ * run, and the family that knows what the blocks mean (lib/family/family.h).
+ *
+ * The core reads only the generic parts: the block list (include/vlahybrid/backend.h) and its
+ * phases below. Everything else a family parsed (its config, tokenizer, statistics) stays behind
+ * `family_model`, opaque to the core.
+ *
+ * Phases of the block list, in order:
+ *   [0, llm_embed_block)             the vision side: run once per frame on the first stage
+ *   llm_embed_block                  rows in: token ids and vision embeddings -> hidden rows
+ *   [llm_first_block, head_block)    the chain of LLM blocks: the part two stages may split
+ *   [head_block, n_blocks)           what reads the chain's last rows (norm, head): the last stage
+ */
+#ifndef VH_MODEL_MODEL_H
+#define VH_MODEL_MODEL_H
+
+#include "model/checkpoint.h"
+#include "vlahybrid/backend.h"
+
+struct vh_family;
+
+typedef struct vh_model {
+    const struct vh_family *family;    /* what the blocks mean; never NULL once loaded */
+    void *family_model;                /* the family's own (config, tokenizer): opaque to the core */
+    vh_checkpoint *checkpoint;
+    vh_model_desc desc;                /* desc.blocks points to `blocks` */
+    vh_block_desc *blocks;
+    uint32_t llm_embed_block, llm_first_block, head_block;
+    uint32_t max_positions;            /* the LLM's context (max_position_embeddings) */
+} vh_model;
+
+/* Read dir/config.json, find the family that claims its model_type (lib/family/family_table.c)
+ * and let it load the folder. On failure *model is NULL and err names the file and tensor. */
+vh_status vh_model_load(const char *dir, vh_model **model, vh_error *err);
+void vh_model_free(vh_model *model);
+
+/* The blocks the first stage always runs before the LLM rows (the vision side). */
+static inline uint32_t vh_model_vision_blocks(const vh_model *m) { return m->llm_embed_block; }
+
+/* Room for n_blocks block descriptors (zeroed); desc.blocks/n_blocks follow. */
+vh_status vh_model_alloc_blocks(vh_model *m, uint32_t n_blocks, vh_error *err);
+
+#endif
