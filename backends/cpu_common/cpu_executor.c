@@ -3,7 +3,6 @@
 #include "backend_error.h"
 #include "backend_log.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,39 +20,43 @@ static float *alloc_floats(uint64_t a, uint64_t b, uint64_t c, uint64_t *total)
     return p;
 }
 
-static int is_vector_tensor(const vh_block_desc *d, uint32_t i)
-{
-    return d->tensors[i].data && d->tensors[i].ndim == 1;
-}
-
-/* The matrices a linear layer multiplies by, as 2-D [out, in] views (the patch embedding's
- * [D, 3, P, P] convolution weight is a [D, 3 P P] matrix). Position/class/register embeddings
- * are added, not multiplied, and are not matrices. */
-static int matrix_view(const vh_block_desc *d, uint32_t i, vh_tensor_view *out)
-{
-    const vh_tensor_view *t = &d->tensors[i];
-    if (!t->data || t->ndim < 2) return 0;
-    if (d->kind == VH_BLOCK_VIT_EMBED && i != VH_VIT_EMBED_PATCH_W) return 0;
-    if (d->kind == VH_BLOCK_LLM_EMBED) return 0; /* a lookup table */
-    *out = *t;
-    out->ndim = 2;
-    for (uint32_t k = 2; k < t->ndim; k++) out->shape[1] *= t->shape[k];
-    return 1;
-}
-
+/* The block's tensors by role, its kind's entry and parameters; then its matrices as 2-D [out, in]
+ * views (the patch embedding's [D, 3, P, P] convolution weight is a [D, 3 P P] matrix) prepared by
+ * the backend, and its 1-D tensors in fp32. The descriptor was checked (vh_block_check). */
 static vh_status prepare_block(vh_executor *e, cpu_block *cb, const vh_block_desc *d, char *err, size_t err_size)
 {
     cb->desc = d;
-    for (uint32_t i = 0; i < d->n_tensors && i < VH_BLOCK_MAX_TENSORS; i++) {
-        if (matrix_view(d, i, &cb->mat[i])) {
-            vh_status st = e->ops->prepare(e->linear, &cb->mat[i], &cb->prepared[i], &e->weight_bytes, err, err_size);
+    cb->kind = cpu_kind_of(d->kind);
+    cb->state = d->state_slot;
+    if (d->kind == VH_BLOCK_VIT_EMBED || d->kind == VH_BLOCK_VIT) {
+        const vh_vit_params *vp = (const vh_vit_params *)d->params;
+        cb->tower = vp->tower;
+        cb->layer = vp->layer;
+    } else if (d->kind == VH_BLOCK_LLM) {
+        cb->layer = ((const vh_llm_params *)d->params)->layer;
+    }
+    if (cb->tower >= e->model->n_towers && (d->kind == VH_BLOCK_VIT_EMBED || d->kind == VH_BLOCK_VIT))
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: block of tower %u; the model has %u",
+                               e->ops->backend, cb->tower, e->model->n_towers);
+    if (cb->kind->has_state && d->state_slot == VH_NO_STATE)
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: a %s block without a state slot",
+                               e->ops->backend, vh_block_kind_name(d->kind));
+    for (uint32_t i = 0; i < d->n_tensors; i++) cb->t[d->tensors[i].role] = d->tensors[i];
+    for (uint32_t r = 0; r < CPU_MAX_ROLES; r++) {
+        const vh_tensor_view *t = &cb->t[r];
+        if (!t->data) continue;
+        if ((cb->kind->matrix_roles >> r & 1u) && t->ndim >= 2) {
+            cb->mat[r] = *t;
+            cb->mat[r].ndim = 2;
+            for (uint32_t k = 2; k < t->ndim; k++) cb->mat[r].shape[1] *= t->shape[k];
+            vh_status st = e->ops->prepare(e->linear, &cb->mat[r], &cb->prepared[r], &e->weight_bytes, err, err_size);
             if (st) return st;
         }
-        if (!is_vector_tensor(d, i)) continue;
-        cb->vec[i] = alloc_floats((uint64_t)d->tensors[i].shape[0], 1, 1, &e->weight_bytes);
-        if (!cb->vec[i]) return vh_backend_fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "out of memory converting %s",
-                                                d->tensors[i].name);
-        vhk_convert_to_f32(d->tensors[i].data, d->tensors[i].dtype, cb->vec[i], d->tensors[i].shape[0]);
+        if (t->ndim != 1) continue;
+        cb->vec[r] = alloc_floats((uint64_t)t->shape[0], 1, 1, &e->weight_bytes);
+        if (!cb->vec[r]) return vh_backend_fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "out of memory converting %s",
+                                                t->name);
+        vhk_convert_to_f32(t->data, t->dtype, cb->vec[r], t->shape[0]);
     }
     return VH_OK;
 }
@@ -76,12 +79,12 @@ static vh_status allocate_buffers(vh_executor *e, char *err, size_t err_size)
     const vh_model_desc *m = e->model;
     int has_vit = 0, has_projector = 0, has_llm = 0;
     for (uint32_t i = 0; i < p->n_blocks; i++) {
-        vh_block_kind k = e->blocks[i].desc->kind;
+        uint32_t k = e->blocks[i].desc->kind;
         has_vit |= k == VH_BLOCK_VIT_EMBED || k == VH_BLOCK_VIT;
         has_projector |= k == VH_BLOCK_PROJECTOR;
-        has_llm |= k == VH_BLOCK_LLM_EMBED || k == VH_BLOCK_LLM || k == VH_BLOCK_LLM_HEAD;
-        if (k == VH_BLOCK_LLM) {
-            if (e->n_layers_held == 0) e->first_llm_layer = e->blocks[i].desc->layer;
+        has_llm |= e->blocks[i].kind->uses_rows;
+        if (e->blocks[i].kind->has_state) {
+            if (e->n_layers_held == 0) e->first_state = e->blocks[i].state;
             e->n_layers_held++;
         }
     }
@@ -148,6 +151,12 @@ vh_status cpu_executor_create(const vh_executor_params *params, const cpu_linear
                               char *err, size_t err_size)
 {
     *out = NULL;
+    if (!params || params->struct_size < sizeof *params ||
+        !vh_struct_tail_zero(params, params->struct_size, sizeof *params) || !params->model ||
+        params->model->struct_size < sizeof(vh_model_desc))
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: executor parameters or model "
+                               "description of a size this plugin does not know (ABI %d.%d)", ops->backend,
+                               VH_BACKEND_ABI_MAJOR, VH_BACKEND_ABI_MINOR);
     const vh_model_desc *m = params->model;
     if (!m || params->n_blocks == 0 || params->first_block >= m->n_blocks ||
         params->n_blocks > m->n_blocks - params->first_block || params->max_rows == 0 ||
@@ -155,6 +164,11 @@ vh_status cpu_executor_create(const vh_executor_params *params, const cpu_linear
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: invalid executor parameters",
                                ops->backend);
 
+    for (uint32_t i = 0; i < params->n_blocks; i++) {
+        const uint32_t index = params->first_block + i;
+        if (!vh_block_check(ops->backend, cpu_kind_support, CPU_N_KINDS, &m->blocks[index], index, err, err_size))
+            return VH_ERR_UNSUPPORTED; /* roles are below each kind's n_roles, all below CPU_MAX_ROLES */
+    }
     vh_executor *e = calloc(1, sizeof *e);
     if (!e) return vh_backend_fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "%s: out of memory", ops->backend);
     e->params = *params;
@@ -200,7 +214,7 @@ void cpu_executor_destroy(vh_executor *e)
     if (!e) return;
     if (e->blocks) {
         for (uint32_t i = 0; i < e->params.n_blocks; i++)
-            for (uint32_t t = 0; t < VH_BLOCK_MAX_TENSORS; t++) {
+            for (uint32_t t = 0; t < CPU_MAX_ROLES; t++) {
                 free(e->blocks[i].vec[t]);
                 if (e->blocks[i].prepared[t]) e->ops->release(e->linear, e->blocks[i].prepared[t]);
             }
@@ -233,6 +247,19 @@ void cpu_executor_destroy(vh_executor *e)
     if (e->linear) e->ops->destroy(e->linear);
     vh_thread_pool_destroy(e->pool);
     free(e);
+}
+
+/* The rows' RoPE positions, for every run that holds LLM blocks: a stage that starts after the
+ * embedding (the hybrid split) gets its rows' hidden states from the previous stage, not their
+ * positions. */
+void cpu_llm_positions(vh_executor *e, const vh_batch *batch)
+{
+    uint32_t row = 0;
+    for (uint32_t s = 0; s < batch->n_segments; s++) {
+        const vh_segment *seg = &batch->segments[s];
+        for (uint32_t r = 0; r < seg->n_rows; r++, row++)
+            e->llm.positions[row] = (int32_t)(seg->position + r) + seg->rope_delta;
+    }
 }
 
 /* Every index and count a batch carries is checked here, so the block code can trust them. */
@@ -277,6 +304,15 @@ static vh_status validate_batch(const vh_executor *e, const vh_batch *b, int nee
     if (rows != b->n_rows)
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: segments cover %llu rows, batch has %u", e->ops->backend,
                     (unsigned long long)rows, b->n_rows);
+    if (b->options & VH_BATCH_HIDDEN_ROWS) {
+        if (!b->hidden_rows || !b->out_hidden || b->n_hidden_rows == 0 || b->n_hidden_rows > b->n_rows)
+            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: %u hidden rows asked of a batch of "
+                                   "%u rows", e->ops->backend, b->n_hidden_rows, b->n_rows);
+        for (uint32_t i = 0; i < b->n_hidden_rows; i++)
+            if (b->hidden_rows[i] >= b->n_rows)
+                return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: hidden row %u of a batch of %u "
+                                       "rows", e->ops->backend, b->hidden_rows[i], b->n_rows);
+    }
     return VH_OK;
 }
 
@@ -289,14 +325,20 @@ vh_status cpu_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: blocks [%u, %u) are not all in this "
                     "executor's [%u, %u)", e->ops->backend, first_block, first_block + n_blocks, p->first_block,
                     p->first_block + p->n_blocks);
+    if (!vh_batch_options_check(e->ops->backend, VH_BATCH_HIDDEN_ROWS, batch, err, err_size))
+        return VH_ERR_UNSUPPORTED;
     const cpu_block *blocks = &e->blocks[first_block - p->first_block];
     int needs_images = 0, needs_rows = 0;
     for (uint32_t i = 0; i < n_blocks; i++) {
-        vh_block_kind k = blocks[i].desc->kind;
-        needs_images |= k == VH_BLOCK_VIT_EMBED || k == VH_BLOCK_VIT || k == VH_BLOCK_PROJECTOR;
-        needs_rows |= k == VH_BLOCK_LLM_EMBED || k == VH_BLOCK_LLM || k == VH_BLOCK_LLM_HEAD;
-        if (k == VH_BLOCK_LLM_HEAD && !batch->out_tokens)
-            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: the head needs out_tokens", e->ops->backend);
+        const cpu_kind *k = blocks[i].kind;
+        needs_images |= k->uses_images;
+        needs_rows |= k->uses_rows;
+        if (k->is_head && !batch->out_tokens && !(batch->options & VH_BATCH_HIDDEN_ROWS))
+            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: the head needs out_tokens or hidden "
+                                   "rows", e->ops->backend);
+        if (k->is_head && batch->out_tokens && !blocks[i].t[VH_LLM_HEAD_LM].data)
+            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: tokens asked of a head without an LM "
+                                   "weight", e->ops->backend);
     }
     vh_status st = validate_batch(e, batch, needs_images, needs_rows, err, err_size);
     if (st) return st;
@@ -310,17 +352,7 @@ vh_status cpu_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first
     if (needs_rows) cpu_llm_positions(e, batch);
     for (uint32_t i = 0; i < n_blocks && !e->failed; i++) {
         const cpu_block *b = &blocks[i];
-        switch (b->desc->kind) {
-        case VH_BLOCK_VIT_EMBED: cpu_vit_embed(e, b, batch); break;
-        case VH_BLOCK_VIT: cpu_vit_block(e, b, batch); break;
-        case VH_BLOCK_PROJECTOR: cpu_projector(e, b, batch); break;
-        case VH_BLOCK_LLM_EMBED: cpu_llm_embed(e, b, batch); break;
-        case VH_BLOCK_LLM: cpu_llm_block(e, b, batch); break;
-        case VH_BLOCK_LLM_HEAD: cpu_llm_head(e, b, batch); break;
-        default:
-            e->failed = VH_ERR_UNSUPPORTED;
-            snprintf(e->failure, sizeof e->failure, "%s: unknown block kind %d", e->ops->backend, b->desc->kind);
-        }
+        b->kind->run(e, b, batch);
     }
     e->llm.x = own_x;
     if (e->failed) return vh_backend_fail(err, err_size, e->failed, "%s", e->failure);
@@ -386,7 +418,7 @@ vh_status cpu_write_hidden(vh_executor *e, const float *src, uint32_t n_rows, ch
 
 vh_status cpu_memory(vh_executor *e, vh_memory_report *report)
 {
-    if (!e || !report) return VH_ERR_INVALID_ARGUMENT;
+    if (!e || !report || report->struct_size < sizeof *report) return VH_ERR_INVALID_ARGUMENT;
     report->weight_bytes = e->weight_bytes;
     report->cache_bytes = e->cache_bytes;
     report->work_bytes = e->work_bytes;
@@ -418,8 +450,9 @@ static void read_cpu_model_name(char *buf, size_t size)
 
 vh_status cpu_device_info(uint32_t device, vh_device_info *info)
 {
-    if (device != 0 || !info) return VH_ERR_INVALID_ARGUMENT;
+    if (device != 0 || !info || info->struct_size < sizeof *info) return VH_ERR_INVALID_ARGUMENT;
     memset(info, 0, sizeof *info);
+    info->struct_size = sizeof *info;
     info->kind = VH_DEVICE_CPU;
     read_cpu_model_name(info->name, sizeof info->name);
     long pages = sysconf(_SC_PHYS_PAGES), avail = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);

@@ -12,14 +12,38 @@
 #include "thread_pool.h"
 #include "vlahybrid/backend.h"
 
-/* One block as this executor runs it: its matrices as 2-D views with whatever the backend prepared
- * for them, and its small vectors (norm weights, biases, LayerScale) converted to fp32 once. */
+#define CPU_MAX_ROLES 32
+
+struct cpu_kind;
+
+/* One block as this executor runs it, its tensors by role (data NULL: absent): the descriptor's
+ * tensors, its matrices as 2-D views with whatever the backend prepared for them, and its small
+ * vectors (norm weights, biases, LayerScale) converted to fp32 once. */
 typedef struct cpu_block {
     const vh_block_desc *desc;
-    vh_tensor_view mat[VH_BLOCK_MAX_TENSORS]; /* 2-D [out, in] views; data NULL for non-matrices */
-    void *prepared[VH_BLOCK_MAX_TENSORS];     /* the backend's form of each matrix, or NULL */
-    float *vec[VH_BLOCK_MAX_TENSORS];         /* fp32 copies of 1-D tensors; NULL otherwise */
+    const struct cpu_kind *kind;
+    uint32_t tower, layer;                    /* from the kind's parameters */
+    uint32_t state;                           /* desc->state_slot */
+    vh_tensor_view t[CPU_MAX_ROLES];          /* [role] */
+    vh_tensor_view mat[CPU_MAX_ROLES];        /* [role] 2-D [out, in] views; data NULL for non-matrices */
+    void *prepared[CPU_MAX_ROLES];            /* the backend's form of each matrix, or NULL */
+    float *vec[CPU_MAX_ROLES];                /* fp32 copies of 1-D tensors; NULL otherwise */
 } cpu_block;
+
+/* A block kind the CPU executor runs (cpu_kinds.c; a file per kind). */
+typedef struct cpu_kind {
+    uint64_t matrix_roles;             /* roles that are linear-layer weights */
+    int uses_images, uses_rows;        /* the parts of a batch it reads */
+    int has_state;                     /* keeps a KV cache (state slot) */
+    int is_head;                       /* writes the batch's outputs */
+    void (*run)(vh_executor *e, const cpu_block *b, const vh_batch *batch);
+} cpu_kind;
+
+#define CPU_N_KINDS 6
+extern const vh_kind_support cpu_kind_support[CPU_N_KINDS];
+extern const cpu_kind cpu_kinds[CPU_N_KINDS];
+/* The entry for a kind, or NULL. */
+const cpu_kind *cpu_kind_of(uint32_t kind);
 
 /* Scratch for the vision towers, sized for one image of the largest tower. */
 typedef struct vit_scratch {
@@ -63,7 +87,7 @@ struct vh_executor {
     /* LLM */
     llm_scratch llm;
     uint32_t n_layers_held;            /* LLM blocks in this executor */
-    uint32_t first_llm_layer;          /* decoder layer index of the first one */
+    uint32_t first_state;              /* state slot of the first one (its KV cache is the first) */
     float *k_cache, *v_cache;          /* [n_layers_held, max_sequences, max_context, Hkv hd] */
     uint32_t last_rows;                /* rows of the last batch (read_hidden) */
     float *bound_x;                    /* bind_hidden: the next run's rows, in the core's memory */
@@ -96,6 +120,9 @@ vh_status cpu_device_info(uint32_t device, vh_device_info *info);
         .struct_size = sizeof(vh_backend_iface),                    \
         .name = (NAME),                                             \
         .description = (DESCRIPTION),                               \
+        .n_kinds = CPU_N_KINDS,                                     \
+        .kinds = cpu_kind_support,                                  \
+        .batch_options = VH_BATCH_HIDDEN_ROWS,                      \
         .score = (SCORE_FN),                                        \
         .device_count = cpu_device_count,                           \
         .device_info = cpu_device_info,                             \
@@ -113,7 +140,14 @@ vh_status cpu_device_info(uint32_t device, vh_device_info *info);
 void cpu_linear(vh_executor *e, const cpu_block *b, int tensor, const float *x, int64_t x_stride, int64_t rows,
                 const float *bias, float *y, int64_t y_stride);
 
-/* Block kinds (cpu_vit.c, cpu_llama.c). Inputs were validated by cpu_executor_run. */
+/* Tokens of tower t for image i: [n_prefix + n_patches, D]. */
+static inline float *cpu_tower_tokens(vh_executor *e, uint32_t t, uint32_t image)
+{
+    const vh_vit_desc *v = &e->model->towers[t];
+    return e->vit_tokens[t] + (size_t)image * (v->n_prefix + v->n_patches) * v->embed_dim;
+}
+
+/* Block kinds, a file each (cpu_vit_embed.c, ...). Inputs were validated by cpu_executor_run. */
 void cpu_vit_embed(vh_executor *e, const cpu_block *b, const vh_batch *batch);
 void cpu_vit_block(vh_executor *e, const cpu_block *b, const vh_batch *batch);
 void cpu_projector(vh_executor *e, const cpu_block *b, const vh_batch *batch);

@@ -96,7 +96,7 @@ static vh_tensor_view random_bf16_matrix(int64_t out, int64_t in, float scale)
 {
     uint16_t *p = xmalloc((size_t)(out * in) * sizeof(uint16_t));
     for (int64_t i = 0; i < out * in; i++) p[i] = vh_f32_to_bf16(rng_uniform(scale));
-    vh_tensor_view v = {p, VH_DTYPE_BF16, 2, {out, in, 0, 0}, "bench"};
+    vh_tensor_view v = {p, VH_DTYPE_BF16, 2, {out, in, 0, 0}, "bench", 0};
     return v;
 }
 

@@ -31,22 +31,25 @@ static void *arena_take(cuda_arena *a, size_t n)
 /* ------------------------------------------------------------------------------------------------
  * Which tensors become bf16 matrices, which fp32 vectors.
  */
-static int is_fp32_tensor(const vh_block_desc *d, uint32_t i)
+static int is_fp32_tensor(const cuda_block *b, uint32_t i)
 {
-    if (d->tensors[i].ndim == 1) return 1;
+    const vh_block_desc *d = b->desc;
+    if (b->t[i].ndim == 1) return 1;
     /* position / class / register embeddings are added, never multiplied: keep them fp32 */
     return d->kind == VH_BLOCK_VIT_EMBED && i != VH_VIT_EMBED_PATCH_W;
 }
 
-static int is_fused_llm_tensor(const vh_block_desc *d, uint32_t i)
+static int is_fused_llm_tensor(const cuda_block *b, uint32_t i)
 {
+    const vh_block_desc *d = b->desc;
     return d->kind == VH_BLOCK_LLM &&
            (i == VH_LLM_Q || i == VH_LLM_K || i == VH_LLM_V || i == VH_LLM_GATE || i == VH_LLM_UP);
 }
 
 /* The patch embedding's [D, 3, P, P] weight, held as [D, VHC_PATCH_LD(P)] rows padded with zeros. */
-static int is_padded_patch_weight(const vh_block_desc *d, uint32_t i)
+static int is_padded_patch_weight(const cuda_block *b, uint32_t i)
 {
+    const vh_block_desc *d = b->desc;
     return d->kind == VH_BLOCK_VIT_EMBED && i == VH_VIT_EMBED_PATCH_W;
 }
 
@@ -131,21 +134,21 @@ static void plan_weights(vh_executor *e, cuda_arena *a)
     for (uint32_t i = 0; i < e->params.n_blocks; i++) {
         cuda_block *b = &e->blocks[i];
         const vh_block_desc *d = b->desc;
-        for (uint32_t t = 0; t < d->n_tensors; t++) {
-            const vh_tensor_view *v = &d->tensors[t];
-            if (!v->data || is_fused_llm_tensor(d, t)) continue;
+        for (uint32_t t = 0; t < CUDA_MAX_ROLES; t++) {
+            const vh_tensor_view *v = &b->t[t];
+            if (!v->data || is_fused_llm_tensor(b, t)) continue;
             /* a tensor another block of this executor already holds (tied embeddings) */
             int shared = 0;
             for (uint32_t j = 0; j < i && !shared; j++)
-                for (uint32_t k = 0; k < e->blocks[j].desc->n_tensors && !shared; k++)
-                    if (e->blocks[j].desc->tensors[k].data == v->data && !is_fp32_tensor(d, t)) {
+                for (uint32_t k = 0; k < CUDA_MAX_ROLES && !shared; k++)
+                    if (e->blocks[j].t[k].data == v->data && !is_fp32_tensor(b, t)) {
                         b->mat[t] = e->blocks[j].mat[k];
                         shared = 1;
                     }
             if (shared) continue;
-            if (is_padded_patch_weight(d, t))
-                b->mat[t] = arena_take(a, (size_t)v->shape[0] * VHC_PATCH_LD(m->towers[d->tower].patch_size) * 2);
-            else if (is_fp32_tensor(d, t)) b->vec[t] = arena_take(a, (size_t)n_elements(v) * 4);
+            if (is_padded_patch_weight(b, t))
+                b->mat[t] = arena_take(a, (size_t)v->shape[0] * VHC_PATCH_LD(m->towers[b->tower].patch_size) * 2);
+            else if (is_fp32_tensor(b, t)) b->vec[t] = arena_take(a, (size_t)n_elements(v) * 4);
             else b->mat[t] = arena_take(a, (size_t)n_elements(v) * 2);
         }
         if (d->kind == VH_BLOCK_LLM) {
@@ -170,10 +173,10 @@ static void plan_work(vh_executor *e, cuda_arena *a)
     const vh_executor_params *p = &e->params;
     int has_vit = 0, has_proj = 0, has_llm = 0;
     for (uint32_t i = 0; i < p->n_blocks; i++) {
-        vh_block_kind k = e->blocks[i].desc->kind;
+        uint32_t k = e->blocks[i].desc->kind;
         has_vit |= k == VH_BLOCK_VIT_EMBED || k == VH_BLOCK_VIT;
         has_proj |= k == VH_BLOCK_PROJECTOR;
-        has_llm |= k == VH_BLOCK_LLM_EMBED || k == VH_BLOCK_LLM || k == VH_BLOCK_LLM_HEAD;
+        has_llm |= e->blocks[i].kind->uses_rows;
     }
     const uint64_t images = p->max_images ? p->max_images : 1;
     if (has_vit) {
@@ -256,32 +259,32 @@ static vh_status upload_weights(vh_executor *e, char *err, size_t err_size)
     for (uint32_t i = 0; i < e->params.n_blocks && st == VH_OK; i++) {
         cuda_block *b = &e->blocks[i];
         const vh_block_desc *d = b->desc;
-        for (uint32_t t = 0; t < d->n_tensors && st == VH_OK; t++) {
-            const vh_tensor_view *v = &d->tensors[t];
-            if (!v->data || is_fused_llm_tensor(d, t)) continue;
+        for (uint32_t t = 0; t < CUDA_MAX_ROLES && st == VH_OK; t++) {
+            const vh_tensor_view *v = &b->t[t];
+            if (!v->data || is_fused_llm_tensor(b, t)) continue;
             int duplicate = 0; /* a tied tensor already uploaded by an earlier block */
             for (uint32_t j = 0; j < i && !duplicate; j++)
-                for (uint32_t k = 0; k < e->blocks[j].desc->n_tensors; k++)
-                    if (e->blocks[j].desc->tensors[k].data == v->data) duplicate = 1;
-            if (duplicate && !is_fp32_tensor(d, t)) continue;
-            if (is_padded_patch_weight(d, t)) {
+                for (uint32_t k = 0; k < CUDA_MAX_ROLES; k++)
+                    if (e->blocks[j].t[k].data == v->data) duplicate = 1;
+            if (duplicate && !is_fp32_tensor(b, t)) continue;
+            if (is_padded_patch_weight(b, t)) {
                 const int64_t cols = n_elements(v) / v->shape[0];
-                st = upload_padded_rows(&u, v, v->shape[0], cols, VHC_PATCH_LD(e->model->towers[d->tower].patch_size),
+                st = upload_padded_rows(&u, v, v->shape[0], cols, VHC_PATCH_LD(e->model->towers[b->tower].patch_size),
                                         b->mat[t], err, err_size);
                 continue;
             }
-            st = upload(&u, v, is_fp32_tensor(d, t), is_fp32_tensor(d, t) ? (void *)b->vec[t] : (void *)b->mat[t],
+            st = upload(&u, v, is_fp32_tensor(b, t), is_fp32_tensor(b, t) ? (void *)b->vec[t] : (void *)b->mat[t],
                         err, err_size);
         }
         if (d->kind == VH_BLOCK_LLM && st == VH_OK) {
             const size_t q_bytes = (size_t)l->n_heads * l->head_dim * l->hidden * 2;
             const size_t kv_bytes = (size_t)l->n_kv_heads * l->head_dim * l->hidden * 2;
             const size_t f_bytes = (size_t)l->intermediate * l->hidden * 2;
-            if ((st = upload(&u, &d->tensors[VH_LLM_Q], 0, b->qkv_w, err, err_size)) ||
-                (st = upload(&u, &d->tensors[VH_LLM_K], 0, (char *)b->qkv_w + q_bytes, err, err_size)) ||
-                (st = upload(&u, &d->tensors[VH_LLM_V], 0, (char *)b->qkv_w + q_bytes + kv_bytes, err, err_size)) ||
-                (st = upload(&u, &d->tensors[VH_LLM_GATE], 0, b->gate_up_w, err, err_size)) ||
-                (st = upload(&u, &d->tensors[VH_LLM_UP], 0, (char *)b->gate_up_w + f_bytes, err, err_size)))
+            if ((st = upload(&u, &b->t[VH_LLM_Q], 0, b->qkv_w, err, err_size)) ||
+                (st = upload(&u, &b->t[VH_LLM_K], 0, (char *)b->qkv_w + q_bytes, err, err_size)) ||
+                (st = upload(&u, &b->t[VH_LLM_V], 0, (char *)b->qkv_w + q_bytes + kv_bytes, err, err_size)) ||
+                (st = upload(&u, &b->t[VH_LLM_GATE], 0, b->gate_up_w, err, err_size)) ||
+                (st = upload(&u, &b->t[VH_LLM_UP], 0, (char *)b->gate_up_w + f_bytes, err, err_size)))
                 break;
         }
     }
@@ -315,7 +318,9 @@ static vh_status allocate_host_mirrors(vh_executor *e, char *err, size_t err_siz
         (ce = cudaMallocHost((void **)&e->llm.last_rows_host, sizeof(int32_t) * e->max_segments)) ||
         (ce = cudaMallocHost((void **)&e->llm.tokens_host, sizeof(int32_t) * e->max_segments)) ||
         (ce = cudaMallocHost((void **)&e->llm.tiles_host, sizeof(vhc_attention_tile) * e->llm.max_tiles)) ||
-        (ce = cudaMallocHost((void **)&e->llm.x_out_host, sizeof(float) * HIDDEN_OUT_ROWS * e->model->llm.hidden)))
+        (ce = cudaMallocHost((void **)&e->llm.x_out_host, sizeof(float) * HIDDEN_OUT_ROWS * e->model->llm.hidden)) ||
+        (ce = cudaMallocHost((void **)&e->llm.hidden_host, sizeof(float) * CUDA_HIDDEN_ROWS_PER_SEGMENT *
+                                                                e->max_segments * e->model->llm.hidden)))
         return cuda_fail(err, err_size, ce, "pinned host buffers");
     return VH_OK;
 }
@@ -324,7 +329,18 @@ static vh_status allocate_host_mirrors(vh_executor *e, char *err, size_t err_siz
 static vh_status describe_executor(const vh_executor_params *params, vh_executor **out, char *err, size_t err_size)
 {
     *out = NULL;
+    if (!params || params->struct_size < sizeof *params ||
+        !vh_struct_tail_zero(params, params->struct_size, sizeof *params) || !params->model ||
+        params->model->struct_size < sizeof(vh_model_desc))
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: executor parameters or model "
+                               "description of a size this plugin does not know (ABI %d.%d)", VH_BACKEND_ABI_MAJOR,
+                               VH_BACKEND_ABI_MINOR);
     const vh_model_desc *m = params->model;
+    for (uint32_t i = 0; m && i < params->n_blocks && params->first_block + i < m->n_blocks; i++) {
+        const uint32_t index = params->first_block + i;
+        if (!vh_block_check("cuda", cuda_kind_support, CUDA_N_KINDS, &m->blocks[index], index, err, err_size))
+            return VH_ERR_UNSUPPORTED;
+    }
     int n_devices = 0;
     cudaError_t ce = cudaGetDeviceCount(&n_devices);
     if (ce != cudaSuccess || n_devices == 0)
@@ -345,9 +361,27 @@ static vh_status describe_executor(const vh_executor_params *params, vh_executor
     e->device = (int)params->device;
     e->max_segments = params->max_sequences < params->max_rows ? params->max_sequences : params->max_rows;
     for (uint32_t i = 0; i < params->n_blocks; i++) {
-        e->blocks[i].desc = &m->blocks[params->first_block + i];
-        if (e->blocks[i].desc->kind == VH_BLOCK_LLM) {
-            if (e->n_layers_held == 0) e->first_llm_layer = e->blocks[i].desc->layer;
+        cuda_block *b = &e->blocks[i];
+        const vh_block_desc *d = &m->blocks[params->first_block + i];
+        b->desc = d;
+        b->kind = cuda_kind_of(d->kind);
+        b->state = d->state_slot;
+        if (d->kind == VH_BLOCK_VIT_EMBED || d->kind == VH_BLOCK_VIT) {
+            b->tower = ((const vh_vit_params *)d->params)->tower;
+            b->layer = ((const vh_vit_params *)d->params)->layer;
+        } else if (d->kind == VH_BLOCK_LLM) {
+            b->layer = ((const vh_llm_params *)d->params)->layer;
+        }
+        for (uint32_t t = 0; t < d->n_tensors; t++) b->t[d->tensors[t].role] = d->tensors[t];
+        if ((b->kind->has_state && d->state_slot == VH_NO_STATE) ||
+            ((d->kind == VH_BLOCK_VIT_EMBED || d->kind == VH_BLOCK_VIT) && b->tower >= m->n_towers)) {
+            free(e->blocks);
+            free(e);
+            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: block %u: no state slot, or a "
+                                   "tower the model lacks", params->first_block + i);
+        }
+        if (b->kind->has_state) {
+            if (e->n_layers_held == 0) e->first_state = b->state;
             e->n_layers_held++;
         }
     }
@@ -373,7 +407,14 @@ vh_status cuda_executor_plan_memory(const vh_executor_params *params, vh_memory_
     if (st) return st;
     cuda_arena w = {0}, x = {0};
     count_device_bytes(e, &w, &x);
-    *need = (vh_memory_report){.weight_bytes = w.used, .cache_bytes = e->cache_bytes, .work_bytes = x.used};
+    if (!need || need->struct_size < sizeof *need) {
+        free(e->blocks);
+        free(e);
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: memory report of a size this plugin "
+                               "does not know");
+    }
+    *need = (vh_memory_report){.struct_size = sizeof *need, .weight_bytes = w.used, .cache_bytes = e->cache_bytes,
+                               .work_bytes = x.used};
     free(e->blocks);
     free(e);
     return VH_OK;
@@ -458,6 +499,7 @@ void cuda_executor_destroy(vh_executor *e)
     cudaFreeHost(e->llm.tokens_host);
     cudaFreeHost(e->llm.tiles_host);
     cudaFreeHost(e->llm.x_out_host);
+    cudaFreeHost(e->llm.hidden_host);
     if (e->stream) cudaStreamDestroy(e->stream);
     free(e->blocks);
     free(e);
@@ -535,15 +577,7 @@ static vh_status enqueue(vh_executor *e, const vh_batch *batch, const cuda_block
     vh_status st = VH_OK;
     for (uint32_t i = 0; i < n_blocks && st == VH_OK; i++) {
         const cuda_block *b = &blocks[i];
-        switch (b->desc->kind) {
-        case VH_BLOCK_VIT_EMBED: st = cuda_vit_embed(e, b, batch, err, err_size); break;
-        case VH_BLOCK_VIT: st = cuda_vit_block(e, b, batch, err, err_size); break;
-        case VH_BLOCK_PROJECTOR: st = cuda_projector(e, b, batch, err, err_size); break;
-        case VH_BLOCK_LLM_EMBED: st = cuda_llm_embed(e, b, batch, err, err_size); break;
-        case VH_BLOCK_LLM: st = cuda_llm_block(e, b, batch, err, err_size); break;
-        case VH_BLOCK_LLM_HEAD: st = cuda_llm_head(e, b, batch, err, err_size); break;
-        default: st = vh_backend_fail(err, err_size, VH_ERR_UNSUPPORTED, "cuda: unknown block kind %d", b->desc->kind);
-        }
+        st = b->kind->run(e, b, batch, err, err_size);
     }
     VHC_MARK(e, "copies out", 0);
     return st;
@@ -621,16 +655,20 @@ vh_status cuda_executor_run(vh_executor *e, const vh_batch *batch, uint32_t firs
         n_blocks > p->n_blocks - (first_block - p->first_block))
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: blocks [%u, %u) are not all in this executor's "
                     "[%u, %u)", first_block, first_block + n_blocks, p->first_block, p->first_block + p->n_blocks);
+    if (!vh_batch_options_check("cuda", VH_BATCH_HIDDEN_ROWS, batch, err, err_size)) return VH_ERR_UNSUPPORTED;
     cudaSetDevice(e->device);
     const cuda_block *blocks = &e->blocks[first_block - p->first_block];
+    const cuda_block *head = NULL;
     int needs_images = 0, needs_pixels = 0, needs_rows = 0, has_head = 0;
     for (uint32_t i = 0; i < n_blocks; i++) {
-        vh_block_kind k = blocks[i].desc->kind;
-        needs_images |= k == VH_BLOCK_VIT_EMBED || k == VH_BLOCK_VIT || k == VH_BLOCK_PROJECTOR;
-        needs_pixels |= k == VH_BLOCK_VIT_EMBED;
-        needs_rows |= k == VH_BLOCK_LLM_EMBED || k == VH_BLOCK_LLM || k == VH_BLOCK_LLM_HEAD;
-        has_head |= k == VH_BLOCK_LLM_HEAD;
+        const cuda_kind *k = blocks[i].kind;
+        needs_images |= k->uses_images;
+        needs_pixels |= k->uses_pixels;
+        needs_rows |= k->uses_rows;
+        has_head |= k->is_head;
+        if (k->is_head) head = &blocks[i];
     }
+    const int hidden_rows = has_head && (batch->options & VH_BATCH_HIDDEN_ROWS);
     if (needs_images) {
         if (batch->n_images == 0 || batch->n_images > (p->max_images ? p->max_images : 1) || !batch->pixels)
             return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: batch has %u images (max %u)", batch->n_images,
@@ -638,8 +676,20 @@ vh_status cuda_executor_run(vh_executor *e, const vh_batch *batch, uint32_t firs
         for (uint32_t i = 0; i < batch->n_images * e->model->n_towers; i++)
             if (!batch->pixels[i]) return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: pixels[%u] is NULL", i);
     }
-    if (has_head && !batch->out_tokens)
-        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: the head needs out_tokens");
+    if (has_head && !batch->out_tokens && !hidden_rows)
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: the head needs out_tokens or hidden rows");
+    if (has_head && batch->out_tokens && !head->t[VH_LLM_HEAD_LM].data)
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: tokens asked of a head without an LM "
+                               "weight");
+    if (hidden_rows) {
+        int ok = batch->hidden_rows && batch->out_hidden && batch->n_hidden_rows > 0 &&
+                 batch->n_hidden_rows <= CUDA_HIDDEN_ROWS_PER_SEGMENT * e->max_segments;
+        for (uint32_t i = 0; ok && i < batch->n_hidden_rows; i++) ok = batch->hidden_rows[i] < batch->n_rows;
+        if (!ok)
+            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: %u hidden rows asked of a batch of %u "
+                                   "rows (at most %u, each inside the batch)", batch->n_hidden_rows, batch->n_rows,
+                                   CUDA_HIDDEN_ROWS_PER_SEGMENT * e->max_segments);
+    }
     vh_status st;
     if (needs_rows && (st = validate_and_stage_rows(e, batch, err, err_size))) return st;
 
@@ -658,7 +708,8 @@ vh_status cuda_executor_run(vh_executor *e, const vh_batch *batch, uint32_t firs
     if (ce == cudaSuccess && hand_out)
         ce = cudaMemcpyAsync(e->llm.x_out_host, e->llm.x, sizeof(float) * batch->n_rows * e->model->llm.hidden,
                              cudaMemcpyDeviceToHost, e->stream);
-    if (ce == cudaSuccess && has_head) {
+    if (ce == cudaSuccess && hidden_rows) ce = cuda_llm_head_copy_rows(e, batch);
+    if (ce == cudaSuccess && has_head && batch->out_tokens) {
         ce = cudaMemcpyAsync(e->llm.tokens_host, e->llm.tokens, sizeof(int32_t) * batch->n_segments,
                              cudaMemcpyDeviceToHost, e->stream);
         if (ce == cudaSuccess && batch->out_logits)
@@ -669,7 +720,8 @@ vh_status cuda_executor_run(vh_executor *e, const vh_batch *batch, uint32_t firs
     if (ce == cudaSuccess) ce = cudaStreamSynchronize(e->stream);
     if (ce != cudaSuccess) return cuda_fail(err, err_size, ce, "running the blocks");
     vhc_profile_run_end(e->profile);
-    if (has_head) memcpy(batch->out_tokens, e->llm.tokens_host, sizeof(int32_t) * batch->n_segments);
+    if (has_head && batch->out_tokens) memcpy(batch->out_tokens, e->llm.tokens_host, sizeof(int32_t) * batch->n_segments);
+    if (hidden_rows) cuda_llm_head_hidden_rows(e, head, batch);
     if (needs_rows) e->last_rows_count = batch->n_rows;
     if (hand_out) e->x_out_rows = batch->n_rows;
     return VH_OK;

@@ -12,11 +12,35 @@
 #include "cuda_profile.h"
 #include "vlahybrid/backend.h"
 
-/* A block's tensors on the device: matrices bf16 (mat), vectors fp32 (vec). */
+#define CUDA_MAX_ROLES 32
+
+struct cuda_block;
+struct vh_executor;
+
+/* A block kind the cuda executor runs (cuda_kinds.c; a file per kind). */
+typedef struct cuda_kind {
+    int uses_images, uses_pixels, uses_rows; /* the parts of a batch it reads */
+    int has_state;                     /* keeps a KV cache (state slot) */
+    int is_head;                       /* writes the batch's outputs */
+    /* enqueue on e->stream; VH_OK or a GEMM failure */
+    vh_status (*run)(struct vh_executor *e, const struct cuda_block *b, const vh_batch *batch, char *err,
+                     size_t err_size);
+} cuda_kind;
+
+#define CUDA_N_KINDS 6
+extern const vh_kind_support cuda_kind_support[CUDA_N_KINDS];
+extern const cuda_kind cuda_kinds[CUDA_N_KINDS];
+const cuda_kind *cuda_kind_of(uint32_t kind);
+
+/* A block's tensors by role (t: the host views, data NULL when absent), on the device: matrices
+ * bf16 (mat), vectors fp32 (vec). */
 typedef struct cuda_block {
     const vh_block_desc *desc;
-    vhc_bf16 *mat[VH_BLOCK_MAX_TENSORS];
-    float *vec[VH_BLOCK_MAX_TENSORS];
+    const cuda_kind *kind;
+    uint32_t tower, layer, state;      /* from the parameters and the state slot */
+    vh_tensor_view t[CUDA_MAX_ROLES];
+    vhc_bf16 *mat[CUDA_MAX_ROLES];
+    float *vec[CUDA_MAX_ROLES];
     vhc_bf16 *qkv_w;                   /* LLM: [q; k; v] rows, [(Hq + 2 Hkv) hd, Dl] */
     vhc_bf16 *gate_up_w;               /* LLM: [gate; up] rows, [2F, Dl] */
 } cuda_block;
@@ -80,7 +104,11 @@ typedef struct llm_buffers {
     vhc_attention_tile *tiles_host;
     uint32_t n_tiles, max_tiles;       /* this batch's tiles (cuda_llm_plan_attention) */
     float *x_out_host;                 /* [HIDDEN_OUT_ROWS, Dl] the rows a short run ends with */
+    float *hidden_host;                /* [MAX_HIDDEN_ROWS(e), Dl] rows a batch asks for (pinned) */
 } llm_buffers;
+
+/* Rows one batch may ask for (VH_BATCH_HIDDEN_ROWS): a few per segment. */
+#define CUDA_HIDDEN_ROWS_PER_SEGMENT 4
 
 /* A run of at most this many rows that ends before the head copies its hidden rows to the host
  * with the run's own synchronisation, so read_hidden is a memcpy (a decode step handed to another
@@ -96,7 +124,7 @@ struct vh_executor {
     cuda_arena weights, work;
     cuda_block *blocks;                /* [params.n_blocks] */
 
-    uint32_t n_layers_held, first_llm_layer, max_segments;
+    uint32_t n_layers_held, first_state, max_segments; /* first_state: the first KV cache's state slot */
     vhc_bf16 *k_cache, *v_cache;       /* [layers held, max_sequences, max_context, Hkv hd] */
     size_t cache_bytes;
     vit_buffers vit;
@@ -130,7 +158,13 @@ vh_status cuda_executor_run(vh_executor *e, const vh_batch *batch, uint32_t firs
 vh_status cuda_read_hidden(vh_executor *e, float *dst, uint32_t n_rows, char *err, size_t err_size);
 vh_status cuda_write_hidden(vh_executor *e, const float *src, uint32_t n_rows, char *err, size_t err_size);
 
-/* Block kinds (cuda_vit.c, cuda_llama.c): enqueue on e->stream; VH_OK or a GEMM failure. */
+static inline float *cuda_tower_tokens(vh_executor *e, uint32_t t, uint32_t image)
+{
+    const vh_vit_desc *v = &e->model->towers[t];
+    return e->vit.x[t] + (size_t)image * (v->n_prefix + v->n_patches) * v->embed_dim;
+}
+
+/* Block kinds, a file each (cuda_vit_embed.c, ...): enqueue on e->stream; VH_OK or a GEMM failure. */
 vh_status cuda_vit_embed(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size);
 vh_status cuda_vit_block(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size);
 vh_status cuda_projector(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size);
@@ -139,5 +173,10 @@ vh_status cuda_llm_block(vh_executor *e, const cuda_block *b, const vh_batch *ba
 /* After the rows are staged: the batch's prefill segments as flash-attention tiles (llm.tiles_host). */
 void cuda_llm_plan_attention(vh_executor *e, const vh_batch *batch);
 vh_status cuda_llm_head(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size);
+/* After the run's synchronisation: rmsnorm of the rows the run copied to llm.hidden_host, into the
+ * batch's out_hidden (VH_BATCH_HIDDEN_ROWS). */
+void cuda_llm_head_hidden_rows(vh_executor *e, const cuda_block *head, const vh_batch *batch);
+/* Enqueue the copies of the asked rows of llm.x to llm.hidden_host. */
+cudaError_t cuda_llm_head_copy_rows(vh_executor *e, const vh_batch *batch);
 
 #endif

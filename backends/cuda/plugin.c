@@ -20,8 +20,9 @@ static uint32_t cuda_device_count(void)
 
 static vh_status cuda_device_info(uint32_t device, vh_device_info *info)
 {
-    if (!info || device >= cuda_device_count()) return VH_ERR_INVALID_ARGUMENT;
+    if (!info || info->struct_size < sizeof *info || device >= cuda_device_count()) return VH_ERR_INVALID_ARGUMENT;
     memset(info, 0, sizeof *info);
+    info->struct_size = sizeof *info;
     info->kind = VH_DEVICE_GPU;
     struct cudaDeviceProp prop;
     if (cudaGetDeviceProperties(&prop, (int)device) != cudaSuccess) return VH_ERR_BACKEND_FAILED;
@@ -38,7 +39,7 @@ static vh_status cuda_device_info(uint32_t device, vh_device_info *info)
 
 static vh_status cuda_memory(vh_executor *e, vh_memory_report *report)
 {
-    if (!e || !report) return VH_ERR_INVALID_ARGUMENT;
+    if (!e || !report || report->struct_size < sizeof *report) return VH_ERR_INVALID_ARGUMENT;
     report->weight_bytes = e->weights.size;
     report->cache_bytes = e->cache_bytes;
     report->work_bytes = e->work.size;
@@ -63,6 +64,9 @@ static const vh_backend_iface cuda_iface = {
     .struct_size = sizeof(vh_backend_iface),
     .name = "cuda",
     .description = "NVIDIA GPUs: bf16 weights, cuBLASLt GEMMs with fp32 accumulation, CUDA kernels",
+    .n_kinds = CUDA_N_KINDS,
+    .kinds = cuda_kind_support,
+    .batch_options = VH_BATCH_HIDDEN_ROWS,
     .score = cuda_score,
     .device_count = cuda_device_count,
     .device_info = cuda_device_info,

@@ -7,6 +7,13 @@
  * fields and the core reads only what both sides know. A table that is too short for its own
  * version, or of another major version, is refused with a message naming both versions.
  *
+ * ABI 2.0: every argument struct carries its size; a block is described by its kind, a
+ * size-tagged parameter struct for that kind, its tensors tagged by role, the activation slots it
+ * reads and writes and its state slot; a plugin lists the kinds, roles, parameters, options and
+ * wiring it knows (vh_kind_support) and the batch options it honours, and refuses anything else
+ * with a message naming it (vh_block_check below): it never computes a block it does not fully
+ * understand.
+ *
  * The table describes a *block executor*. The core owns the model description (which blocks,
  * which tensors), the scheduling, and the threads between stages; the backend owns its memory,
  * streams, kernels and thread pools. One executor holds a contiguous range of the model's blocks,
@@ -24,6 +31,7 @@
 #ifndef VLAHYBRID_BACKEND_H
 #define VLAHYBRID_BACKEND_H
 
+#include <stdio.h>
 #include <string.h>
 
 #include "vlahybrid.h"
@@ -32,8 +40,8 @@
 extern "C" {
 #endif
 
-#define VH_BACKEND_ABI_MAJOR 1
-#define VH_BACKEND_ABI_MINOR 1
+#define VH_BACKEND_ABI_MAJOR 2
+#define VH_BACKEND_ABI_MINOR 0
 #define VH_BACKEND_ENTRY_SYMBOL "vh_backend_entry"
 
 #if defined(__GNUC__)
@@ -52,11 +60,12 @@ typedef enum vh_dtype {
 } vh_dtype;
 
 typedef struct vh_tensor_view {
-    const void *data;          /* NULL when an optional tensor is absent */
+    const void *data;          /* never NULL in a block's list (absent optional tensors are not listed) */
     vh_dtype dtype;
     uint32_t ndim;
     int64_t shape[4];
     const char *name;          /* the checkpoint's tensor name, for messages */
+    uint32_t role;             /* what the tensor is in its block: the kind's role enum below */
 } vh_tensor_view;
 
 static inline float vh_bf16_to_f32(uint16_t h)
@@ -97,12 +106,13 @@ static inline float vh_f16_to_f32(uint16_t h)
 }
 
 /* ------------------------------------------------------------------------------------------------
- * The model, as the core describes it to backends.
+ * The model, as the core describes it to backends: model-wide sizes (vh_model_desc) and a list of
+ * blocks. Shapes and dtypes have been validated by the core before a backend sees them.
  *
- * Blocks come in this order: for each vision tower t, one VIT_EMBED then its VIT blocks; one
- * PROJECTOR; one LLM_EMBED; the LLM blocks; one LLM_HEAD. Each kind has a fixed tensor list (the
- * enums below give the index of each tensor in vh_block_desc.tensors). Shapes and dtypes have
- * been validated by the core against the vh_model_desc before a backend sees them.
+ * Block kinds and tensor roles are numbered for good: a kind or a role is never renumbered or
+ * reused; new ones are appended. A plugin built before a kind or role existed does not know it
+ * and refuses blocks that use it (vh_block_check), so it can never ignore a tensor it does not
+ * understand.
  */
 typedef enum vh_block_kind {
     VH_BLOCK_VIT_EMBED = 1,  /* pixels [3,S,S] -> tokens [prefix + patches, D] of tower t */
@@ -110,39 +120,47 @@ typedef enum vh_block_kind {
     VH_BLOCK_PROJECTOR = 3,  /* towers' patch tokens, channel-concatenated -> patch embeddings */
     VH_BLOCK_LLM_EMBED = 4,  /* token ids and patch embeddings -> LLM hidden rows */
     VH_BLOCK_LLM = 5,        /* Llama decoder block with KV cache */
-    VH_BLOCK_LLM_HEAD = 6    /* final RMSNorm, LM head, greedy argmax over all logits */
+    VH_BLOCK_LLM_HEAD = 6    /* final RMSNorm, LM head, greedy argmax over all logits; and/or the
+                                normed hidden state of chosen rows (VH_BATCH_HIDDEN_ROWS) */
 } vh_block_kind;
 
-enum { /* VH_BLOCK_VIT_EMBED tensors */
+static inline const char *vh_block_kind_name(uint32_t kind)
+{
+    static const char *const names[] = {"?", "VIT_EMBED", "VIT", "PROJECTOR", "LLM_EMBED", "LLM", "LLM_HEAD"};
+    return kind < sizeof names / sizeof names[0] ? names[kind] : "unknown";
+}
+
+/* Tensor roles, per kind. */
+enum { /* VH_BLOCK_VIT_EMBED roles */
     VH_VIT_EMBED_PATCH_W = 0, /* [D, 3, P, P] */
     VH_VIT_EMBED_PATCH_B,     /* [D] */
     VH_VIT_EMBED_POS,         /* [1, L, D]: L = patches, or prefix + patches (pos_embed_prefix) */
-    VH_VIT_EMBED_CLS,         /* [1, 1, D] or absent */
-    VH_VIT_EMBED_REG,         /* [1, R, D] or absent */
+    VH_VIT_EMBED_CLS,         /* [1, 1, D], optional */
+    VH_VIT_EMBED_REG,         /* [1, R, D], optional */
     VH_VIT_EMBED_N_TENSORS
 };
-enum { /* VH_BLOCK_VIT tensors: x += ls1 * proj(attn(norm1(x))); x += ls2 * fc2(gelu(fc1(norm2(x)))) */
+enum { /* VH_BLOCK_VIT roles: x += ls1 * proj(attn(norm1(x))); x += ls2 * fc2(gelu(fc1(norm2(x)))) */
     VH_VIT_NORM1_W = 0, VH_VIT_NORM1_B, /* [D] */
     VH_VIT_QKV_W, VH_VIT_QKV_B,         /* [3D, D], [3D] */
     VH_VIT_PROJ_W, VH_VIT_PROJ_B,       /* [D, D], [D] */
-    VH_VIT_LS1,                         /* [D] or absent (no LayerScale) */
+    VH_VIT_LS1,                         /* [D], optional (no LayerScale) */
     VH_VIT_NORM2_W, VH_VIT_NORM2_B,     /* [D] */
     VH_VIT_FC1_W, VH_VIT_FC1_B,         /* [H, D], [H] */
     VH_VIT_FC2_W, VH_VIT_FC2_B,         /* [D, H], [D] */
-    VH_VIT_LS2,                         /* [D] or absent */
+    VH_VIT_LS2,                         /* [D], optional */
     VH_VIT_N_TENSORS
 };
-enum { /* VH_BLOCK_PROJECTOR tensors: fc1 -> GELU -> fc2 [-> GELU -> fc3] */
+enum { /* VH_BLOCK_PROJECTOR roles: fc1 -> GELU -> fc2 [-> GELU -> fc3] */
     VH_PROJ_FC1_W = 0, VH_PROJ_FC1_B,   /* [H1, Dv], [H1] */
     VH_PROJ_FC2_W, VH_PROJ_FC2_B,       /* [Dl, H1], [Dl] */
     VH_PROJ_FC3_W, VH_PROJ_FC3_B,       /* [Dl, Dl], [Dl], absent for the 2-layer projector */
     VH_PROJ_N_TENSORS
 };
-enum { /* VH_BLOCK_LLM_EMBED tensors */
+enum { /* VH_BLOCK_LLM_EMBED roles */
     VH_LLM_EMBED_TOKENS = 0,            /* [V, Dl] */
     VH_LLM_EMBED_N_TENSORS
 };
-enum { /* VH_BLOCK_LLM tensors (Llama) */
+enum { /* VH_BLOCK_LLM roles (Llama) */
     VH_LLM_ATTN_NORM = 0,               /* [Dl] input_layernorm */
     VH_LLM_Q, VH_LLM_K, VH_LLM_V,       /* [Hq*hd, Dl], [Hkv*hd, Dl], [Hkv*hd, Dl] */
     VH_LLM_O,                           /* [Dl, Hq*hd] */
@@ -151,21 +169,64 @@ enum { /* VH_BLOCK_LLM tensors (Llama) */
     VH_LLM_DOWN,                        /* [Dl, F] */
     VH_LLM_N_TENSORS
 };
-enum { /* VH_BLOCK_LLM_HEAD tensors */
+enum { /* VH_BLOCK_LLM_HEAD roles */
     VH_LLM_HEAD_NORM = 0,               /* [Dl] */
-    VH_LLM_HEAD_LM,                     /* [V, Dl] */
+    VH_LLM_HEAD_LM,                     /* [V, Dl]; optional: without it the head gives hidden rows only */
     VH_LLM_HEAD_N_TENSORS
 };
 
-#define VH_BLOCK_MAX_TENSORS 16
+/* The parameters of a block, by kind. Each struct starts with its size; a plugin refuses a struct
+ * shorter than the one it knows, and a longer one whose extra bytes are not all zero (a field it
+ * does not know is set). */
+typedef struct vh_block_params {       /* PROJECTOR, LLM_EMBED, LLM_HEAD: none beyond the size */
+    uint32_t struct_size;
+} vh_block_params;
+
+typedef struct vh_vit_params {         /* VIT_EMBED, VIT */
+    uint32_t struct_size;
+    uint32_t tower;                    /* which vision tower (vh_model_desc.towers) */
+    uint32_t layer;                    /* VIT: block index in its tower */
+} vh_vit_params;
+
+typedef struct vh_llm_params {         /* LLM */
+    uint32_t struct_size;
+    uint32_t layer;                    /* decoder layer index */
+} vh_llm_params;
+
+/* Activation slots: where a block reads its input and writes its output. A plugin runs each kind
+ * only with the wiring it lists (vh_kind_support); today's graph is a chain through these. */
+typedef enum vh_slot {
+    VH_SLOT_NONE = 0,
+    VH_SLOT_PIXELS = 1,        /* the batch's image planes */
+    VH_SLOT_TOWER_TOKENS = 2,  /* each tower's tokens of each image */
+    VH_SLOT_PATCH_EMBEDS = 3,  /* each image's patch embeddings (the LLM's image rows) */
+    VH_SLOT_ROWS = 4,          /* the LLM hidden rows of the batch (what crosses executors) */
+    VH_SLOT_OUTPUTS = 5        /* the batch's outputs: tokens, logits, hidden rows */
+} vh_slot;
+
+#define VH_NO_STATE 0xffffffffu /* a block that keeps nothing between runs */
 
 typedef struct vh_block_desc {
-    vh_block_kind kind;
-    uint32_t tower;            /* VIT_EMBED / VIT: which vision tower */
-    uint32_t layer;            /* VIT: block index in its tower; LLM: decoder layer index */
+    uint32_t struct_size;      /* sizeof(vh_block_desc) of the core */
+    uint32_t kind;             /* vh_block_kind */
+    const vh_block_params *params; /* the kind's parameter struct (vh_vit_params, ...); never NULL */
     uint32_t n_tensors;
-    vh_tensor_view tensors[VH_BLOCK_MAX_TENSORS];
+    const vh_tensor_view *tensors; /* [n_tensors], each role at most once; absent optional ones left out */
+    uint32_t input_slot;       /* vh_slot read */
+    uint32_t output_slot;      /* vh_slot written */
+    uint32_t state_slot;       /* the state kept between runs (LLM: its KV cache, numbered from 0 over
+                                  the model's LLM blocks), or VH_NO_STATE */
+    uint32_t options;          /* behaviour bits of the kind (none defined yet); a plugin refuses bits
+                                  it does not know */
 } vh_block_desc;
+
+/* The tensor of `role` in block d, or NULL. */
+static inline const vh_tensor_view *vh_block_tensor(const vh_block_desc *d, uint32_t role)
+{
+    for (uint32_t i = 0; i < d->n_tensors; i++)
+        if (d->tensors[i].role == role) return &d->tensors[i];
+    return NULL;
+}
 
 typedef struct vh_vit_desc {
     uint32_t image_size;       /* S: input is [3, S, S] */
@@ -201,6 +262,7 @@ typedef struct vh_llm_desc {
 #define VH_MAX_TOWERS 2
 
 typedef struct vh_model_desc {
+    uint32_t struct_size;      /* sizeof(vh_model_desc) of the core */
     uint32_t n_towers;
     vh_vit_desc towers[VH_MAX_TOWERS];
     uint32_t projector_layers; /* 3: fused-gelu-mlp (fc1, fc2, fc3); 2: gelu-mlp (fc1, fc2) */
@@ -226,6 +288,10 @@ typedef struct vh_model_desc {
  */
 #define VH_TOKEN_IMAGE (-1)
 
+/* Batch options: a plugin refuses a batch with an option it does not list (batch_options). */
+#define VH_BATCH_HIDDEN_ROWS (1u << 0) /* the head writes the final-normed hidden state of rows
+                                          hidden_rows[] into out_hidden */
+
 typedef struct vh_segment {
     uint32_t sequence;         /* KV slot, < max_sequences */
     uint32_t n_rows;
@@ -236,6 +302,8 @@ typedef struct vh_segment {
 } vh_segment;
 
 typedef struct vh_batch {
+    uint32_t struct_size;        /* sizeof(vh_batch) of the core */
+    uint32_t options;            /* VH_BATCH_* */
     uint32_t n_images;
     const float *const *pixels;  /* [n_images * n_towers] planes [3, S, S], image-major,
                                     already resized and normalised for that tower */
@@ -243,8 +311,13 @@ typedef struct vh_batch {
     const vh_segment *segments;
     uint32_t n_rows;             /* sum of the segments' n_rows */
     const int32_t *tokens;       /* [n_rows] */
-    int32_t *out_tokens;         /* [n_segments]: argmax over each segment's last row (LLM_HEAD) */
+    int32_t *out_tokens;         /* [n_segments]: argmax over each segment's last row (LLM_HEAD), or
+                                    NULL when the batch asks for hidden rows only */
     float *out_logits;           /* [n_segments, vocab] fp32, or NULL */
+    /* VH_BATCH_HIDDEN_ROWS */
+    uint32_t n_hidden_rows;
+    const uint32_t *hidden_rows; /* [n_hidden_rows] batch row indices, each < n_rows */
+    float *out_hidden;           /* [n_hidden_rows, hidden] fp32: rmsnorm(row) with the head's norm */
 } vh_batch;
 
 /* ------------------------------------------------------------------------------------------------
@@ -256,6 +329,7 @@ typedef enum vh_device_kind {
 } vh_device_kind;
 
 typedef struct vh_device_info {
+    uint32_t struct_size;      /* set by the caller: sizeof(vh_device_info) of the core */
     vh_device_kind kind;
     char name[128];
     uint64_t total_memory;     /* bytes; 0 if unknown */
@@ -263,6 +337,7 @@ typedef struct vh_device_info {
 } vh_device_info;
 
 typedef struct vh_executor_params {
+    uint32_t struct_size;      /* sizeof(vh_executor_params) of the core */
     const vh_model_desc *model;
     uint32_t device;           /* < device_count() */
     uint32_t first_block;      /* the executor holds blocks [first_block, first_block + n_blocks) */
@@ -280,6 +355,7 @@ typedef struct vh_executor_params {
 } vh_executor_params;
 
 typedef struct vh_memory_report {
+    uint32_t struct_size;      /* set by the caller: sizeof(vh_memory_report) of the core */
     uint64_t weight_bytes;     /* resident weights the executor allocated (0 if it reads the map) */
     uint64_t cache_bytes;      /* KV caches */
     uint64_t work_bytes;       /* activations, scratch */
@@ -287,12 +363,24 @@ typedef struct vh_memory_report {
 
 typedef struct vh_executor vh_executor; /* defined by each plugin */
 
+/* What a plugin can run of one block kind. */
+typedef struct vh_kind_support {
+    uint32_t kind;             /* vh_block_kind */
+    uint32_t n_roles;          /* tensor roles 0 .. n_roles - 1 it reads; any other role is refused */
+    uint32_t params_size;      /* the size of the kind's parameter struct it was built with */
+    uint32_t options;          /* the option bits it honours */
+    uint32_t input_slot, output_slot; /* the wiring it runs */
+} vh_kind_support;
+
 typedef struct vh_backend_iface {
     uint32_t abi_major;        /* VH_BACKEND_ABI_MAJOR the plugin was built with */
     uint32_t abi_minor;        /* VH_BACKEND_ABI_MINOR the plugin was built with */
     uint32_t struct_size;      /* sizeof(vh_backend_iface) the plugin was built with */
     const char *name;          /* "cpu_generic": what users pass as the backend name */
     const char *description;   /* one line for logs */
+    uint32_t n_kinds;          /* the block kinds it runs */
+    const vh_kind_support *kinds;
+    uint32_t batch_options;    /* the VH_BATCH_* options it honours */
 
     /* How well this backend suits this machine: <= 0 cannot run here (no GPU, missing CPU
      * features); otherwise higher wins when the user names no backend. */
@@ -321,7 +409,7 @@ typedef struct vh_backend_iface {
     /* What the executor holds (fixed at create; may be called during a run, see Threading). */
     vh_status (*memory)(vh_executor *executor, vh_memory_report *report);
 
-    /* ---- ABI 1.1 (a 1.0 plugin's table ends above; the core then falls back as noted) ---- */
+    /* Optional slots (NULL: the core falls back as noted). */
 
     /* What executor_create would allocate on the device for these params (weights, KV cache,
      * work space: what it checks against memory_budget), computed without creating anything; the
@@ -341,6 +429,87 @@ typedef struct vh_backend_iface {
     vh_status (*bind_hidden)(vh_executor *executor, float *rows, uint32_t n_rows, char *err,
                              size_t err_size);
 } vh_backend_iface;
+
+/* ------------------------------------------------------------------------------------------------
+ * Checks both sides make: the core before it asks a plugin for an executor (for a clear message),
+ * and the plugin in executor_create (so a plugin never runs what it does not know). Each writes
+ * why into `why` and returns 0 when the plugin (`backend`, its `kinds`) cannot run the thing.
+ */
+
+/* Bytes [known, size) of a struct are all zero: a newer caller's fields left unset. */
+static inline int vh_struct_tail_zero(const void *s, uint32_t size, uint32_t known)
+{
+    const unsigned char *b = (const unsigned char *)s;
+    for (uint32_t i = known; i < size; i++)
+        if (b[i]) return 0;
+    return 1;
+}
+
+static inline int vh_block_check(const char *backend, const vh_kind_support *kinds, uint32_t n_kinds,
+                                 const vh_block_desc *d, uint32_t index, char *why, size_t why_size)
+{
+    if (!d || d->struct_size < sizeof(vh_block_desc) || d->struct_size > 4096 ||
+        !vh_struct_tail_zero(d, d->struct_size, sizeof(vh_block_desc))) {
+        snprintf(why, why_size, "%s: block %u: descriptor struct_size %u, this plugin knows %zu", backend, index,
+                 d ? d->struct_size : 0, sizeof(vh_block_desc));
+        return 0;
+    }
+    const vh_kind_support *k = NULL;
+    for (uint32_t i = 0; i < n_kinds && !k; i++)
+        if (kinds[i].kind == d->kind) k = &kinds[i];
+    if (!k) {
+        snprintf(why, why_size, "%s: block %u is of kind %u (%s), which this plugin does not run", backend, index,
+                 d->kind, vh_block_kind_name(d->kind));
+        return 0;
+    }
+    const char *kind = vh_block_kind_name(d->kind);
+    if (!d->params || d->params->struct_size < k->params_size || d->params->struct_size > 4096 ||
+        !vh_struct_tail_zero(d->params, d->params->struct_size, k->params_size)) {
+        snprintf(why, why_size, "%s: block %u (%s): parameters of %u bytes, this plugin knows %u (a field it does "
+                 "not know is set, or the struct is short)", backend, index, kind,
+                 d->params ? d->params->struct_size : 0, k->params_size);
+        return 0;
+    }
+    if (d->options & ~k->options) {
+        snprintf(why, why_size, "%s: block %u (%s): option bits 0x%x unknown to this plugin", backend, index, kind,
+                 d->options & ~k->options);
+        return 0;
+    }
+    if (d->input_slot != k->input_slot || d->output_slot != k->output_slot) {
+        snprintf(why, why_size, "%s: block %u (%s) reads slot %u and writes slot %u; this plugin runs it from slot "
+                 "%u to slot %u", backend, index, kind, d->input_slot, d->output_slot, k->input_slot, k->output_slot);
+        return 0;
+    }
+    uint64_t seen = 0;
+    for (uint32_t t = 0; t < d->n_tensors; t++) {
+        const uint32_t role = d->tensors[t].role;
+        if (role >= k->n_roles || role >= 64 || (seen >> role & 1u) || !d->tensors[t].data) {
+            snprintf(why, why_size, "%s: block %u (%s): tensor '%s' has role %u, %s", backend, index, kind,
+                     d->tensors[t].name ? d->tensors[t].name : "?", role,
+                     role >= k->n_roles || role >= 64 ? "which this plugin does not know"
+                     : !d->tensors[t].data ? "without data" : "given twice");
+            return 0;
+        }
+        seen |= 1ull << role;
+    }
+    return 1;
+}
+
+static inline int vh_batch_options_check(const char *backend, uint32_t supported, const vh_batch *b, char *why,
+                                         size_t why_size)
+{
+    if (b->struct_size < sizeof(vh_batch) || b->struct_size > 4096 ||
+        !vh_struct_tail_zero(b, b->struct_size, sizeof(vh_batch))) {
+        snprintf(why, why_size, "%s: batch struct_size %u, this plugin knows %zu", backend, b->struct_size,
+                 sizeof(vh_batch));
+        return 0;
+    }
+    if (b->options & ~supported) {
+        snprintf(why, why_size, "%s: batch option bits 0x%x unknown to this plugin", backend, b->options & ~supported);
+        return 0;
+    }
+    return 1;
+}
 
 /* The one symbol a plugin exports. The core passes its own ABI version; a plugin may return NULL
  * when it cannot serve that version. */

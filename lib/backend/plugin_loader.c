@@ -17,8 +17,8 @@
 #define PLUGIN_SUFFIX ".so"
 #define MAX_SEARCH_DIRS 32
 
-/* The table fields of ABI 1.0: a plugin's struct_size must cover them. */
-#define IFACE_V1_0_SIZE (offsetof(vh_backend_iface, memory) + sizeof(((vh_backend_iface *)0)->memory))
+/* The table fields of ABI 2.0: a plugin's struct_size must cover them. */
+#define IFACE_V2_0_SIZE (offsetof(vh_backend_iface, bind_hidden) + sizeof(((vh_backend_iface *)0)->bind_hidden))
 
 typedef struct search_path {
     char *env_copy;                    /* VH_BACKEND_PATH, split in place */
@@ -86,10 +86,10 @@ vh_status vh_plugin_check_iface(const vh_backend_iface *iface, const char *path,
                             iface->abi_major, iface->abi_minor, vh_version(), VH_BACKEND_ABI_MAJOR,
                             VH_BACKEND_ABI_MAJOR, VH_BACKEND_ABI_MINOR);
     }
-    if (iface->struct_size < IFACE_V1_0_SIZE) {
+    if (iface->struct_size < IFACE_V2_0_SIZE) {
         return vh_error_set(err, VH_ERR_BACKEND_ABI, "%s: the plugin's function table is %u bytes, too short "
                             "for backend ABI %u.%u (at least %zu bytes); this library speaks %d.%d", path,
-                            iface->struct_size, iface->abi_major, iface->abi_minor, (size_t)IFACE_V1_0_SIZE,
+                            iface->struct_size, iface->abi_major, iface->abi_minor, (size_t)IFACE_V2_0_SIZE,
                             VH_BACKEND_ABI_MAJOR, VH_BACKEND_ABI_MINOR);
     }
     if (!iface->name || !is_valid_name(iface->name) || !iface->score || !iface->device_count ||
@@ -97,6 +97,10 @@ vh_status vh_plugin_check_iface(const vh_backend_iface *iface, const char *path,
         !iface->read_hidden || !iface->write_hidden || !iface->memory) {
         return vh_error_set(err, VH_ERR_BACKEND_ABI, "%s: the plugin's function table has an invalid name or "
                             "a missing required function", path);
+    }
+    if (iface->n_kinds == 0 || iface->n_kinds > 1024 || !iface->kinds) {
+        return vh_error_set(err, VH_ERR_BACKEND_ABI, "%s: the plugin lists no block kinds it can run (n_kinds %u)",
+                            path, iface->n_kinds);
     }
     return VH_OK;
 }

@@ -32,8 +32,8 @@ vh_status vh_plugin_load_best(const char *explicit_path, const vh_logger *log, v
 
 void vh_plugin_unload(vh_plugin *plugin);
 
-/* A function of a later ABI minor version, or NULL when the plugin's table ends before it (or the
- * plugin leaves it out): VH_PLUGIN_OPTIONAL(plugin, host_alloc). */
+/* An optional function (or one of a later ABI minor version), or NULL when the plugin leaves it
+ * out or its table ends before it: VH_PLUGIN_OPTIONAL(plugin, host_alloc). */
 #define VH_PLUGIN_OPTIONAL(plugin, field)                                                          \
     ((plugin)->iface->struct_size >= offsetof(vh_backend_iface, field) + sizeof((plugin)->iface->field) \
          ? (plugin)->iface->field : NULL)

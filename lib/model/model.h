@@ -20,12 +20,27 @@
 
 struct vh_family;
 
+#define VH_MODEL_MAX_ROLES 32
+
+/* What a family fills for each block (vh_model_begin_block); vh_model_finish_blocks turns it into
+ * the block's ABI descriptor (the present tensors, tagged with their roles). */
+typedef struct vh_model_block {
+    vh_tensor_view by_role[VH_MODEL_MAX_ROLES]; /* [role]: data NULL when absent */
+    vh_tensor_view listed[VH_MODEL_MAX_ROLES];  /* the descriptor's tensors */
+    union {
+        vh_block_params none;
+        vh_vit_params vit;
+        vh_llm_params llm;
+    } params;                          /* the kind's parameters (struct_size set by begin_block) */
+} vh_model_block;
+
 typedef struct vh_model {
     const struct vh_family *family;    /* what the blocks mean; never NULL once loaded */
     void *family_model;                /* the family's own (config, tokenizer): opaque to the core */
     vh_checkpoint *checkpoint;
     vh_model_desc desc;                /* desc.blocks points to `blocks` */
-    vh_block_desc *blocks;
+    vh_block_desc *blocks;             /* [desc.n_blocks] */
+    vh_model_block *block_data;        /* [desc.n_blocks] what the descriptors point into */
     uint32_t llm_embed_block, llm_first_block, head_block;
     uint32_t max_positions;            /* the LLM's context (max_position_embeddings) */
 } vh_model;
@@ -38,7 +53,13 @@ void vh_model_free(vh_model *model);
 /* The blocks the first stage always runs before the LLM rows (the vision side). */
 static inline uint32_t vh_model_vision_blocks(const vh_model *m) { return m->llm_embed_block; }
 
-/* Room for n_blocks block descriptors (zeroed); desc.blocks/n_blocks follow. */
+/* Room for n_blocks blocks (zeroed); desc.blocks/n_blocks follow. */
 vh_status vh_model_alloc_blocks(vh_model *m, uint32_t n_blocks, vh_error *err);
+/* Block `index`: its kind, wiring and state slot; the family then fills the returned block's
+ * by_role tensors and its parameters. */
+vh_model_block *vh_model_begin_block(vh_model *m, uint32_t index, uint32_t kind, uint32_t input_slot,
+                                     uint32_t output_slot, uint32_t state_slot);
+/* After every block is filled: the descriptors list each block's present tensors with their roles. */
+void vh_model_finish_blocks(vh_model *m);
 
 #endif

@@ -71,7 +71,7 @@ void vh_frame_job_begin_prefill(vh_frame_job *job)
     job->pass = VH_PASS_PREFILL;
     job->next_token = -1;
     job->segment = (vh_segment){.sequence = job->sequence, .n_rows = job->n_rows, .position = 0, .image = 0};
-    job->batch = (vh_batch){.n_segments = 1, .segments = &job->segment, .n_rows = job->n_rows, .tokens = job->tokens,
+    job->batch = (vh_batch){.struct_size = sizeof(vh_batch), .n_segments = 1, .segments = &job->segment, .n_rows = job->n_rows, .tokens = job->tokens,
                             .out_tokens = &job->next_token, .out_logits = job->step_logits};
 }
 
@@ -81,7 +81,7 @@ void vh_frame_job_begin_step(vh_frame_job *job, int32_t token, uint32_t position
     job->step_token = token;
     job->segment = (vh_segment){.sequence = job->sequence, .n_rows = 1, .position = position, .image = -1,
                                 .rope_delta = rope_delta};
-    job->batch = (vh_batch){.n_segments = 1, .segments = &job->segment, .n_rows = 1, .tokens = &job->step_token,
+    job->batch = (vh_batch){.struct_size = sizeof(vh_batch), .n_segments = 1, .segments = &job->segment, .n_rows = 1, .tokens = &job->step_token,
                             .out_tokens = &job->next_token,
                             .out_logits = job->step_logits ? job->step_logits + (size_t)job->n_passes *
                                                                  job->ctx->model->desc.llm.vocab : NULL};
@@ -100,7 +100,7 @@ vh_status vh_frame_job_run_vision(vh_frame_job *job, vh_error *err)
     const vh_model *m = job->ctx->model;
     const float *planes[VH_MAX_TOWERS];
     for (uint32_t t = 0; t < m->desc.n_towers; t++) planes[t] = job->pixels[t];
-    vh_batch vision = {.n_images = 1, .pixels = planes};
+    vh_batch vision = {.struct_size = sizeof(vh_batch), .n_images = 1, .pixels = planes};
     int64_t t0 = vh_now_ns();
     vh_status st = vh_stage_run_range(&job->ctx->plan->stages[0], &vision, 0, m->llm_embed_block, err);
     if (st) return st;

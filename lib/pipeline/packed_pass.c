@@ -53,7 +53,7 @@ vh_status vh_packed_pass_run_vision(vh_packed_pass *p, vh_frame_job *const *jobs
         return vh_error_set(err, VH_ERR_INTERNAL, "vision batch of %u images (at most %u)", n, p->max_images);
     for (uint32_t i = 0; i < n; i++)
         for (uint32_t t = 0; t < towers; t++) p->planes[i * towers + t] = jobs[i]->pixels[t];
-    vh_batch vision = {.n_images = n, .pixels = p->planes};
+    vh_batch vision = {.struct_size = sizeof(vh_batch), .n_images = n, .pixels = p->planes};
     int64_t t0 = vh_now_ns();
     vh_status st = vh_stage_run_range(&p->ctx->plan->stages[0], &vision, 0, m->llm_embed_block, err);
     if (st) return st;
@@ -91,7 +91,7 @@ vh_status vh_packed_pass_begin(vh_packed_pass *p, vh_frame_job *const *jobs, uin
         rows += b->n_rows;
     }
     p->n = n;
-    p->batch = (vh_batch){.n_segments = n, .segments = p->segments, .n_rows = rows, .tokens = p->tokens,
+    p->batch = (vh_batch){.struct_size = sizeof(vh_batch), .n_segments = n, .segments = p->segments, .n_rows = rows, .tokens = p->tokens,
                           .out_tokens = p->out_tokens};
     snprintf(p->name, sizeof p->name, "pass %llu: %u prefill + %u steps", (unsigned long long)p->count, prefills,
              n - prefills);

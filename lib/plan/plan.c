@@ -27,6 +27,7 @@ static vh_executor_params executor_params(const vh_model *model, const vh_plan_r
                                           uint32_t n_blocks)
 {
     return (vh_executor_params){
+        .struct_size = sizeof(vh_executor_params),
         .model = &model->desc,
         .device = 0,
         .first_block = first_block,
@@ -56,13 +57,27 @@ static int32_t cpu_stage_threads(const vh_plan_request *req, const vh_plan *plan
     return has_gpu && cores > 2 ? (int32_t)(cores - 1) : 0;
 }
 
+vh_status vh_plan_check_support(const vh_plugin *plugin, const vh_model *model, uint32_t first_block,
+                                 uint32_t n_blocks, vh_error *err)
+{
+    const vh_backend_iface *be = plugin->iface;
+    char why[512];
+    for (uint32_t i = first_block; i < first_block + n_blocks; i++)
+        if (!vh_block_check(be->name, be->kinds, be->n_kinds, &model->blocks[i], i, why, sizeof why))
+            return vh_error_set(err, VH_ERR_UNSUPPORTED, "backend '%s' cannot run this model's blocks: %s", be->name,
+                                why);
+    return VH_OK;
+}
+
 static vh_status create_executor(const vh_model *model, const vh_plan_request *req, const vh_plan *plan,
                                  vh_stage *stage, vh_error *err)
 {
     vh_executor_params p = executor_params(model, req, stage->first_block, stage->n_blocks);
     if (stage->device == VH_DEVICE_CPU) p.n_threads = cpu_stage_threads(req, plan);
     char why[512] = "";
-    vh_status st = stage->plugin->iface->executor_create(&p, &stage->executor, why, sizeof why);
+    vh_status st = vh_plan_check_support(stage->plugin, model, stage->first_block, stage->n_blocks, err);
+    if (st) return st;
+    st = stage->plugin->iface->executor_create(&p, &stage->executor, why, sizeof why);
     if (st) {
         stage->executor = NULL;
         return vh_error_set(err, st, "backend '%s' could not load blocks %u..%u: %s", stage->plugin->iface->name,
@@ -82,7 +97,7 @@ static vh_status first_stage_capacity(const vh_model *model, const vh_plan_reque
     vh_status (*plan_memory)(const vh_executor_params *, vh_memory_report *, char *, size_t) =
         VH_PLUGIN_OPTIONAL(s->plugin, executor_plan_memory);
     if (s->device != VH_DEVICE_GPU || !plan_memory) return VH_OK;
-    vh_device_info info = {0};
+    vh_device_info info = {.struct_size = sizeof info};
     s->plugin->iface->device_info(0, &info);
     uint64_t limit = req->gpu_memory_budget ? req->gpu_memory_budget : info.free_memory;
     if (info.free_memory && info.free_memory < limit) limit = info.free_memory;
@@ -90,7 +105,7 @@ static vh_status first_stage_capacity(const vh_model *model, const vh_plan_reque
     for (int32_t n = (int32_t)plan->n_llm_layers; n >= 0; n--) { /* cheap: nothing is allocated */
         vh_executor_params p = executor_params(model, req, 0, plan->llm_first_block + (uint32_t)n);
         p.memory_budget = 0;
-        vh_memory_report need = {0};
+        vh_memory_report need = {.struct_size = sizeof need};
         char why[512] = "";
         vh_status st = plan_memory(&p, &need, why, sizeof why);
         if (st) return vh_error_set(err, st, "backend '%s': %s", s->plugin->iface->name, why);
@@ -174,7 +189,7 @@ vh_status vh_plan_create(const vh_model *model, const vh_plan_request *req, vh_p
                               stage->plugin->iface->name);
             break;
         }
-        vh_device_info info = {0};
+        vh_device_info info = {.struct_size = sizeof info};
         if (stage->plugin->iface->device_info(0, &info) == VH_OK) stage->device = info.kind;
     }
     if (st == VH_OK && plan->n_stages == 1) {

@@ -76,4 +76,10 @@ void vh_plan_host_free(const vh_plan *plan, void *ptr);
 /* "cpu_generic" or "cuda,cpu_amx" */
 void vh_plan_describe(const vh_plan *plan, char *buf, size_t size);
 
+/* Whether the plugin knows every block of [first_block, first_block + n_blocks): kind, roles,
+ * parameters, options, wiring (vh_block_check). VH_ERR_UNSUPPORTED names the block and what it
+ * lacks. */
+vh_status vh_plan_check_support(const vh_plugin *plugin, const vh_model *model, uint32_t first_block,
+                                uint32_t n_blocks, vh_error *err);
+
 #endif

@@ -21,7 +21,7 @@ static vh_status probe_create(probe *p, const vh_model *model, const vh_plan_req
                               uint32_t n_blocks, vh_error *err)
 {
     vh_executor_params params = {
-        .model = &model->desc, .first_block = first_block, .n_blocks = n_blocks, .max_sequences = 1,
+        .struct_size = sizeof params, .model = &model->desc, .first_block = first_block, .n_blocks = n_blocks, .max_sequences = 1,
         .max_context = req->max_context, .max_rows = req->max_context, .max_images = 1, .n_threads = req->n_threads,
         .memory_budget = 0, .log_level = VH_LOG_ERROR};
     vh_status st = p->plugin->iface->executor_create(&params, &p->executor, p->why, sizeof p->why);
@@ -56,7 +56,7 @@ static vh_status time_llm_passes(probe *p, uint32_t block, const float *hidden, 
         vh_segment seg = {.sequence = 0, .n_rows = rows, .position = 0, .image = -1};
         int32_t *row_tokens = calloc(rows, sizeof *row_tokens);
         if (!row_tokens) return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (calibration)");
-        vh_batch b = {.n_segments = 1, .segments = &seg, .n_rows = rows, .tokens = row_tokens, .out_tokens = &out};
+        vh_batch b = {.struct_size = sizeof(vh_batch), .n_segments = 1, .segments = &seg, .n_rows = rows, .tokens = row_tokens, .out_tokens = &out};
         int64_t t0 = vh_now_ns();
         vh_status st = be->write_hidden(p->executor, hidden, rows, p->why, sizeof p->why);
         if (!st) st = be->executor_run(p->executor, &b, block, 1, p->why, sizeof p->why);
@@ -66,7 +66,7 @@ static vh_status time_llm_passes(probe *p, uint32_t block, const float *hidden, 
         double decode = 0;
         for (uint32_t k = 0; k < steps; k++) {
             seg = (vh_segment){.sequence = 0, .n_rows = 1, .position = rows + k, .image = -1};
-            b = (vh_batch){.n_segments = 1, .segments = &seg, .n_rows = 1, .tokens = tokens, .out_tokens = &out};
+            b = (vh_batch){.struct_size = sizeof(vh_batch), .n_segments = 1, .segments = &seg, .n_rows = 1, .tokens = tokens, .out_tokens = &out};
             int64_t s0 = vh_now_ns();
             if ((st = be->write_hidden(p->executor, hidden, 1, p->why, sizeof p->why)) ||
                 (st = be->executor_run(p->executor, &b, block, 1, p->why, sizeof p->why)))
@@ -92,7 +92,7 @@ static vh_status time_vision(probe *p, const vh_model *model, double *vision_ns,
         planes[t] = planes_mem[t];
     }
     *vision_ns = 1e30;
-    vh_batch b = {.n_images = 1, .pixels = planes};
+    vh_batch b = {.struct_size = sizeof(vh_batch), .n_images = 1, .pixels = planes};
     for (int r = 0; r < REPEATS && !st; r++) {
         int64_t t0 = vh_now_ns();
         st = p->plugin->iface->executor_run(p->executor, &b, 0, model->llm_embed_block, p->why, sizeof p->why);
@@ -122,7 +122,7 @@ static void cache_key(const vh_model *model, const vh_plan_request *req, vh_plug
     const vh_llm_desc *l = &model->desc.llm;
     int used = 0;
     for (int i = 0; i < 2; i++) {
-        vh_device_info info = {0};
+        vh_device_info info = {.struct_size = sizeof info};
         plugins[i]->iface->device_info(0, &info);
         for (char *c = info.name; *c; c++)
             if (*c == '\t' || *c == '\n' || *c == ' ') *c = '_';

@@ -518,7 +518,7 @@ vh_status vh_session_get_info(vh_session *s, vh_session_info *info)
     snprintf(out.unnorm_key, sizeof out.unnorm_key, "%s", s->shape.label);
     out.host_weight_bytes = vh_checkpoint_mapped_bytes(s->model->checkpoint);
     for (uint32_t i = 0; i < s->plan.n_stages; i++) {
-        vh_memory_report m = {0};
+        vh_memory_report m = {.struct_size = sizeof m};
         const vh_stage *st = &s->plan.stages[i];
         if (st->plugin->iface->memory(st->executor, &m) == VH_OK) {
             out.backend_weight_bytes += m.weight_bytes;

@@ -52,7 +52,7 @@ static weights make_weights(test_rng *rng, vh_dtype dtype, int64_t out, int64_t 
             w.value[i] = test_f16_value(h);
         }
     }
-    vh_tensor_view v = {data, dtype, 2, {out, in, 0, 0}, "test.weight"};
+    vh_tensor_view v = {data, dtype, 2, {out, in, 0, 0}, "test.weight", 0};
     w.view = v;
     return w;
 }

@@ -429,7 +429,7 @@ START_TEST(test_embed_rows)
     for (int d = 0; d < 3; d++) {
         vh_dtype dtype = d == 0 ? VH_DTYPE_F32 : d == 1 ? VH_DTYPE_BF16 : VH_DTYPE_F16;
         const void *data = d == 0 ? (const void *)f32 : d == 1 ? (const void *)bf : (const void *)hf;
-        vh_tensor_view table = {data, dtype, 2, {V, D, 0, 0}, "embed"};
+        vh_tensor_view table = {data, dtype, 2, {V, D, 0, 0}, "embed", 0};
         vhk_embed_rows(&table, ids, N, out);
         int64_t bad = 0;
         for (int i = 0; i < N; i++) {

@@ -34,7 +34,8 @@ import sys
 import numpy as np
 import torch
 
-TOKENIZER_SRC = "/work/shared/data/llama2-tokenizer.model"
+# The Llama-2 sentencepiece model (md5 eeec4125e9c7560836b4873b6f8e3025, 32000 pieces).
+TOKENIZER_SRC = os.environ.get("ORION_TOKENIZER_MODEL", "/work/shared/data/llama2-tokenizer.model")
 
 HIDDEN = 64
 LAYERS = 2

@@ -1,7 +1,8 @@
 /* Deliberately broken backend plugins, one per defect, built by tests/session/meson.build with
- * -DFAKE_KIND=...: the loader must refuse each with a clear message. And one that is not broken:
- * a plugin built against ABI 1.0, whose table ends before the 1.1 fields (loaded; the core falls
- * back where the 1.1 functions would serve). */
+ * -DFAKE_KIND=...: the loader must refuse each with a clear message. And one that loads but is
+ * older than the model: it lists the LLM kind with one role fewer than the core's (as a plugin
+ * built before a tensor role was added would), so the core and the plugin itself refuse blocks
+ * that carry that role instead of ignoring the tensor. */
 #include <stddef.h>
 
 #include "vlahybrid/backend.h"
@@ -10,19 +11,32 @@
 #define FAKE_SHORT_TABLE 2
 #define FAKE_NULL_TABLE 3
 #define FAKE_NO_ENTRY 4
-#define FAKE_ABI_1_0 5
+#define FAKE_ABI_1_1 5
+#define FAKE_NO_KINDS 6
+#define FAKE_OLD_ROLES 7
 
 /* 0: never chosen as "the best backend", so the broken-plugin folder offers nothing usable */
-static int32_t score(void) { return FAKE_KIND == FAKE_ABI_1_0 ? 0 : 1; }
+static int32_t score(void) { return FAKE_KIND == FAKE_OLD_ROLES ? 0 : 1; }
 
-#if FAKE_KIND == FAKE_ABI_1_0
+#if FAKE_KIND != FAKE_NO_ENTRY
+static const vh_kind_support kinds[] = {
+    {VH_BLOCK_LLM_EMBED, VH_LLM_EMBED_N_TENSORS, sizeof(vh_block_params), 0, VH_SLOT_PATCH_EMBEDS, VH_SLOT_ROWS},
+    {VH_BLOCK_LLM, VH_LLM_N_TENSORS - 1, sizeof(vh_llm_params), 0, VH_SLOT_ROWS, VH_SLOT_ROWS},
+};
+#endif
+
+#if FAKE_KIND == FAKE_ABI_1_1 || FAKE_KIND == FAKE_NO_KINDS || FAKE_KIND == FAKE_OLD_ROLES
 static uint32_t device_count(void) { return 0; }
 static vh_status device_info(uint32_t d, vh_device_info *i) { (void)d; (void)i; return VH_ERR_UNSUPPORTED; }
+/* As the real plugins do: refuse any block it does not fully know, before anything else. */
 static vh_status create(const vh_executor_params *p, vh_executor **e, char *err, size_t size)
 {
-    (void)p; (void)err; (void)size;
     *e = NULL;
-    return VH_ERR_UNSUPPORTED;
+    for (uint32_t i = 0; i < p->n_blocks; i++)
+        if (!vh_block_check(FAKE_NAME, kinds, 2, &p->model->blocks[p->first_block + i], p->first_block + i, err,
+                            size))
+            return VH_ERR_UNSUPPORTED;
+    return VH_ERR_BACKEND_FAILED; /* a fake: it never computes */
 }
 static void destroy(vh_executor *e) { (void)e; }
 static vh_status run(vh_executor *e, const vh_batch *b, uint32_t f, uint32_t n, char *err, size_t size)
@@ -41,23 +55,23 @@ static vh_status hidden_in(vh_executor *e, const float *s, uint32_t n, char *err
     return VH_ERR_UNSUPPORTED;
 }
 static vh_status memory(vh_executor *e, vh_memory_report *r) { (void)e; (void)r; return VH_ERR_UNSUPPORTED; }
-#define V1_0_FUNCTIONS .device_count = device_count, .device_info = device_info, .executor_create = create, \
+#define FUNCTIONS .device_count = device_count, .device_info = device_info, .executor_create = create, \
     .executor_destroy = destroy, .executor_run = run, .read_hidden = hidden_out, .write_hidden = hidden_in, \
     .memory = memory,
 #else
-#define V1_0_FUNCTIONS
+#define FUNCTIONS
 #endif
 
 #if FAKE_KIND != FAKE_NO_ENTRY
 static vh_backend_iface table = {
-    .abi_major = FAKE_KIND == FAKE_ABI_MAJOR ? 99 : VH_BACKEND_ABI_MAJOR,
-    .abi_minor = FAKE_KIND == FAKE_ABI_1_0 ? 0 : 7,
-    .struct_size = FAKE_KIND == FAKE_SHORT_TABLE ? 16
-                   : FAKE_KIND == FAKE_ABI_1_0   ? offsetof(vh_backend_iface, executor_plan_memory)
-                                                 : sizeof(vh_backend_iface),
+    .abi_major = FAKE_KIND == FAKE_ABI_MAJOR ? 99 : FAKE_KIND == FAKE_ABI_1_1 ? 1 : VH_BACKEND_ABI_MAJOR,
+    .abi_minor = FAKE_KIND == FAKE_ABI_1_1 ? 1 : 7,
+    .struct_size = FAKE_KIND == FAKE_SHORT_TABLE ? 16 : sizeof(vh_backend_iface),
     .name = FAKE_NAME,
+    .n_kinds = FAKE_KIND == FAKE_NO_KINDS ? 0 : 2,
+    .kinds = kinds,
     .score = score,
-    V1_0_FUNCTIONS
+    FUNCTIONS
 };
 
 VH_PLUGIN_EXPORT const vh_backend_iface *vh_backend_entry(uint32_t major, uint32_t minor)

@@ -107,7 +107,7 @@ static void vision(const setup *s, uint32_t f)
 {
     const float *planes[VH_MAX_TOWERS];
     for (uint32_t t = 0; t < VH_MAX_TOWERS; t++) planes[t] = s->pixels[f][t];
-    vh_batch b = {.n_images = 1, .pixels = planes};
+    vh_batch b = {.struct_size = sizeof(vh_batch), .n_images = 1, .pixels = planes};
     run(s, &b, 0, s->vision_end);
 }
 
@@ -115,7 +115,7 @@ static void vision(const setup *s, uint32_t f)
 static void llm_pass(const setup *s, const vh_segment *segs, uint32_t n_segs, const int32_t *tokens, uint32_t n_rows,
                      int32_t *out_tokens, float *out_logits)
 {
-    vh_batch b = {.n_segments = n_segs, .segments = segs, .n_rows = n_rows, .tokens = tokens,
+    vh_batch b = {.struct_size = sizeof(vh_batch), .n_segments = n_segs, .segments = segs, .n_rows = n_rows, .tokens = tokens,
                   .out_tokens = out_tokens, .out_logits = out_logits};
     run(s, &b, s->vision_end, s->n_blocks);
 }

@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "backend/plugin_loader.h"
+#include "model/model.h"
+#include "plan/plan.h"
 #include "test_support.h"
 
 static vh_status load(const char *name, const char *path, vh_plugin **p, vh_error *err)
@@ -22,7 +24,7 @@ START_TEST(test_cpu_generic_from_env_path)
     ck_assert_uint_eq(p->iface->abi_major, VH_BACKEND_ABI_MAJOR);
     ck_assert_int_gt(p->iface->score(), 0);
     ck_assert_uint_eq(p->iface->device_count(), 1);
-    vh_device_info info;
+    vh_device_info info = {.struct_size = sizeof info};
     ck_assert_int_eq(p->iface->device_info(0, &info), VH_OK);
     ck_assert_int_eq(info.kind, VH_DEVICE_CPU);
     ck_assert_int_eq(p->iface->device_info(1, &info), VH_ERR_INVALID_ARGUMENT);
@@ -66,10 +68,12 @@ static const struct broken {
     const char *name;
     const char *in_message[2];
 } broken[] = {
-    {"badabi", {"implements backend ABI 99.7", "speaks 1.1"}},
-    {"short", {"16 bytes", "speaks 1.1"}},
-    {"nulltable", {"refused backend ABI 1.1", "returned NULL"}},
+    {"badabi", {"implements backend ABI 99.7", "speaks 2.0"}},
+    {"short", {"16 bytes", "speaks 2.0"}},
+    {"nulltable", {"refused backend ABI 2.0", "returned NULL"}},
     {"noentry", {"not a vlahybrid backend", "vh_backend_entry"}},
+    {"abi11", {"implements backend ABI 1.1", "needs ABI 2.x"}},
+    {"nokinds", {"lists no block kinds", "n_kinds 0"}},
 };
 
 START_TEST(test_broken_plugin_refused)
@@ -85,22 +89,36 @@ START_TEST(test_broken_plugin_refused)
 }
 END_TEST
 
-/* A plugin built against ABI 1.0 loads; the 1.1 functions read as absent (its table ends before
- * them, whatever lies after it in memory) and the core's fallbacks serve instead. */
-START_TEST(test_abi_1_0_plugin_loads)
+/* A plugin older than the model: it knows the LLM kind with one role fewer than the core (as one
+ * built before a tensor role was added). The core refuses to give it those blocks, naming the
+ * block, kind and role; and the plugin's own executor_create refuses them too. Neither computes a
+ * block without the tensor. */
+START_TEST(test_plugin_older_than_the_model_refuses)
 {
     vh_plugin *p = NULL;
     vh_error err;
-    ck_assert_msg(load("abi10", FAKE_PLUGIN_DIR, &p, &err) == VH_OK, "%s", err.message);
-    ck_assert_uint_eq(p->iface->abi_minor, 0);
-    ck_assert_ptr_null(VH_PLUGIN_OPTIONAL(p, executor_plan_memory));
-    ck_assert_ptr_null(VH_PLUGIN_OPTIONAL(p, host_alloc));
-    ck_assert_ptr_null(VH_PLUGIN_OPTIONAL(p, host_free));
-    ck_assert_ptr_null(VH_PLUGIN_OPTIONAL(p, bind_hidden));
-    float *buf = vh_plugin_host_alloc(p, 1024 * sizeof(float)); /* malloc */
-    ck_assert_ptr_nonnull(buf);
-    buf[1023] = 1.0f;
-    vh_plugin_host_free(p, buf);
+    ck_assert_msg(load("oldroles", FAKE_PLUGIN_DIR, &p, &err) == VH_OK, "%s", err.message);
+    char *dir = vh_test_source_path("models/openvla-tiny");
+    vh_model *m = NULL;
+    ck_assert_msg(vh_model_load(dir, &m, &err) == VH_OK, "%s", err.message);
+    free(dir);
+    ck_assert_int_eq(vh_plan_check_support(p, m, m->llm_embed_block, 2, &err), VH_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(err.message, "backend 'oldroles'") && strstr(err.message, "LLM") &&
+                  strstr(err.message, "down_proj") && strstr(err.message, "does not know"), "%s", err.message);
+    /* a range it knows is accepted: the embedding */
+    ck_assert_int_eq(vh_plan_check_support(p, m, m->llm_embed_block, 1, &err), VH_OK);
+    /* and a kind it does not list at all: the head */
+    ck_assert_int_eq(vh_plan_check_support(p, m, m->head_block, 1, &err), VH_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(err.message, "LLM_HEAD") && strstr(err.message, "does not run"), "%s", err.message);
+    /* the plugin's own refusal */
+    vh_executor_params params = {.struct_size = sizeof params, .model = &m->desc, .first_block = m->llm_first_block,
+                                 .n_blocks = 1, .max_sequences = 1, .max_context = 8, .max_rows = 8};
+    vh_executor *ex = (vh_executor *)1;
+    char why[512] = "";
+    ck_assert_int_eq(p->iface->executor_create(&params, &ex, why, sizeof why), VH_ERR_UNSUPPORTED);
+    ck_assert_ptr_null(ex);
+    ck_assert_msg(strstr(why, "role 8") && strstr(why, "does not know"), "%s", why);
+    vh_model_free(m);
     vh_plugin_unload(p);
 }
 END_TEST
@@ -159,7 +177,7 @@ int main(void)
     tcase_add_test(tc, test_not_found_lists_the_search_path);
     tcase_add_test(tc, test_invalid_names);
     tcase_add_loop_test(tc, test_broken_plugin_refused, 0, (int)(sizeof broken / sizeof broken[0]));
-    tcase_add_test(tc, test_abi_1_0_plugin_loads);
+    tcase_add_test(tc, test_plugin_older_than_the_model_refuses);
     tcase_add_test(tc, test_best_skips_broken_plugins);
     tcase_add_test(tc, test_best_has_the_highest_score);
     tcase_add_test(tc, test_iface_checks);

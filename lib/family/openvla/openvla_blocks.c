@@ -51,11 +51,10 @@ static vh_status load_tower(loader *L, uint32_t t, uint32_t *next_block)
     vh_status st;
 
     L->ov->tower_first_block[t] = *next_block;
-    vh_block_desc *b = &m->blocks[(*next_block)++];
-    b->kind = VH_BLOCK_VIT_EMBED;
-    b->tower = t;
-    b->n_tensors = VH_VIT_EMBED_N_TENSORS;
-    vh_tensor_view *w = b->tensors;
+    vh_model_block *b = vh_model_begin_block(m, (*next_block)++, VH_BLOCK_VIT_EMBED, VH_SLOT_PIXELS,
+                                             VH_SLOT_TOWER_TOKENS, VH_NO_STATE);
+    b->params.vit.tower = t;
+    vh_tensor_view *w = b->by_role;
     if ((st = takef(L, &w[VH_VIT_EMBED_PATCH_W], 0, SHAPE(D, 3, P, P), "%spatch_embed.proj.weight", pre)) ||
         (st = takef(L, &w[VH_VIT_EMBED_PATCH_B], 0, SHAPE(D), "%spatch_embed.proj.bias", pre)) ||
         (st = takef(L, &w[VH_VIT_EMBED_CLS], !d->has_class_token, SHAPE(1, 1, D), "%scls_token", pre)) ||
@@ -81,12 +80,11 @@ static vh_status load_tower(loader *L, uint32_t t, uint32_t *next_block)
     if (st) return st;
 
     for (uint32_t i = 0; i < d->n_blocks; i++) {
-        b = &m->blocks[(*next_block)++];
-        b->kind = VH_BLOCK_VIT;
-        b->tower = t;
-        b->layer = i;
-        b->n_tensors = VH_VIT_N_TENSORS;
-        w = b->tensors;
+        b = vh_model_begin_block(m, (*next_block)++, VH_BLOCK_VIT, VH_SLOT_TOWER_TOKENS, VH_SLOT_TOWER_TOKENS,
+                                 VH_NO_STATE);
+        b->params.vit.tower = t;
+        b->params.vit.layer = i;
+        w = b->by_role;
         if ((st = takef(L, &w[VH_VIT_NORM1_W], 0, SHAPE(D), "%sblocks.%u.norm1.weight", pre, i)) ||
             (st = takef(L, &w[VH_VIT_NORM1_B], 0, SHAPE(D), "%sblocks.%u.norm1.bias", pre, i)) ||
             (st = takef(L, &w[VH_VIT_QKV_W], 0, SHAPE(3 * D, D), "%sblocks.%u.attn.qkv.weight", pre, i)) ||
@@ -115,10 +113,9 @@ static vh_status load_projector(loader *L, uint32_t *next_block)
     vh_model *m = L->model;
     const int64_t Dv = m->desc.vision_dim, Dl = m->desc.llm.hidden, H1 = m->desc.projector_hidden;
     L->ov->projector_block = *next_block;
-    vh_block_desc *b = &m->blocks[(*next_block)++];
-    b->kind = VH_BLOCK_PROJECTOR;
-    b->n_tensors = VH_PROJ_N_TENSORS;
-    vh_tensor_view *w = b->tensors;
+    vh_model_block *b = vh_model_begin_block(m, (*next_block)++, VH_BLOCK_PROJECTOR, VH_SLOT_TOWER_TOKENS,
+                                             VH_SLOT_PATCH_EMBEDS, VH_NO_STATE);
+    vh_tensor_view *w = b->by_role;
     vh_status st;
     if ((st = takef(L, &w[VH_PROJ_FC1_W], 0, SHAPE(H1, Dv), "%s", "projector.fc1.weight")) ||
         (st = takef(L, &w[VH_PROJ_FC1_B], 0, SHAPE(H1), "%s", "projector.fc1.bias")) ||
@@ -143,19 +140,16 @@ static vh_status load_llm(loader *L, uint32_t *next_block)
     vh_status st;
 
     m->llm_embed_block = *next_block;
-    vh_block_desc *b = &m->blocks[(*next_block)++];
-    b->kind = VH_BLOCK_LLM_EMBED;
-    b->n_tensors = VH_LLM_EMBED_N_TENSORS;
-    if ((st = takef(L, &b->tensors[VH_LLM_EMBED_TOKENS], 0, SHAPE(V, Dl), "%sembed_tokens.weight", pre))) return st;
-    const vh_tensor_view embed = b->tensors[VH_LLM_EMBED_TOKENS];
+    vh_model_block *b = vh_model_begin_block(m, (*next_block)++, VH_BLOCK_LLM_EMBED, VH_SLOT_PATCH_EMBEDS,
+                                             VH_SLOT_ROWS, VH_NO_STATE);
+    if ((st = takef(L, &b->by_role[VH_LLM_EMBED_TOKENS], 0, SHAPE(V, Dl), "%sembed_tokens.weight", pre))) return st;
+    const vh_tensor_view embed = b->by_role[VH_LLM_EMBED_TOKENS];
 
     m->llm_first_block = *next_block;
     for (uint32_t i = 0; i < l->n_layers; i++) {
-        b = &m->blocks[(*next_block)++];
-        b->kind = VH_BLOCK_LLM;
-        b->layer = i;
-        b->n_tensors = VH_LLM_N_TENSORS;
-        vh_tensor_view *w = b->tensors;
+        b = vh_model_begin_block(m, (*next_block)++, VH_BLOCK_LLM, VH_SLOT_ROWS, VH_SLOT_ROWS, i);
+        b->params.llm.layer = i;
+        vh_tensor_view *w = b->by_role;
         if ((st = takef(L, &w[VH_LLM_ATTN_NORM], 0, SHAPE(Dl), "%slayers.%u.input_layernorm.weight", pre, i)) ||
             (st = takef(L, &w[VH_LLM_Q], 0, SHAPE(q_dim, Dl), "%slayers.%u.self_attn.q_proj.weight", pre, i)) ||
             (st = takef(L, &w[VH_LLM_K], 0, SHAPE(kv_dim, Dl), "%slayers.%u.self_attn.k_proj.weight", pre, i)) ||
@@ -169,13 +163,11 @@ static vh_status load_llm(loader *L, uint32_t *next_block)
     }
 
     m->head_block = *next_block;
-    b = &m->blocks[(*next_block)++];
-    b->kind = VH_BLOCK_LLM_HEAD;
-    b->n_tensors = VH_LLM_HEAD_N_TENSORS;
-    if ((st = takef(L, &b->tensors[VH_LLM_HEAD_NORM], 0, SHAPE(Dl), "%snorm.weight", pre))) return st;
-    if ((st = takef(L, &b->tensors[VH_LLM_HEAD_LM], L->ov->config.tie_word_embeddings, SHAPE(V, Dl), "%s", "language_model.lm_head.weight")))
+    b = vh_model_begin_block(m, (*next_block)++, VH_BLOCK_LLM_HEAD, VH_SLOT_ROWS, VH_SLOT_OUTPUTS, VH_NO_STATE);
+    if ((st = takef(L, &b->by_role[VH_LLM_HEAD_NORM], 0, SHAPE(Dl), "%snorm.weight", pre))) return st;
+    if ((st = takef(L, &b->by_role[VH_LLM_HEAD_LM], L->ov->config.tie_word_embeddings, SHAPE(V, Dl), "%s", "language_model.lm_head.weight")))
         return st;
-    if (!b->tensors[VH_LLM_HEAD_LM].data) b->tensors[VH_LLM_HEAD_LM] = embed; /* tied embeddings */
+    if (!b->by_role[VH_LLM_HEAD_LM].data) b->by_role[VH_LLM_HEAD_LM] = embed; /* tied embeddings */
     return VH_OK;
 }
 
@@ -241,6 +233,7 @@ vh_status vh_openvla_load(vh_model *m, const char *dir, const char *config_text,
     for (uint32_t t = 0; t < c->n_towers; t++)
         if ((st = load_tower(&L, t, &next))) return st;
     if ((st = load_projector(&L, &next)) || (st = load_llm(&L, &next))) return st;
+    vh_model_finish_blocks(m);
     return VH_OK;
 }
 

@@ -1,26 +1,15 @@
 /*
- * The Llama-2 side on the GPU, over a packed batch (per-row metadata in e->llm.rows):
+ * VH_BLOCK_LLM on the GPU: a Llama decoder block over a packed batch (per-row metadata in
+ * e->llm.rows), its KV cache the block's state slot:
  *
- *   x  = embed(token) or the image's patch embedding
  *   x += o_proj(attention(rope(q), rope(k) -> cache, v -> cache))     (GEMM accumulates into x)
  *        attention: prefill segments on tensor cores, decode rows on the row kernel
  *   x += down_proj(silu(gate) * up)                                    (GEMM accumulates into x)
- *   logits = lm_head(rmsnorm(each segment's last row)); token = argmax(logits)
  */
 #include <math.h>
 #include <stdlib.h>
 
 #include "cuda_executor.h"
-
-vh_status cuda_llm_embed(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size)
-{
-    (void)err;
-    (void)err_size;
-    VHC_MARK(e, "llm.embed", (int)batch->n_rows);
-    vhc_embed_rows(e->stream, b->mat[VH_LLM_EMBED_TOKENS], e->proj.patch_embeds, e->llm.rows, e->llm.x,
-                   (int)batch->n_rows, (int)e->model->llm.hidden);
-    return VH_OK;
-}
 
 /* Segments of at least this many rows (prefills) take the tensor-core kernel, all of them in one
  * launch over their tiles; runs of shorter ones (decode rows) take the row kernel, which splits
@@ -106,8 +95,8 @@ vh_status cuda_llm_block(vh_executor *e, const cuda_block *b, const vh_batch *ba
     const int R = (int)batch->n_rows, Dl = (int)l->hidden, F = (int)l->intermediate, hd = (int)l->head_dim;
     const int q_dim = (int)l->n_heads * hd, kv_dim = (int)l->n_kv_heads * hd, qkv_dim = q_dim + 2 * kv_dim;
     const size_t layer_cache = (size_t)e->params.max_sequences * e->params.max_context * kv_dim;
-    vhc_bf16 *k_cache = e->k_cache + (size_t)(b->desc->layer - e->first_llm_layer) * layer_cache;
-    vhc_bf16 *v_cache = e->v_cache + (size_t)(b->desc->layer - e->first_llm_layer) * layer_cache;
+    vhc_bf16 *k_cache = e->k_cache + (size_t)(b->state - e->first_state) * layer_cache;
+    vhc_bf16 *v_cache = e->v_cache + (size_t)(b->state - e->first_state) * layer_cache;
     vh_status st;
 
     VHC_MARK(e, "llm.norm", R);
@@ -134,15 +123,3 @@ vh_status cuda_llm_block(vh_executor *e, const cuda_block *b, const vh_batch *ba
     return vhc_linear(e->gemm, s->act, F, R, F, b->mat[VH_LLM_DOWN], Dl, s->x, Dl, 1, err, err_size);
 }
 
-vh_status cuda_llm_head(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size)
-{
-    const vh_llm_desc *l = &e->model->llm;
-    llm_buffers *s = &e->llm;
-    const int S = (int)batch->n_segments, Dl = (int)l->hidden, V = (int)l->vocab;
-    VHC_MARK(e, "llm.head", S);
-    vhc_rmsnorm_bf16(e->stream, s->x, b->vec[VH_LLM_HEAD_NORM], s->head_in, S, Dl, l->rms_eps, s->last_rows);
-    vh_status st = vhc_linear(e->gemm, s->head_in, Dl, S, Dl, b->mat[VH_LLM_HEAD_LM], V, s->logits, V, 0, err, err_size);
-    if (st) return st;
-    vhc_argmax_rows(e->stream, s->logits, S, V, s->tokens);
-    return VH_OK;
-}

@@ -1,0 +1,217 @@
+/* Backend ABI 2.0 against the real cpu_generic plugin: a block or a batch it does not fully know is
+ * refused at once with a message naming what it lacks (a kind of another number, a descriptor or
+ * parameter struct of another size, a field it does not know set, an option bit, a tensor role,
+ * the wiring), never computed; and a batch can return the final-normed hidden state of chosen
+ * rows, checked against a float64 RMSNorm of the rows the same run left in place. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/plugin_loader.h"
+#include "model/model.h"
+#include "test_support.h"
+
+typedef struct fixture {
+    vh_plugin *plugin;
+    vh_model *model;
+    vh_model_desc desc;                /* a copy whose blocks point into `blocks` */
+    vh_block_desc *blocks;
+    char why[512];
+} fixture;
+
+static void setup(fixture *f)
+{
+    memset(f, 0, sizeof *f);
+    vh_error err;
+    ck_assert_msg(vh_plugin_load("cpu_generic", NULL, NULL, &f->plugin, &err) == VH_OK, "%s", err.message);
+    char *dir = vh_test_source_path("models/openvla-tiny");
+    ck_assert_msg(vh_model_load(dir, &f->model, &err) == VH_OK, "%s", err.message);
+    free(dir);
+    f->desc = f->model->desc;
+    f->blocks = malloc(sizeof *f->blocks * f->desc.n_blocks);
+    memcpy(f->blocks, f->model->blocks, sizeof *f->blocks * f->desc.n_blocks);
+    f->desc.blocks = f->blocks;
+}
+
+static void teardown(fixture *f)
+{
+    free(f->blocks);
+    vh_model_free(f->model);
+    vh_plugin_unload(f->plugin);
+}
+
+/* executor_create over [first, first + n) of the (edited) copy. */
+static vh_status create(fixture *f, uint32_t first, uint32_t n, vh_executor **ex)
+{
+    vh_executor_params p = {.struct_size = sizeof p, .model = &f->desc, .first_block = first, .n_blocks = n,
+                            .max_sequences = 1, .max_context = 300, .max_rows = 300, .max_images = 1,
+                            .n_threads = 1};
+    f->why[0] = '\0';
+    *ex = NULL;
+    return f->plugin->iface->executor_create(&p, ex, f->why, sizeof f->why);
+}
+
+static void expect_refused(fixture *f, uint32_t first, const char *a, const char *b)
+{
+    vh_executor *ex;
+    ck_assert_int_eq(create(f, first, 1, &ex), VH_ERR_UNSUPPORTED);
+    ck_assert_ptr_null(ex);
+    ck_assert_msg(strstr(f->why, "cpu_generic") && strstr(f->why, a) && (!b || strstr(f->why, b)), "message: %s",
+                  f->why);
+}
+
+START_TEST(test_unknown_kind)
+{
+    fixture f;
+    setup(&f);
+    const uint32_t i = f.model->llm_first_block;
+    f.blocks[i].kind = 99; /* a kind of a later ABI */
+    expect_refused(&f, i, "kind 99", "does not run");
+    teardown(&f);
+}
+END_TEST
+
+START_TEST(test_short_or_longer_structs)
+{
+    fixture f;
+    setup(&f);
+    const uint32_t i = f.model->llm_first_block;
+    f.blocks[i].struct_size = sizeof(vh_block_desc) - 4; /* short */
+    expect_refused(&f, i, "struct_size", NULL);
+    f.blocks[i].struct_size = sizeof(vh_block_desc);
+    /* parameters: short, and longer with a field this plugin does not know set */
+    struct { vh_llm_params known; uint32_t newer; } params = {{sizeof params, 0}, 0};
+    params.known = *(const vh_llm_params *)f.model->blocks[i].params;
+    params.known.struct_size = sizeof params;
+    f.blocks[i].params = (const vh_block_params *)&params;
+    vh_executor *ex;
+    ck_assert_msg(create(&f, i, 1, &ex) == VH_OK, "a longer struct with its extra field zero: %s", f.why);
+    f.plugin->iface->executor_destroy(ex);
+    params.newer = 1;
+    expect_refused(&f, i, "parameters", "does not know");
+    params.known.struct_size = 4;
+    expect_refused(&f, i, "parameters", NULL);
+    /* executor parameters shorter than the plugin's */
+    f.blocks[i] = f.model->blocks[i];
+    vh_executor_params p = {.struct_size = sizeof p - 8, .model = &f.desc, .first_block = i, .n_blocks = 1,
+                            .max_sequences = 1, .max_context = 8, .max_rows = 8};
+    ex = (vh_executor *)1;
+    ck_assert_int_eq(f.plugin->iface->executor_create(&p, &ex, f.why, sizeof f.why), VH_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(ex);
+    ck_assert_msg(strstr(f.why, "size"), "%s", f.why);
+    teardown(&f);
+}
+END_TEST
+
+START_TEST(test_unknown_option_role_or_wiring)
+{
+    fixture f;
+    setup(&f);
+    const uint32_t i = f.model->llm_first_block;
+    f.blocks[i].options = 1u << 7;
+    expect_refused(&f, i, "option bits 0x80", NULL);
+    f.blocks[i].options = 0;
+
+    /* a tensor of a role added after this plugin was built (a LoRA pair, say) */
+    vh_tensor_view tensors[VH_LLM_N_TENSORS + 1];
+    memcpy(tensors, f.model->blocks[i].tensors, sizeof(vh_tensor_view) * f.model->blocks[i].n_tensors);
+    tensors[f.model->blocks[i].n_tensors] = tensors[0];
+    tensors[f.model->blocks[i].n_tensors].role = VH_LLM_N_TENSORS;
+    f.blocks[i].tensors = tensors;
+    f.blocks[i].n_tensors = f.model->blocks[i].n_tensors + 1;
+    expect_refused(&f, i, "role 9", "does not know");
+    /* the same role twice */
+    tensors[f.model->blocks[i].n_tensors].role = VH_LLM_Q;
+    expect_refused(&f, i, "given twice", NULL);
+    f.blocks[i] = f.model->blocks[i];
+
+    f.blocks[i].input_slot = VH_SLOT_PATCH_EMBEDS; /* a graph this plugin does not run */
+    expect_refused(&f, i, "reads slot 3", NULL);
+    teardown(&f);
+}
+END_TEST
+
+/* One prefill of the embedding, the LLM blocks and the head: tokens as ever, and the normed hidden
+ * state of three chosen rows beside them. The reference: the same rows left by a run without the
+ * head (the last LLM block's output, read_hidden), normed in float64. */
+START_TEST(test_hidden_rows_and_batch_checks)
+{
+    fixture f;
+    setup(&f);
+    const vh_model *m = f.model;
+    const uint32_t first = m->llm_embed_block, n = m->desc.n_blocks - first, Dl = m->desc.llm.hidden;
+    vh_executor *ex;
+    ck_assert_msg(create(&f, first, n, &ex) == VH_OK, "%s", f.why);
+    enum { ROWS = 12 };
+    int32_t tokens[ROWS];
+    for (int r = 0; r < ROWS; r++) tokens[r] = 1 + (r * 37) % 500;
+    vh_segment seg = {.sequence = 0, .n_rows = ROWS, .position = 0, .image = -1};
+    const uint32_t rows[3] = {0, 5, ROWS - 1};
+    float *hidden = malloc(sizeof(float) * 3 * Dl), *raw = malloc(sizeof(float) * ROWS * Dl);
+    int32_t token = -1;
+    vh_batch b = {.struct_size = sizeof b, .options = VH_BATCH_HIDDEN_ROWS, .n_segments = 1, .segments = &seg,
+                  .n_rows = ROWS, .tokens = tokens, .out_tokens = &token, .n_hidden_rows = 3, .hidden_rows = rows,
+                  .out_hidden = hidden};
+    const vh_backend_iface *be = f.plugin->iface;
+    ck_assert_msg(be->executor_run(ex, &b, first, n, f.why, sizeof f.why) == VH_OK, "%s", f.why);
+    ck_assert_int_ge(token, 0);
+    /* hidden rows only: no tokens asked */
+    float *hidden_only = malloc(sizeof(float) * 3 * Dl);
+    b.out_tokens = NULL;
+    b.out_hidden = hidden_only;
+    ck_assert_msg(be->executor_run(ex, &b, first, n, f.why, sizeof f.why) == VH_OK, "%s", f.why);
+    ck_assert_int_eq(memcmp(hidden, hidden_only, sizeof(float) * 3 * Dl), 0);
+    /* the rows before the head, normed in float64 with the head's weight */
+    vh_batch body = {.struct_size = sizeof body, .n_segments = 1, .segments = &seg, .n_rows = ROWS, .tokens = tokens};
+    ck_assert_msg(be->executor_run(ex, &body, first, n - 1, f.why, sizeof f.why) == VH_OK, "%s", f.why);
+    ck_assert_int_eq(be->read_hidden(ex, raw, ROWS, f.why, sizeof f.why), VH_OK);
+    const vh_tensor_view *w = vh_block_tensor(&m->blocks[m->head_block], VH_LLM_HEAD_NORM);
+    double worst = 0;
+    for (int k = 0; k < 3; k++) {
+        const float *x = raw + (size_t)rows[k] * Dl;
+        double ss = 0;
+        for (uint32_t c = 0; c < Dl; c++) ss += (double)x[c] * x[c];
+        const double scale = 1.0 / sqrt(ss / Dl + m->desc.llm.rms_eps);
+        for (uint32_t c = 0; c < Dl; c++) {
+            const double wc = w->dtype == VH_DTYPE_F32 ? ((const float *)w->data)[c]
+                                                       : vh_bf16_to_f32(((const uint16_t *)w->data)[c]);
+            const double want = wc * x[c] * scale, got = hidden[(size_t)k * Dl + c];
+            const double e = fabs(got - want) / (fabs(want) + 1e-3);
+            if (e > worst) worst = e;
+        }
+    }
+    ck_assert_msg(worst < 1e-5, "hidden rows differ from float64 RMSNorm by %g (relative)", worst);
+
+    /* batch checks: an unknown option, a short struct, a row outside the batch */
+    b.options = VH_BATCH_HIDDEN_ROWS | (1u << 9);
+    ck_assert_int_eq(be->executor_run(ex, &b, first, n, f.why, sizeof f.why), VH_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(f.why, "0x200"), "%s", f.why);
+    b.options = VH_BATCH_HIDDEN_ROWS;
+    b.struct_size = sizeof b - 8;
+    ck_assert_int_eq(be->executor_run(ex, &b, first, n, f.why, sizeof f.why), VH_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(f.why, "struct_size"), "%s", f.why);
+    b.struct_size = sizeof b;
+    const uint32_t outside[1] = {ROWS};
+    b.hidden_rows = outside;
+    b.n_hidden_rows = 1;
+    ck_assert_int_eq(be->executor_run(ex, &b, first, n, f.why, sizeof f.why), VH_ERR_INVALID_ARGUMENT);
+    be->executor_destroy(ex);
+    free(hidden);
+    free(hidden_only);
+    free(raw);
+    teardown(&f);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("backend_abi");
+    TCase *tc = tcase_create("abi2");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_unknown_kind);
+    tcase_add_test(tc, test_short_or_longer_structs);
+    tcase_add_test(tc, test_unknown_option_role_or_wiring);
+    tcase_add_test(tc, test_hidden_rows_and_batch_checks);
+    suite_add_tcase(s, tc);
+    return vh_test_run_suite(s);
+}
