@@ -40,7 +40,7 @@ extern "C" {
 #endif
 
 #define VH_VERSION_MAJOR 0
-#define VH_VERSION_MINOR 2
+#define VH_VERSION_MINOR 3
 #define VH_VERSION_PATCH 0
 #define VH_VERSION_NUMBER (VH_VERSION_MAJOR * 10000 + VH_VERSION_MINOR * 100 + VH_VERSION_PATCH)
 
@@ -200,6 +200,11 @@ typedef struct vh_session_params {
                                     calling thread's own affinity is never changed. (cpu_generic's
                                     OpenBLAS keeps the thread pool it made when first loaded into
                                     the process: doc/api.md, "A good neighbour".) */
+    /* Added in 0.3.0 (callers built with the 0.1 or 0.2 header pass their shorter struct_size;
+       these then take their defaults): */
+    uint64_t seed;               /* driving models that sample (Orion's planner draws its latent at
+                                    inference): a frame without its own noise gets noise from this
+                                    seed and the frame's sequence number, so runs repeat. Default 0. */
 } vh_session_params;
 
 VH_API void vh_session_params_init_sized(vh_session_params *params, size_t struct_size);
@@ -212,6 +217,17 @@ static inline void vh_session_params_init(vh_session_params *params)
 /* ------------------------------------------------------------------------------------------------
  * Frames in, actions out.
  */
+/* One camera's image of a multi-camera frame (0.3.0). */
+typedef struct vh_camera_image {
+    const uint8_t *rgb;        /* RGB8, row-major, 3 bytes a pixel; copied on submit */
+    uint32_t width, height;    /* pixels, 1..16384 */
+    size_t stride;             /* bytes per row; 0: width * 3 */
+    const char *name;          /* "CAM_FRONT", ...; may be NULL */
+} vh_camera_image;
+
+#define VH_CAN_BUS_FLOATS 18
+#define VH_COMMAND_NONE (-1)
+
 typedef struct vh_frame {
     size_t struct_size;        /* set by vh_frame_init() */
     const uint8_t *rgb;        /* RGB8 pixels, row-major, 3 bytes a pixel; copied on submit */
@@ -227,12 +243,48 @@ typedef struct vh_frame {
     int64_t deadline_ns;       /* CLOCK_MONOTONIC time by which the frame must have started, else
                                   it is answered VH_ERR_EXPIRED without being computed. 0: the
                                   session's deadline_ms, if any. */
+    /* Added in 0.3.0, for driving models (doc/api.md, "Driving models"): every pointer is copied
+       on submit; NULL / 0 when absent. Which of them a model needs is its family's to say; a
+       frame that lacks what its model needs is refused at submit with VH_ERR_BAD_FRAME. */
+    uint32_t n_cameras;
+    const vh_camera_image *cameras;   /* [n_cameras] */
+    const float *lidar2img;    /* [n_cameras][16] row-major 4x4 per camera, or NULL */
+    const float *intrinsics;   /* [n_cameras][16] row-major 4x4 (3x3 in the top left), or NULL */
+    const float *extrinsics;   /* [n_cameras][16] row-major 4x4 (lidar2cam), or NULL */
+    const float *ego_pose;     /* [16] row-major 4x4 lidar-to-global pose, or NULL */
+    const float *can_bus;      /* [VH_CAN_BUS_FLOATS] or NULL */
+    int32_t command;           /* high-level command 0..5 (CARLA RoadOption - 1: left, right,
+                                  straight, lane follow, change lane left, change lane right);
+                                  VH_COMMAND_NONE (-1, the default) when not given */
+    int64_t command_timestamp_ns; /* when the command was issued (the caller's clock), 0: unknown */
+    const float *vision_tokens;   /* precomputed vision tokens [n_vision_tokens][vision_token_width]
+                                     fp32, for users with their own perception stack (Orion: the 529
+                                     tokens of its QT-Former heads, width 4096) */
+    uint32_t n_vision_tokens, vision_token_width;
+    const float *noise;        /* a sampling model's noise for this frame (Orion: 32 floats, the
+                                  planner's epsilon), or NULL: drawn from the session's seed */
+    uint32_t n_noise;
 } vh_frame;
 
 VH_API void vh_frame_init_sized(vh_frame *frame, size_t struct_size);
 static inline void vh_frame_init(vh_frame *frame) { vh_frame_init_sized(frame, sizeof *frame); }
 
 #define VH_MAX_ACTION_DIM 32
+#define VH_MAX_TRAJECTORY_POINTS 64
+#define VH_MAX_ACTION_EXTRAS 8
+#define VH_MAX_ACTION_EXTRA_FLOATS 1024
+
+typedef enum vh_action_kind {
+    VH_ACTION_VALUES = 0,      /* values[0 .. action_dim): an end-effector action (OpenVLA) */
+    VH_ACTION_TRAJECTORY = 1   /* trajectory[0 .. 2 n_points): waypoints (Orion) */
+} vh_action_kind;
+
+/* One named extra output of an action: extras[offset .. offset + count). */
+typedef struct vh_action_extra_info {
+    char name[24];             /* Orion: "mode_trajectories" (6 modes x 6 points x 2, cumulative),
+                                  "mu", "log_sigma" (32 each) */
+    uint32_t offset, count;
+} vh_action_extra_info;
 
 typedef struct vh_action {
     size_t struct_size;        /* set by vh_action_init() */
@@ -252,9 +304,35 @@ typedef struct vh_action {
     uint64_t sequence;         /* the frame's sequence */
     int64_t deadline_ns;       /* the deadline that applied (CLOCK_MONOTONIC), 0: none */
     uint64_t episode;          /* vh_session_reset calls made before the frame was submitted */
+    /* Added in 0.3.0 (callers with older headers get the fields above): what the action is. */
+    vh_action_kind kind;       /* VH_ACTION_VALUES (action_dim values, OpenVLA) or
+                                  VH_ACTION_TRAJECTORY (n_points (x, y) waypoints) */
+    uint32_t n_points;
+    float trajectory[VH_MAX_TRAJECTORY_POINTS * 2]; /* (x, y) in metres in the model's frame (Orion:
+                                  the current LiDAR frame, x right, y forward), cumulative */
+    uint32_t n_extras;         /* the family's extras, named in extra_names (vh_action_extra) */
+    vh_action_extra_info extra_info[VH_MAX_ACTION_EXTRAS];
+    float extras[VH_MAX_ACTION_EXTRA_FLOATS];
 } vh_action;
 
 VH_API void vh_action_init_sized(vh_action *action, size_t struct_size);
+
+/* The extra named `name` of an action (0.3.0 fields): a pointer into action->extras and its float
+ * count, or NULL when the action has no such extra. */
+static inline const float *vh_action_extra(const vh_action *action, const char *name, uint32_t *count)
+{
+    for (uint32_t i = 0; i < action->n_extras && i < VH_MAX_ACTION_EXTRAS; i++) {
+        const vh_action_extra_info *e = &action->extra_info[i];
+        uint32_t k = 0;
+        while (k < sizeof e->name && e->name[k] && e->name[k] == name[k]) k++;
+        if ((k == sizeof e->name || !e->name[k]) && !name[k] && e->offset + e->count <= VH_MAX_ACTION_EXTRA_FLOATS) {
+            if (count) *count = e->count;
+            return action->extras + e->offset;
+        }
+    }
+    if (count) *count = 0;
+    return NULL;
+}
 static inline void vh_action_init(vh_action *action) { vh_action_init_sized(action, sizeof *action); }
 
 /* ------------------------------------------------------------------------------------------------

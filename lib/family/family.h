@@ -64,6 +64,10 @@ typedef struct vh_family {
                                 vh_program_shape *shape, vh_error *err);
     void (*program_free)(vh_program *program);
 
+    /* At submit, before the frame is copied: whether it has what the model needs (and nothing it
+     * cannot use wrongly). VH_ERR_BAD_FRAME with a message naming the field. Any thread. */
+    vh_status (*check_frame)(const vh_program *program, const vh_frame *frame, vh_error *err);
+
     /* A job's own state (job->family_job), made once per job of the pipeline. */
     vh_status (*job_init)(const vh_program *program, struct vh_frame_job *job, vh_error *err);
     void (*job_free)(struct vh_frame_job *job);

@@ -1,6 +1,7 @@
 #include "queue/frame_queue.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -12,14 +13,33 @@ void vh_frame_record_free(vh_frame_record *rec)
     if (!rec) return;
     free(rec->rgb);
     free(rec->instruction);
+    free(rec->owned);
     free(rec);
+}
+
+float *vh_frame_result_add_extra(vh_frame_result *r, const char *name, uint32_t count)
+{
+    uint32_t used = 0;
+    for (uint32_t i = 0; i < r->n_extras; i++) used = r->extra_info[i].offset + r->extra_info[i].count;
+    if (r->n_extras >= VH_MAX_ACTION_EXTRAS || count > VH_MAX_ACTION_EXTRA_FLOATS - used) return NULL;
+    vh_action_extra_info *e = &r->extra_info[r->n_extras++];
+    snprintf(e->name, sizeof e->name, "%s", name);
+    e->offset = used;
+    e->count = count;
+    return r->extras + used;
 }
 
 vh_frame_input vh_frame_record_input(const vh_frame_record *rec)
 {
-    return (vh_frame_input){.rgb = rec->rgb, .width = rec->width, .height = rec->height,
-                            .stride = (size_t)rec->width * 3, .instruction = rec->instruction,
-                            .episode = rec->result.episode};
+    vh_frame_input in = rec->driving;
+    in.rgb = rec->rgb;
+    in.width = rec->width;
+    in.height = rec->height;
+    in.stride = (size_t)rec->width * 3;
+    in.instruction = rec->instruction;
+    in.episode = rec->result.episode;
+    in.sequence = rec->result.sequence;
+    return in;
 }
 
 vh_status vh_frame_queue_init(vh_frame_queue *q, uint32_t capacity, vh_queue_policy policy, vh_error *err)
@@ -62,6 +82,9 @@ static void mark_done(vh_frame_queue *q, vh_frame_record *rec)
     rec->rgb = NULL;
     free(rec->instruction);
     rec->instruction = NULL;
+    free(rec->owned);
+    rec->owned = NULL;
+    memset(&rec->driving, 0, sizeof rec->driving);
     q->n_done++;
     vh_frame_stats_answered(&q->stats, &rec->result);
     pthread_cond_broadcast(&q->has_result);
@@ -175,9 +198,15 @@ void vh_frame_queue_answer(vh_frame_queue *q, vh_frame_record *rec, vh_status st
     vh_action *a = &rec->result; /* the worker holds a RUNNING record alone: no lock needed to fill it */
     a->status = status;
     if (status == VH_OK && res) {
+        a->kind = res->kind;
         a->action_dim = res->action_dim;
         memcpy(a->values, res->values, sizeof res->values);
         memcpy(a->token_ids, res->token_ids, sizeof res->token_ids);
+        a->n_points = res->n_points;
+        memcpy(a->trajectory, res->trajectory, sizeof res->trajectory);
+        a->n_extras = res->n_extras;
+        memcpy(a->extra_info, res->extra_info, sizeof res->extra_info);
+        memcpy(a->extras, res->extras, sizeof res->extras);
         a->vision_ns = res->vision_ns;
         a->prefill_ns = res->prefill_ns;
         a->decode_ns = res->decode_ns;

@@ -32,9 +32,11 @@ typedef enum vh_record_state {
 typedef struct vh_frame_record {
     struct vh_frame_record *next;
     vh_record_state state;
-    uint8_t *rgb;                      /* the frame's pixels, tightly packed; freed once started */
+    uint8_t *rgb;                      /* the frame's pixels, tightly packed; freed once answered */
     uint32_t width, height;
     char *instruction;
+    vh_frame_input driving;            /* the driving fields (vh_frame 0.3.0), pointing into `owned` */
+    void *owned;                       /* one allocation holding the driving fields' copies */
     vh_action result;                  /* frame_id, tag, sequence, times, deadline_ns and, when
                                           DONE, the outcome */
 } vh_frame_record;

@@ -17,14 +17,13 @@
 #include "pipeline/stage_pipeline.h"
 #include "plan/plan.h"
 #include "queue/frame_queue.h"
+#include "session/frame_copy.h"
 #include "util/clock.h"
 #include "util/cpu_list.h"
 #include "util/log.h"
 #include "util/thread_start.h"
 #include "util/trace.h"
 
-#define MAX_IMAGE_SIDE 16384u
-#define MAX_INSTRUCTION_BYTES 8192u
 #define MAX_WARMUP_FRAMES 64
 
 struct vh_session {
@@ -88,11 +87,12 @@ static int struct_size_ok(const void *s, size_t caller_size, size_t known_size)
     return 1;
 }
 
-/* The caller's struct_size for a struct whose 0.1.0 layout ends at `v01_size`: that size exactly,
- * or the current one (and beyond, zero-filled); sizes in between were never released. */
-static size_t known_struct_size(size_t caller_size, size_t v01_size, size_t current_size)
+/* The caller's struct_size for a struct whose 0.1.0 and 0.2.0 layouts end at `v01_size` and
+ * `v02_size`: one of those exactly, or the current one (and beyond, zero-filled); sizes in between
+ * were never released. */
+static size_t known_struct_size(size_t caller_size, size_t v01_size, size_t v02_size, size_t current_size)
 {
-    return caller_size == v01_size ? v01_size : current_size;
+    return caller_size == v01_size || caller_size == v02_size ? caller_size : current_size;
 }
 
 static void record_frame_error(void *user, const vh_error *err)
@@ -108,27 +108,31 @@ static uint32_t count_backends(const char *backends)
     return n;
 }
 
-/* A frame's record: the pixels copied row by row (tightly packed), the instruction copied. */
-static vh_frame_record *new_record(const uint8_t *rgb, uint32_t width, uint32_t height, size_t stride,
-                                   const char *instruction, size_t text_len)
+/* A vh_frame viewing a frame's inputs (the warm-up's, the family's typical frame). */
+static vh_frame frame_of_input(const vh_frame_input *in)
 {
-    const size_t row_bytes = (size_t)width * 3;
-    vh_frame_record *rec = calloc(1, sizeof *rec);
-    if (!rec) return NULL;
-    rec->width = width;
-    rec->height = height;
-    rec->rgb = malloc(row_bytes * height);
-    rec->instruction = malloc(text_len + 1);
-    if (!rec->rgb || !rec->instruction) {
-        vh_frame_record_free(rec);
-        return NULL;
-    }
-    for (uint32_t y = 0; y < height; y++) memcpy(rec->rgb + y * row_bytes, rgb + y * stride, row_bytes);
-    memcpy(rec->instruction, instruction, text_len);
-    rec->instruction[text_len] = '\0';
-    vh_action_init(&rec->result);
-    rec->result.submitted_ns = vh_now_ns();
-    return rec;
+    vh_frame f;
+    vh_frame_init(&f);
+    f.rgb = in->rgb;
+    f.width = in->width;
+    f.height = in->height;
+    f.stride = in->stride;
+    f.instruction = in->instruction;
+    f.n_cameras = in->n_cameras;
+    f.cameras = in->cameras;
+    f.lidar2img = in->lidar2img;
+    f.intrinsics = in->intrinsics;
+    f.extrinsics = in->extrinsics;
+    f.ego_pose = in->ego_pose;
+    f.can_bus = in->can_bus;
+    f.command = in->command;
+    f.command_timestamp_ns = in->command_timestamp_ns;
+    f.vision_tokens = in->vision_tokens;
+    f.n_vision_tokens = in->n_vision_tokens;
+    f.vision_token_width = in->vision_token_width;
+    f.noise = in->noise;
+    f.n_noise = in->n_noise;
+    return f;
 }
 
 /* Warm-up frames when the caller asks for none in particular: a GPU stage needs three (kernels
@@ -158,12 +162,12 @@ static vh_status warm_up(vh_session *s, uint32_t n, vh_error *err)
                     s->max_context);
         return VH_OK;
     }
+    const vh_frame frame = frame_of_input(&in);
     vh_frame_queue_set_policy(&s->queue, VH_QUEUE_BLOCK);
     uint32_t submitted = 0;
     vh_status st = VH_OK;
     while (submitted < n && st == VH_OK) {
-        vh_frame_record *rec = new_record(in.rgb, in.width, in.height, in.stride, in.instruction,
-                                          strlen(in.instruction));
+        vh_frame_record *rec = vh_frame_copy(&frame);
         uint64_t id;
         if (!rec) st = vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (warm-up frame)");
         else if ((st = vh_frame_queue_submit(&s->queue, rec, &id, err))) vh_frame_record_free(rec);
@@ -303,7 +307,8 @@ vh_status vh_session_create(const vh_session_params *params, vh_session **sessio
     *session = NULL;
     if (!params) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "params");
     /* a caller built against the 0.1 header passes the shorter layout: its fields over the defaults */
-    const size_t known = known_struct_size(params->struct_size, offsetof(vh_session_params, llm_split), sizeof *params);
+    const size_t known = known_struct_size(params->struct_size, offsetof(vh_session_params, llm_split),
+                                           offsetof(vh_session_params, seed), sizeof *params);
     if (!struct_size_ok(params, params->struct_size, known))
         return fail(NULL, VH_ERR_STRUCT_SIZE, "%s: struct_size is wrong; call vh_session_params_init first",
                     "vh_session_params");
@@ -374,25 +379,21 @@ vh_status vh_submit_frame(vh_session *s, const vh_frame *frame, uint64_t *frame_
 {
     if (!s) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
     if (!frame) return fail(s, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "frame");
-    const size_t known = known_struct_size(frame->struct_size, offsetof(vh_frame, sequence), sizeof *frame);
+    const size_t known = known_struct_size(frame->struct_size, offsetof(vh_frame, sequence), offsetof(vh_frame, n_cameras),
+                                           sizeof *frame);
     if (!struct_size_ok(frame, frame->struct_size, known))
         return fail(s, VH_ERR_STRUCT_SIZE, "%s: struct_size is wrong; call vh_frame_init first", "vh_frame");
     vh_frame f; /* the caller's fields over the defaults of the ones its header lacks */
     vh_frame_init(&f);
     memcpy(&f, frame, known);
     frame = &f;
-    const size_t row_bytes = (size_t)frame->width * 3, stride = frame->stride ? frame->stride : row_bytes;
-    if (!frame->rgb) return fail(s, VH_ERR_BAD_FRAME, "%s is NULL", "frame->rgb");
-    if (frame->deadline_ns < 0) return fail(s, VH_ERR_INVALID_ARGUMENT, "%s is negative", "frame->deadline_ns");
-    if (frame->width == 0 || frame->height == 0 || frame->width > MAX_IMAGE_SIDE || frame->height > MAX_IMAGE_SIDE)
-        return fail(s, VH_ERR_BAD_FRAME, "frame size must be 1..16384 pixels a side%s", "");
-    if (stride < row_bytes) return fail(s, VH_ERR_BAD_FRAME, "frame stride is smaller than width * 3%s", "");
-    if (!frame->instruction) return fail(s, VH_ERR_BAD_FRAME, "%s is NULL", "frame->instruction");
-    size_t text_len = strnlen(frame->instruction, MAX_INSTRUCTION_BYTES + 1);
-    if (text_len > MAX_INSTRUCTION_BYTES)
-        return fail(s, VH_ERR_BAD_FRAME, "the instruction is longer than %s bytes", "8192");
+    /* what the model needs (the family), then what every frame must be (sizes, counts, numbers) */
+    vh_error err;
+    vh_status st = s->model->family->check_frame(s->program, frame, &err);
+    if (!st) st = vh_frame_check_structure(frame, &err);
+    if (st) return report(s, &err);
 
-    vh_frame_record *rec = new_record(frame->rgb, frame->width, frame->height, stride, frame->instruction, text_len);
+    vh_frame_record *rec = vh_frame_copy(frame);
     if (!rec) return fail(s, VH_ERR_OUT_OF_MEMORY, "out of memory copying the frame%s", "");
     rec->result.tag = frame->tag;
     rec->result.timestamp_ns = frame->timestamp_ns;
@@ -400,9 +401,8 @@ vh_status vh_submit_frame(vh_session *s, const vh_frame *frame, uint64_t *frame_
     rec->result.deadline_ns = frame->deadline_ns ? frame->deadline_ns
                               : s->deadline_ms ? rec->result.submitted_ns + (int64_t)s->deadline_ms * 1000000 : 0;
 
-    vh_error err;
     uint64_t id = 0;
-    vh_status st = vh_frame_queue_submit(&s->queue, rec, &id, &err);
+    st = vh_frame_queue_submit(&s->queue, rec, &id, &err);
     if (st) {
         vh_frame_record_free(rec);
         return report(s, &err);
@@ -416,7 +416,8 @@ vh_status vh_poll_action(vh_session *s, vh_action *action, int32_t timeout_ms)
     if (!s) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
     if (!action) return fail(s, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "action");
     const size_t caller_size = action->struct_size;
-    const size_t known = known_struct_size(caller_size, offsetof(vh_action, sequence), sizeof *action);
+    const size_t known = known_struct_size(caller_size, offsetof(vh_action, sequence), offsetof(vh_action, kind),
+                                           sizeof *action);
     if (!struct_size_ok(action, caller_size, known))
         return fail(s, VH_ERR_STRUCT_SIZE, "%s: struct_size is wrong; call vh_action_init first", "vh_action");
     vh_status st = vh_frame_queue_poll(&s->queue, action, known, timeout_ms);
@@ -505,7 +506,7 @@ vh_status vh_session_get_info(vh_session *s, vh_session_info *info)
     if (!s) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
     if (!info) return fail(s, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "info");
     /* a caller built with the 0.1.0 header has the shorter struct: it gets the fields it knows */
-    const size_t known = known_struct_size(info->struct_size, offsetof(vh_session_info, gpu_bytes), sizeof *info);
+    const size_t known = known_struct_size(info->struct_size, offsetof(vh_session_info, gpu_bytes), sizeof *info, sizeof *info);
     if (!struct_size_ok(info, info->struct_size, known))
         return fail(s, VH_ERR_STRUCT_SIZE, "%s: struct_size is wrong; call vh_session_info_init first",
                     "vh_session_info");

@@ -93,6 +93,15 @@ void vh_openvla_program_set_decode_positions(vh_program *p, vh_decode_positions 
 
 int32_t vh_openvla_program_bos_id(const vh_program *p) { return p->bos_id; }
 
+/* OpenVLA needs one image and an instruction (their sizes are checked with every frame's). */
+static vh_status check_frame(const vh_program *p, const vh_frame *f, vh_error *err)
+{
+    (void)p;
+    if (!f->rgb) return vh_error_set(err, VH_ERR_BAD_FRAME, "%s is NULL", "frame->rgb");
+    if (!f->instruction) return vh_error_set(err, VH_ERR_BAD_FRAME, "%s is NULL", "frame->instruction");
+    return VH_OK;
+}
+
 static vh_status job_init(const vh_program *p, vh_frame_job *job, vh_error *err)
 {
     openvla_job *oj = calloc(1, sizeof *oj);
@@ -233,6 +242,7 @@ const vh_family vh_family_openvla = {
     .unload = vh_openvla_unload,
     .program_create = program_create,
     .program_free = program_free,
+    .check_frame = check_frame,
     .job_init = job_init,
     .job_free = job_free,
     .prepare = prepare,
