@@ -34,6 +34,15 @@ static vh_status prepare_block(vh_executor *e, cpu_block *cb, const vh_block_des
         cb->layer = vp->layer;
     } else if (d->kind == VH_BLOCK_LLM) {
         cb->layer = ((const vh_llm_params *)d->params)->layer;
+    } else if (d->kind == VH_BLOCK_VAE_GRU_PLANNER) {
+        memcpy(&cb->plan, d->params, sizeof cb->plan);
+        const vh_planner_params *pp = &cb->plan;
+        if (pp->feature_dim != e->model->llm.hidden || pp->gru_layers == 0 ||
+            pp->gru_layers > VH_PLAN_MAX_GRU_LAYERS || pp->gru_layers * pp->gru_hidden != pp->feature_dim ||
+            pp->latent_dim == 0 || pp->n_modes == 0 || pp->n_steps == 0)
+            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: planner of feature %u (the LLM's "
+                                   "hidden size is %u), %u GRU layers of %u", e->ops->backend, pp->feature_dim,
+                                   e->model->llm.hidden, pp->gru_layers, pp->gru_hidden);
     }
     if (cb->tower >= e->model->n_towers && (d->kind == VH_BLOCK_VIT_EMBED || d->kind == VH_BLOCK_VIT))
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: block of tower %u; the model has %u",
@@ -120,6 +129,7 @@ static vh_status allocate_buffers(vh_executor *e, char *err, size_t err_size)
     }
     if (has_llm) {
         const vh_llm_desc *l = &m->llm;
+        /* (the planners' scratch follows, once max_segments is known) */
         const uint64_t R = p->max_rows, q_dim = (uint64_t)l->n_heads * l->head_dim;
         const uint64_t kv_dim = (uint64_t)l->n_kv_heads * l->head_dim;
         e->max_segments = p->max_sequences > p->max_rows ? p->max_rows : p->max_sequences;
@@ -140,6 +150,10 @@ static vh_status allocate_buffers(vh_executor *e, char *err, size_t err_size)
             e->v_cache = alloc_floats(e->n_layers_held, per_layer, kv_dim, &e->cache_bytes);
             if (!e->k_cache || !e->v_cache) goto oom;
         }
+    }
+    for (uint32_t i = 0; i < p->n_blocks; i++) {
+        cpu_block *b = &e->blocks[i];
+        if (b->kind->scratch_floats && !(b->scratch = alloc_floats(b->kind->scratch_floats(e, b), 1, 1, w))) goto oom;
     }
     return VH_OK;
 oom:
@@ -213,11 +227,13 @@ void cpu_executor_destroy(vh_executor *e)
 {
     if (!e) return;
     if (e->blocks) {
-        for (uint32_t i = 0; i < e->params.n_blocks; i++)
+        for (uint32_t i = 0; i < e->params.n_blocks; i++) {
+            free(e->blocks[i].scratch);
             for (uint32_t t = 0; t < CPU_MAX_ROLES; t++) {
                 free(e->blocks[i].vec[t]);
                 if (e->blocks[i].prepared[t]) e->ops->release(e->linear, e->blocks[i].prepared[t]);
             }
+        }
         free(e->blocks);
     }
     for (uint32_t t = 0; t < VH_MAX_TOWERS; t++) free(e->vit_tokens[t]);
@@ -295,8 +311,10 @@ static vh_status validate_batch(const vh_executor *e, const vh_batch *b, int nee
             else if (tok < 0 || (uint32_t)tok >= e->model->llm.vocab)
                 return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: token %d out of the vocabulary", e->ops->backend, tok);
         }
-        if (image_rows && (seg->image < 0 || (uint32_t)seg->image >= (p->max_images ? p->max_images : 1) ||
-                           image_rows > e->model->n_image_tokens))
+        const int own_embeds = (b->options & VH_BATCH_SEGMENT_EMBEDS) && seg->embeds;
+        if (image_rows && !own_embeds &&
+            (seg->image < 0 || (uint32_t)seg->image >= (p->max_images ? p->max_images : 1) ||
+             image_rows > e->model->n_image_tokens))
             return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: segment %u has %u image rows for image "
                         "%d", e->ops->backend, s, image_rows, seg->image);
         rows += seg->n_rows;
@@ -325,7 +343,7 @@ vh_status cpu_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: blocks [%u, %u) are not all in this "
                     "executor's [%u, %u)", e->ops->backend, first_block, first_block + n_blocks, p->first_block,
                     p->first_block + p->n_blocks);
-    if (!vh_batch_options_check(e->ops->backend, VH_BATCH_HIDDEN_ROWS, batch, err, err_size))
+    if (!vh_batch_options_check(e->ops->backend, CPU_BATCH_OPTIONS, batch, err, err_size))
         return VH_ERR_UNSUPPORTED;
     const cpu_block *blocks = &e->blocks[first_block - p->first_block];
     int needs_images = 0, needs_rows = 0;
@@ -339,6 +357,19 @@ vh_status cpu_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first
         if (k->is_head && batch->out_tokens && !blocks[i].t[VH_LLM_HEAD_LM].data)
             return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: tokens asked of a head without an LM "
                                    "weight", e->ops->backend);
+        if (k->is_planner) {
+            const vh_planner_params *pp = &blocks[i].plan;
+            const uint32_t per_segment = batch->n_segments ? batch->n_hidden_rows / batch->n_segments : 0;
+            if (!(batch->options & VH_BATCH_PLAN) || !(batch->options & VH_BATCH_HIDDEN_ROWS) || !batch->plan_noise ||
+                !batch->out_plan || !batch->out_hidden || per_segment * batch->n_segments != batch->n_hidden_rows ||
+                pp->feature_row >= per_segment ||
+                (uint64_t)pp->noise_offset + pp->latent_dim > batch->plan_noise_stride ||
+                (uint64_t)pp->out_offset + 2ull * pp->n_modes * pp->n_steps + 2ull * pp->latent_dim >
+                    batch->plan_out_stride)
+                return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: a planner block needs the batch's "
+                                       "plan noise and outputs (VH_BATCH_PLAN, strides that hold them) and each "
+                                       "segment's feature among its hidden rows", e->ops->backend);
+        }
     }
     vh_status st = validate_batch(e, batch, needs_images, needs_rows, err, err_size);
     if (st) return st;

@@ -12,7 +12,7 @@
 #include "thread_pool.h"
 #include "vlahybrid/backend.h"
 
-#define CPU_MAX_ROLES 32
+#define CPU_MAX_ROLES 48
 
 struct cpu_kind;
 
@@ -24,6 +24,8 @@ typedef struct cpu_block {
     const struct cpu_kind *kind;
     uint32_t tower, layer;                    /* from the kind's parameters */
     uint32_t state;                           /* desc->state_slot */
+    vh_planner_params plan;                   /* VAE_GRU_PLANNER: its parameters */
+    float *scratch;                           /* a kind's own scratch (the planner's), or NULL */
     vh_tensor_view t[CPU_MAX_ROLES];          /* [role] */
     vh_tensor_view mat[CPU_MAX_ROLES];        /* [role] 2-D [out, in] views; data NULL for non-matrices */
     void *prepared[CPU_MAX_ROLES];            /* the backend's form of each matrix, or NULL */
@@ -36,10 +38,14 @@ typedef struct cpu_kind {
     int uses_images, uses_rows;        /* the parts of a batch it reads */
     int has_state;                     /* keeps a KV cache (state slot) */
     int is_head;                       /* writes the batch's outputs */
+    int is_planner;                    /* reads the head's hidden rows, writes the plans */
     void (*run)(vh_executor *e, const cpu_block *b, const vh_batch *batch);
+    /* floats of scratch the block needs (allocated once at create), or NULL: none */
+    uint64_t (*scratch_floats)(const vh_executor *e, const cpu_block *b);
 } cpu_kind;
 
-#define CPU_N_KINDS 6
+#define CPU_N_KINDS 7
+#define CPU_BATCH_OPTIONS (VH_BATCH_HIDDEN_ROWS | VH_BATCH_SEGMENT_EMBEDS | VH_BATCH_PLAN)
 extern const vh_kind_support cpu_kind_support[CPU_N_KINDS];
 extern const cpu_kind cpu_kinds[CPU_N_KINDS];
 /* The entry for a kind, or NULL. */
@@ -122,7 +128,7 @@ vh_status cpu_device_info(uint32_t device, vh_device_info *info);
         .description = (DESCRIPTION),                               \
         .n_kinds = CPU_N_KINDS,                                     \
         .kinds = cpu_kind_support,                                  \
-        .batch_options = VH_BATCH_HIDDEN_ROWS,                      \
+        .batch_options = CPU_BATCH_OPTIONS,                         \
         .score = (SCORE_FN),                                        \
         .device_count = cpu_device_count,                           \
         .device_info = cpu_device_info,                             \
@@ -155,5 +161,7 @@ void cpu_llm_positions(vh_executor *e, const vh_batch *batch);
 void cpu_llm_embed(vh_executor *e, const cpu_block *b, const vh_batch *batch);
 void cpu_llm_block(vh_executor *e, const cpu_block *b, const vh_batch *batch);
 void cpu_llm_head(vh_executor *e, const cpu_block *b, const vh_batch *batch);
+void cpu_planner(vh_executor *e, const cpu_block *b, const vh_batch *batch);
+uint64_t cpu_planner_scratch_floats(const vh_executor *e, const cpu_block *b);
 
 #endif

@@ -13,6 +13,7 @@ const vh_kind_support cpu_kind_support[CPU_N_KINDS] = {
     {VH_BLOCK_LLM_EMBED, VH_LLM_EMBED_N_TENSORS, sizeof(vh_block_params), 0, VH_SLOT_PATCH_EMBEDS, VH_SLOT_ROWS},
     {VH_BLOCK_LLM, VH_LLM_N_TENSORS, sizeof(vh_llm_params), 0, VH_SLOT_ROWS, VH_SLOT_ROWS},
     {VH_BLOCK_LLM_HEAD, VH_LLM_HEAD_N_TENSORS, sizeof(vh_block_params), 0, VH_SLOT_ROWS, VH_SLOT_OUTPUTS},
+    {VH_BLOCK_VAE_GRU_PLANNER, VH_PLAN_N_TENSORS, sizeof(vh_planner_params), 0, VH_SLOT_OUTPUTS, VH_SLOT_OUTPUTS},
 };
 
 /* In the order of cpu_kind_support. Matrices: the roles that are linear-layer weights (position,
@@ -28,6 +29,12 @@ const cpu_kind cpu_kinds[CPU_N_KINDS] = {
                      BIT(VH_LLM_UP) | BIT(VH_LLM_DOWN),
      .uses_rows = 1, .has_state = 1, .run = cpu_llm_block},
     {.matrix_roles = BIT(VH_LLM_HEAD_LM), .uses_rows = 1, .is_head = 1, .run = cpu_llm_head},
+    {.matrix_roles = BIT(VH_PLAN_ENC1_W) | BIT(VH_PLAN_ENC2_W) | BIT(VH_PLAN_ENC3_W) | BIT(VH_PLAN_DIST_W) |
+                     BIT(VH_PLAN_GRU0) | BIT(VH_PLAN_GRU0 + 1) | BIT(VH_PLAN_GRU0 + 4) | BIT(VH_PLAN_GRU0 + 5) |
+                     BIT(VH_PLAN_GRU0 + 8) | BIT(VH_PLAN_GRU0 + 9) | BIT(VH_PLAN_GRU0 + 12) | BIT(VH_PLAN_GRU0 + 13) |
+                     BIT(VH_PLAN_MLP1_W) | BIT(VH_PLAN_MLP2_W) | BIT(VH_PLAN_MLP3_W) | BIT(VH_PLAN_DEC1_W) |
+                     BIT(VH_PLAN_DEC2_W) | BIT(VH_PLAN_DEC3_W),
+     .uses_rows = 1, .is_planner = 1, .run = cpu_planner, .scratch_floats = cpu_planner_scratch_floats},
 };
 
 const cpu_kind *cpu_kind_of(uint32_t kind)

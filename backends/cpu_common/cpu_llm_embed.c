@@ -1,6 +1,7 @@
 /*
  * VH_BLOCK_LLM_EMBED on the CPU: each row's token embedding, or for VH_TOKEN_IMAGE rows the next
- * patch embedding of the segment's image.
+ * patch embedding of the segment's image (or the next row of the segment's own embeddings,
+ * VH_BATCH_SEGMENT_EMBEDS: precomputed vision tokens).
  */
 #include <string.h>
 
@@ -12,7 +13,8 @@ void cpu_llm_embed(vh_executor *e, const cpu_block *b, const vh_batch *batch)
     uint32_t row = 0;
     for (uint32_t s = 0; s < batch->n_segments; s++) {
         const vh_segment *seg = &batch->segments[s];
-        const float *patches = seg->image >= 0 ? e->patch_embeds + (size_t)seg->image * N * Dl : NULL;
+        const float *patches = (batch->options & VH_BATCH_SEGMENT_EMBEDS) && seg->embeds ? seg->embeds
+                               : seg->image >= 0 ? e->patch_embeds + (size_t)seg->image * N * Dl : NULL;
         uint32_t next_patch = 0;
         for (uint32_t r = 0; r < seg->n_rows; r++, row++) {
             float *x = e->llm.x + (size_t)row * Dl;

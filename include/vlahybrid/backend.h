@@ -120,13 +120,18 @@ typedef enum vh_block_kind {
     VH_BLOCK_PROJECTOR = 3,  /* towers' patch tokens, channel-concatenated -> patch embeddings */
     VH_BLOCK_LLM_EMBED = 4,  /* token ids and patch embeddings -> LLM hidden rows */
     VH_BLOCK_LLM = 5,        /* Llama decoder block with KV cache */
-    VH_BLOCK_LLM_HEAD = 6    /* final RMSNorm, LM head, greedy argmax over all logits; and/or the
+    VH_BLOCK_LLM_HEAD = 6,   /* final RMSNorm, LM head, greedy argmax over all logits; and/or the
                                 normed hidden state of chosen rows (VH_BATCH_HIDDEN_ROWS) */
+    VH_BLOCK_VAE_GRU_PLANNER = 7 /* a driving planner on each segment's feature (a hidden row the
+                                head returned): a Gaussian latent (VAE encoder), a GRU over the
+                                future steps from it, and a decoder to waypoints per mode
+                                (Orion's, MindDrive's) */
 } vh_block_kind;
 
 static inline const char *vh_block_kind_name(uint32_t kind)
 {
-    static const char *const names[] = {"?", "VIT_EMBED", "VIT", "PROJECTOR", "LLM_EMBED", "LLM", "LLM_HEAD"};
+    static const char *const names[] = {"?", "VIT_EMBED", "VIT", "PROJECTOR", "LLM_EMBED", "LLM", "LLM_HEAD",
+                                        "VAE_GRU_PLANNER"};
     return kind < sizeof names / sizeof names[0] ? names[kind] : "unknown";
 }
 
@@ -175,6 +180,26 @@ enum { /* VH_BLOCK_LLM_HEAD roles */
     VH_LLM_HEAD_N_TENSORS
 };
 
+enum { /* VH_BLOCK_VAE_GRU_PLANNER roles (F: feature width, G: GRU hidden, L: latent, M: modes):
+        * mu, log_sigma = split(dist(enc3(relu(enc2(relu(enc1(f)))))));  z = mu + exp(log_sigma) * eps
+        * y_t = GRU(z, h0 = f split over the layers), t < steps;  g_t = mlp3(relu(mlp2(relu(mlp1(y_t)))))
+        * preds[mode][t] = dec3(relu(dec2(relu(dec1([f, g_t])))))[2 mode .. 2 mode + 2) */
+    VH_PLAN_ENC1_W = 0, VH_PLAN_ENC1_B,   /* [2F, F], [2F] */
+    VH_PLAN_ENC2_W, VH_PLAN_ENC2_B,       /* [2F, 2F] */
+    VH_PLAN_ENC3_W, VH_PLAN_ENC3_B,       /* [F/2, 2F] */
+    VH_PLAN_DIST_W, VH_PLAN_DIST_B,       /* [2L, F/2]: mu, then log_sigma */
+    VH_PLAN_GRU0 = 8,                     /* layer l: W_ih [3G, in], W_hh [3G, G], b_ih [3G], b_hh [3G]
+                                             at VH_PLAN_GRU0 + 4 l + 0..3; gates in PyTorch's r, z, n order */
+    VH_PLAN_MLP1_W = 24, VH_PLAN_MLP1_B,  /* [2G, G] */
+    VH_PLAN_MLP2_W, VH_PLAN_MLP2_B,       /* [4G, 2G] */
+    VH_PLAN_MLP3_W, VH_PLAN_MLP3_B,       /* [F, 4G] */
+    VH_PLAN_DEC1_W, VH_PLAN_DEC1_B,       /* [2F, 2F] */
+    VH_PLAN_DEC2_W, VH_PLAN_DEC2_B,       /* [2F, 2F] */
+    VH_PLAN_DEC3_W, VH_PLAN_DEC3_B,       /* [2M, 2F] */
+    VH_PLAN_N_TENSORS
+};
+#define VH_PLAN_MAX_GRU_LAYERS 4
+
 /* The parameters of a block, by kind. Each struct starts with its size; a plugin refuses a struct
  * shorter than the one it knows, and a longer one whose extra bytes are not all zero (a field it
  * does not know is set). */
@@ -193,6 +218,21 @@ typedef struct vh_llm_params {         /* LLM */
     uint32_t layer;                    /* decoder layer index */
 } vh_llm_params;
 
+typedef struct vh_planner_params {     /* VAE_GRU_PLANNER */
+    uint32_t struct_size;
+    uint32_t feature_dim;              /* F: the head's hidden width */
+    uint32_t latent_dim;               /* L */
+    uint32_t gru_layers;               /* 1 .. VH_PLAN_MAX_GRU_LAYERS */
+    uint32_t gru_hidden;               /* G = F / gru_layers: layer l starts from f[l G .. (l + 1) G) */
+    uint32_t n_modes;                  /* M */
+    uint32_t n_steps;                  /* future steps */
+    float min_log_sigma, max_log_sigma;/* log_sigma is clamped to this range */
+    uint32_t feature_row;              /* which of each segment's hidden rows is its feature */
+    uint32_t noise_offset;             /* its L noise floats within each segment's plan_noise */
+    uint32_t out_offset;               /* where it writes within each segment's out_plan: preds
+                                          [M][steps][2] (per-step offsets), mu [L], log_sigma [L] */
+} vh_planner_params;
+
 /* Activation slots: where a block reads its input and writes its output. A plugin runs each kind
  * only with the wiring it lists (vh_kind_support); today's graph is a chain through these. */
 typedef enum vh_slot {
@@ -201,7 +241,7 @@ typedef enum vh_slot {
     VH_SLOT_TOWER_TOKENS = 2,  /* each tower's tokens of each image */
     VH_SLOT_PATCH_EMBEDS = 3,  /* each image's patch embeddings (the LLM's image rows) */
     VH_SLOT_ROWS = 4,          /* the LLM hidden rows of the batch (what crosses executors) */
-    VH_SLOT_OUTPUTS = 5        /* the batch's outputs: tokens, logits, hidden rows */
+    VH_SLOT_OUTPUTS = 5        /* the batch's outputs: tokens, logits, hidden rows, plans */
 } vh_slot;
 
 #define VH_NO_STATE 0xffffffffu /* a block that keeps nothing between runs */
@@ -291,6 +331,9 @@ typedef struct vh_model_desc {
 /* Batch options: a plugin refuses a batch with an option it does not list (batch_options). */
 #define VH_BATCH_HIDDEN_ROWS (1u << 0) /* the head writes the final-normed hidden state of rows
                                           hidden_rows[] into out_hidden */
+#define VH_BATCH_SEGMENT_EMBEDS (1u << 1) /* segments may carry their own VH_TOKEN_IMAGE rows
+                                          (vh_segment.embeds: precomputed vision tokens) */
+#define VH_BATCH_PLAN (1u << 2)   /* planner blocks read plan_noise and write out_plan */
 
 typedef struct vh_segment {
     uint32_t sequence;         /* KV slot, < max_sequences */
@@ -299,6 +342,9 @@ typedef struct vh_segment {
     int32_t image;             /* for VH_TOKEN_IMAGE rows: index of an image of the last vision batch
                                   this executor ran (its patch embeddings are kept between runs), or -1 */
     int32_t rope_delta;        /* RoPE position of row i = position + i + rope_delta (usually 0) */
+    const float *embeds;       /* VH_BATCH_SEGMENT_EMBEDS: the k-th VH_TOKEN_IMAGE row of the segment
+                                  is row k of this [.., hidden] fp32 array (image is then ignored);
+                                  NULL: the image's patch embeddings */
 } vh_segment;
 
 typedef struct vh_batch {
@@ -317,7 +363,14 @@ typedef struct vh_batch {
     /* VH_BATCH_HIDDEN_ROWS */
     uint32_t n_hidden_rows;
     const uint32_t *hidden_rows; /* [n_hidden_rows] batch row indices, each < n_rows */
-    float *out_hidden;           /* [n_hidden_rows, hidden] fp32: rmsnorm(row) with the head's norm */
+    float *out_hidden;           /* [n_hidden_rows, hidden] fp32: rmsnorm(row) with the head's norm;
+                                    with VH_BATCH_PLAN the rows come n_hidden_rows / n_segments per
+                                    segment, in segment order */
+    /* VH_BATCH_PLAN */
+    const float *plan_noise;     /* [n_segments, plan_noise_stride] */
+    uint32_t plan_noise_stride;
+    float *out_plan;             /* [n_segments, plan_out_stride] */
+    uint32_t plan_out_stride;
 } vh_batch;
 
 /* ------------------------------------------------------------------------------------------------

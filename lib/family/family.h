@@ -44,6 +44,7 @@ typedef struct vh_program_shape {
     uint32_t passes_per_frame;         /* passes a frame makes at most (prefill + decode steps): the
                                           packed mode's frames in flight follow it */
     uint32_t max_context;              /* KV positions a frame needs at most */
+    uint32_t batch_options;            /* VH_BATCH_* its passes use: every stage's backend must know them */
     char label[64];                    /* reported as vh_session_info.unnorm_key */
 } vh_program_shape;
 

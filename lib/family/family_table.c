@@ -7,9 +7,11 @@
 #include <string.h>
 
 extern const vh_family vh_family_openvla;
+extern const vh_family vh_family_orion;
 
 static const vh_family *const families[] = {
     &vh_family_openvla,
+    &vh_family_orion,
 };
 
 #define N_FAMILIES (sizeof families / sizeof families[0])

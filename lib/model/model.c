@@ -102,7 +102,9 @@ vh_model_block *vh_model_begin_block(vh_model *m, uint32_t index, uint32_t kind,
                          .input_slot = input_slot, .output_slot = output_slot, .state_slot = state_slot};
     memset(b, 0, sizeof *b);
     b->params.none.struct_size = kind == VH_BLOCK_VIT_EMBED || kind == VH_BLOCK_VIT ? sizeof(vh_vit_params)
-                                 : kind == VH_BLOCK_LLM ? sizeof(vh_llm_params) : sizeof(vh_block_params);
+                                 : kind == VH_BLOCK_LLM ? sizeof(vh_llm_params)
+                                 : kind == VH_BLOCK_VAE_GRU_PLANNER ? sizeof(vh_planner_params)
+                                                                    : sizeof(vh_block_params);
     return b;
 }
 

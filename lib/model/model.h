@@ -20,7 +20,7 @@
 
 struct vh_family;
 
-#define VH_MODEL_MAX_ROLES 32
+#define VH_MODEL_MAX_ROLES 48
 
 /* What a family fills for each block (vh_model_begin_block); vh_model_finish_blocks turns it into
  * the block's ABI descriptor (the present tensors, tagged with their roles). */
@@ -31,6 +31,7 @@ typedef struct vh_model_block {
         vh_block_params none;
         vh_vit_params vit;
         vh_llm_params llm;
+        vh_planner_params planner;
     } params;                          /* the kind's parameters (struct_size set by begin_block) */
 } vh_model_block;
 

@@ -34,6 +34,10 @@ void vh_packed_pass_free(vh_packed_pass *p)
     free(p->jobs);
     free(p->tokens);
     free(p->out_tokens);
+    free(p->hidden_rows);
+    free(p->out_hidden);
+    free(p->plan_noise);
+    free(p->out_plan);
     if (p->hidden) vh_plan_host_free(p->ctx->plan, p->hidden);
     memset(p, 0, sizeof *p);
 }
@@ -55,7 +59,8 @@ vh_status vh_packed_pass_run_vision(vh_packed_pass *p, vh_frame_job *const *jobs
         for (uint32_t t = 0; t < towers; t++) p->planes[i * towers + t] = jobs[i]->pixels[t];
     vh_batch vision = {.struct_size = sizeof(vh_batch), .n_images = n, .pixels = p->planes};
     int64_t t0 = vh_now_ns();
-    vh_status st = vh_stage_run_range(&p->ctx->plan->stages[0], &vision, 0, m->llm_embed_block, err);
+    vh_status st = m->llm_embed_block ? vh_stage_run_range(&p->ctx->plan->stages[0], &vision, 0, m->llm_embed_block, err)
+                                      : VH_OK; /* no vision blocks: the frames bring their vision tokens */
     if (st) return st;
     int64_t t1 = vh_now_ns();
     for (uint32_t i = 0; i < n; i++) {
@@ -70,6 +75,62 @@ vh_status vh_packed_pass_run_vision(vh_packed_pass *p, vh_frame_job *const *jobs
         vh_trace_span(p->ctx->trace, 0, name, jobs[0]->frame_id, t0, t1);
     }
     p->stage_time[0].busy_ns += t1 - t0;
+    return VH_OK;
+}
+
+/* Grow *buf to hold n items of `size` bytes (the pass's gathered outputs: a few rows). */
+static int reserve(void **buf, size_t *cap, size_t n, size_t size)
+{
+    if (n <= *cap) return 1;
+    void *grown = realloc(*buf, n * size);
+    if (!grown) return 0;
+    *buf = grown;
+    *cap = n;
+    return 1;
+}
+
+/* The frames' hidden rows and plans (their batches' options beyond tokens): one list for the pass,
+ * each frame's rows offset to where its segment starts; vh_packed_pass_end hands them back. Every
+ * frame of a session asks the same of a pass. */
+static vh_status gather_outputs(vh_packed_pass *p, vh_frame_job *const *jobs, uint32_t n, vh_error *err)
+{
+    const vh_batch *b0 = &jobs[0]->batch;
+    const uint32_t k = b0->n_hidden_rows, Dl = p->ctx->model->desc.llm.hidden;
+    p->batch.options = b0->options;
+    for (uint32_t i = 1; i < n; i++) {
+        const vh_batch *b = &jobs[i]->batch;
+        if (b->options != b0->options || b->n_hidden_rows != k || b->plan_noise_stride != b0->plan_noise_stride ||
+            b->plan_out_stride != b0->plan_out_stride)
+            return vh_error_set(err, VH_ERR_INTERNAL, "packed pass: frames ask for different outputs");
+    }
+    if ((b0->options & VH_BATCH_HIDDEN_ROWS) &&
+        (!reserve((void **)&p->hidden_rows, &p->hidden_cap, (size_t)n * k, sizeof *p->hidden_rows) ||
+         !reserve((void **)&p->out_hidden, &p->out_hidden_cap, (size_t)n * k * Dl, sizeof(float))))
+        return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (packed pass)");
+    if ((b0->options & VH_BATCH_PLAN) &&
+        (!reserve((void **)&p->plan_noise, &p->noise_cap, (size_t)n * b0->plan_noise_stride, sizeof(float)) ||
+         !reserve((void **)&p->out_plan, &p->plan_cap, (size_t)n * b0->plan_out_stride, sizeof(float))))
+        return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (packed pass)");
+    uint32_t row0 = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const vh_batch *b = &jobs[i]->batch;
+        if (b->options & VH_BATCH_HIDDEN_ROWS)
+            for (uint32_t r = 0; r < k; r++) p->hidden_rows[i * k + r] = row0 + b->hidden_rows[r];
+        if (b->options & VH_BATCH_PLAN)
+            memcpy(p->plan_noise + (size_t)i * b->plan_noise_stride, b->plan_noise, sizeof(float) * b->plan_noise_stride);
+        row0 += b->n_rows;
+    }
+    if (b0->options & VH_BATCH_HIDDEN_ROWS) {
+        p->batch.n_hidden_rows = n * k;
+        p->batch.hidden_rows = p->hidden_rows;
+        p->batch.out_hidden = p->out_hidden;
+    }
+    if (b0->options & VH_BATCH_PLAN) {
+        p->batch.plan_noise = p->plan_noise;
+        p->batch.plan_noise_stride = b0->plan_noise_stride;
+        p->batch.out_plan = p->out_plan;
+        p->batch.plan_out_stride = b0->plan_out_stride;
+    }
     return VH_OK;
 }
 
@@ -91,8 +152,10 @@ vh_status vh_packed_pass_begin(vh_packed_pass *p, vh_frame_job *const *jobs, uin
         rows += b->n_rows;
     }
     p->n = n;
-    p->batch = (vh_batch){.struct_size = sizeof(vh_batch), .n_segments = n, .segments = p->segments, .n_rows = rows, .tokens = p->tokens,
-                          .out_tokens = p->out_tokens};
+    p->batch = (vh_batch){.struct_size = sizeof(vh_batch), .n_segments = n, .segments = p->segments, .n_rows = rows,
+                          .tokens = p->tokens, .out_tokens = jobs[0]->batch.out_tokens ? p->out_tokens : NULL};
+    vh_status st = gather_outputs(p, jobs, n, err);
+    if (st) return st;
     snprintf(p->name, sizeof p->name, "pass %llu: %u prefill + %u steps", (unsigned long long)p->count, prefills,
              n - prefills);
     return VH_OK;
@@ -111,6 +174,15 @@ vh_status vh_packed_pass_stage(vh_packed_pass *p, uint32_t stage, vh_error *err)
 
 void vh_packed_pass_end(vh_packed_pass *p)
 {
-    for (uint32_t i = 0; i < p->n; i++) p->jobs[i]->next_token = p->out_tokens[i];
+    const uint32_t Dl = p->ctx->model->desc.llm.hidden;
+    for (uint32_t i = 0; i < p->n; i++) {
+        vh_batch *b = &p->jobs[i]->batch;
+        if (p->batch.out_tokens) p->jobs[i]->next_token = p->out_tokens[i];
+        if (p->batch.options & VH_BATCH_HIDDEN_ROWS)
+            memcpy(b->out_hidden, p->out_hidden + (size_t)i * b->n_hidden_rows * Dl,
+                   sizeof(float) * b->n_hidden_rows * Dl);
+        if (p->batch.options & VH_BATCH_PLAN)
+            memcpy(b->out_plan, p->out_plan + (size_t)i * b->plan_out_stride, sizeof(float) * b->plan_out_stride);
+    }
     p->count++;
 }

@@ -25,6 +25,10 @@ typedef struct vh_packed_pass {
     int32_t *out_tokens;               /* [max_jobs] */
     float *hidden;                     /* [max_rows, Dl] the packed rows between stages */
     vh_frame_job **jobs;               /* [max_jobs] the current pass's frames */
+    /* the frames' own outputs gathered for one pass (hidden rows, plans: Orion's); grown on first use */
+    uint32_t *hidden_rows;
+    float *out_hidden, *plan_noise, *out_plan;
+    size_t hidden_cap, out_hidden_cap, noise_cap, plan_cap;
     uint32_t n;
     vh_batch batch;                    /* the current pass */
     char name[48];                     /* its name in the trace */

@@ -202,9 +202,11 @@ vh_status vh_split_calibrate(const vh_model *model, const vh_plan_request *req, 
         probe_destroy(&block);
         if (!st) costs->block_ns[s] = prefill + decode;
         if (!st && s == 0) { /* the vision towers and the projector */
-            st = probe_create(&fixed, model, req, 0, model->llm_embed_block, err);
-            if (!st) st = time_vision(&fixed, model, &costs->fixed_ns[0], err);
-        } else if (!st) { /* the LM head, once a pass */
+            if (model->llm_embed_block) st = probe_create(&fixed, model, req, 0, model->llm_embed_block, err);
+            if (!st && model->llm_embed_block) st = time_vision(&fixed, model, &costs->fixed_ns[0], err);
+        } else if (!st && vh_block_tensor(&model->blocks[model->head_block], VH_LLM_HEAD_LM)) {
+            /* the LM head, once a pass (a head that only returns hidden rows, and what follows it,
+             * are left out: a few rows, small beside the blocks) */
             st = probe_create(&fixed, model, req, model->head_block, 1, err);
             if (!st) st = time_llm_passes(&fixed, model->head_block, hidden, rows, steps, &prefill, &decode, err);
             if (!st) costs->fixed_ns[1] = prefill + decode;

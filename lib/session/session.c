@@ -218,6 +218,13 @@ static vh_status load_session(vh_session *s, const vh_session_params *p, vh_erro
                            .gpu_memory_budget = p->gpu_memory_budget, .llm_split = p->llm_split, .split_zone = zone,
                            .action_tokens = passes, .log = &s->log};
     if ((st = vh_plan_create(s->model, &req, &s->plan, err))) return st;
+    for (uint32_t i = 0; i < s->plan.n_stages; i++) {
+        const vh_backend_iface *be = s->plan.stages[i].plugin->iface;
+        if (s->shape.batch_options & ~be->batch_options)
+            return vh_error_set(err, VH_ERR_UNSUPPORTED, "backend '%s' cannot run this model's frames: they need "
+                                "batch options 0x%x it lacks (hidden rows 0x1, segment embeddings 0x2, plans 0x4)",
+                                be->name, s->shape.batch_options & ~be->batch_options);
+    }
     vh_job_context_init(&s->jobs, s->model, &s->plan, s->program, s->max_context);
     s->jobs.trace = s->trace;
     if ((st = vh_frame_queue_init(&s->queue, p->queue_capacity, p->queue_policy, err))) return st;

@@ -1,0 +1,119 @@
+#include "family/orion/orion_model.h"
+
+#include <stdlib.h>
+
+#include "model/tensor_lookup.h"
+
+#define TAKE(view, shape, ...) vh_tensor_takef(m->checkpoint, view, 0, shape, err, __VA_ARGS__)
+#define SHAPE VH_SHAPE
+
+static vh_status load_llm(vh_model *m, const vh_orion_config *c, uint32_t *next, vh_error *err)
+{
+    const int64_t H = c->hidden, F = c->intermediate, V = c->vocab;
+    const int64_t q_dim = (int64_t)c->n_heads * c->head_dim, kv_dim = (int64_t)c->n_kv_heads * c->head_dim;
+    vh_status st;
+    m->llm_embed_block = *next;
+    vh_model_block *b = vh_model_begin_block(m, (*next)++, VH_BLOCK_LLM_EMBED, VH_SLOT_PATCH_EMBEDS, VH_SLOT_ROWS,
+                                             VH_NO_STATE);
+    if ((st = TAKE(&b->by_role[VH_LLM_EMBED_TOKENS], SHAPE(V, H), "%s", "model.embed_tokens.weight"))) return st;
+    m->llm_first_block = *next;
+    for (uint32_t i = 0; i < c->n_layers; i++) {
+        b = vh_model_begin_block(m, (*next)++, VH_BLOCK_LLM, VH_SLOT_ROWS, VH_SLOT_ROWS, i);
+        b->params.llm.layer = i;
+        vh_tensor_view *w = b->by_role;
+        if ((st = TAKE(&w[VH_LLM_ATTN_NORM], SHAPE(H), "model.layers.%u.input_layernorm.weight", i)) ||
+            (st = TAKE(&w[VH_LLM_Q], SHAPE(q_dim, H), "model.layers.%u.self_attn.q_proj.weight", i)) ||
+            (st = TAKE(&w[VH_LLM_K], SHAPE(kv_dim, H), "model.layers.%u.self_attn.k_proj.weight", i)) ||
+            (st = TAKE(&w[VH_LLM_V], SHAPE(kv_dim, H), "model.layers.%u.self_attn.v_proj.weight", i)) ||
+            (st = TAKE(&w[VH_LLM_O], SHAPE(H, q_dim), "model.layers.%u.self_attn.o_proj.weight", i)) ||
+            (st = TAKE(&w[VH_LLM_MLP_NORM], SHAPE(H), "model.layers.%u.post_attention_layernorm.weight", i)) ||
+            (st = TAKE(&w[VH_LLM_GATE], SHAPE(F, H), "model.layers.%u.mlp.gate_proj.weight", i)) ||
+            (st = TAKE(&w[VH_LLM_UP], SHAPE(F, H), "model.layers.%u.mlp.up_proj.weight", i)) ||
+            (st = TAKE(&w[VH_LLM_DOWN], SHAPE(H, F), "model.layers.%u.mlp.down_proj.weight", i)))
+            return st;
+    }
+    m->head_block = *next;
+    b = vh_model_begin_block(m, (*next)++, VH_BLOCK_LLM_HEAD, VH_SLOT_ROWS, VH_SLOT_OUTPUTS, VH_NO_STATE);
+    return TAKE(&b->by_role[VH_LLM_HEAD_NORM], SHAPE(H), "%s", "model.norm.weight");
+}
+
+/* A linear layer's weight and bias: [out, in], [out]. */
+static vh_status linear(vh_model *m, vh_tensor_view *w, int role, int64_t out, int64_t in, const char *name,
+                        vh_error *err)
+{
+    vh_status st = TAKE(&w[role], SHAPE(out, in), "planner.%s.weight", name);
+    return st ? st : TAKE(&w[role + 1], SHAPE(out), "planner.%s.bias", name);
+}
+
+static vh_status load_planner(vh_model *m, const vh_orion_config *c, uint32_t *next, vh_error *err)
+{
+    const int64_t F = c->hidden, G = c->gru_hidden, L = c->latent_dim, M = c->n_modes;
+    vh_orion_model *om = m->family_model;
+    om->planner_block = *next;
+    vh_model_block *b = vh_model_begin_block(m, (*next)++, VH_BLOCK_VAE_GRU_PLANNER, VH_SLOT_OUTPUTS, VH_SLOT_OUTPUTS,
+                                             VH_NO_STATE);
+    vh_planner_params *p = &b->params.planner;
+    p->feature_dim = c->hidden;
+    p->latent_dim = c->latent_dim;
+    p->gru_layers = c->gru_layers;
+    p->gru_hidden = c->gru_hidden;
+    p->n_modes = c->n_modes;
+    p->n_steps = c->n_steps;
+    p->min_log_sigma = c->min_log_sigma;
+    p->max_log_sigma = c->max_log_sigma;
+    vh_tensor_view *w = b->by_role;
+    vh_status st;
+    if ((st = linear(m, w, VH_PLAN_ENC1_W, 2 * F, F, "present_distribution.encoder.conv1", err)) ||
+        (st = linear(m, w, VH_PLAN_ENC2_W, 2 * F, 2 * F, "present_distribution.encoder.conv2", err)) ||
+        (st = linear(m, w, VH_PLAN_ENC3_W, F / 2, 2 * F, "present_distribution.encoder.conv3", err)) ||
+        (st = linear(m, w, VH_PLAN_DIST_W, 2 * L, F / 2, "present_distribution.last_conv.1", err)))
+        return st;
+    for (uint32_t l = 0; l < c->gru_layers; l++) {
+        const int r = VH_PLAN_GRU0 + 4 * (int)l;
+        if ((st = TAKE(&w[r + 0], SHAPE(3 * G, l ? G : L), "planner.predict_model.gru.weight_ih_l%u", l)) ||
+            (st = TAKE(&w[r + 1], SHAPE(3 * G, G), "planner.predict_model.gru.weight_hh_l%u", l)) ||
+            (st = TAKE(&w[r + 2], SHAPE(3 * G), "planner.predict_model.gru.bias_ih_l%u", l)) ||
+            (st = TAKE(&w[r + 3], SHAPE(3 * G), "planner.predict_model.gru.bias_hh_l%u", l)))
+            return st;
+    }
+    if ((st = linear(m, w, VH_PLAN_MLP1_W, 2 * G, G, "predict_model.linear1", err)) ||
+        (st = linear(m, w, VH_PLAN_MLP2_W, 4 * G, 2 * G, "predict_model.linear2", err)) ||
+        (st = linear(m, w, VH_PLAN_MLP3_W, F, 4 * G, "predict_model.linear3", err)) ||
+        (st = linear(m, w, VH_PLAN_DEC1_W, 2 * F, 2 * F, "ego_fut_decoder.0", err)) ||
+        (st = linear(m, w, VH_PLAN_DEC2_W, 2 * F, 2 * F, "ego_fut_decoder.2", err)) ||
+        (st = linear(m, w, VH_PLAN_DEC3_W, 2 * M, 2 * F, "ego_fut_decoder.4", err)))
+        return st;
+    return VH_OK;
+}
+
+vh_status vh_orion_load(vh_model *m, const char *dir, const char *config_text, size_t config_len,
+                        const char *config_path, vh_error *err)
+{
+    vh_orion_model *om = calloc(1, sizeof *om);
+    if (!om) return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory");
+    m->family_model = om;
+    vh_status st = vh_orion_config_parse(config_text, config_len, config_path, &om->config, err);
+    if (st || (st = vh_checkpoint_open(dir, &m->checkpoint, err))) return st;
+    const vh_orion_config *c = &om->config;
+    vh_model_desc *d = &m->desc;
+    d->n_towers = 0;
+    d->n_image_tokens = c->n_vision_tokens;
+    d->llm = (vh_llm_desc){.hidden = c->hidden, .intermediate = c->intermediate, .n_layers = c->n_layers,
+                           .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .head_dim = c->head_dim,
+                           .vocab = c->vocab, .rms_eps = c->rms_eps, .rope_theta = c->rope_theta};
+    m->max_positions = c->max_positions;
+    if ((st = vh_model_alloc_blocks(m, c->n_layers + 3, err))) return st;
+    uint32_t next = 0;
+    if ((st = load_llm(m, c, &next, err)) || (st = load_planner(m, c, &next, err))) return st;
+    vh_model_finish_blocks(m);
+    return VH_OK;
+}
+
+void vh_orion_unload(vh_model *m)
+{
+    vh_orion_model *om = m->family_model;
+    if (!om) return;
+    vh_orion_config_free(&om->config);
+    free(om);
+    m->family_model = NULL;
+}

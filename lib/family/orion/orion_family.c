@@ -1,0 +1,315 @@
+#include "family/orion/orion_family.h"
+
+#include <float.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "family/orion/orion_model.h"
+#include "family/orion/orion_prompt.h"
+#include "pipeline/frame_job.h"
+#include "text/bpe_tokenizer.h"
+#include "util/file_read.h"
+
+#define MAX_ADDED_TOKENS 64
+#define WARMUP_COMMAND 3 /* lane follow */
+
+struct vh_program {
+    const vh_model *model;
+    const vh_orion_config *config;
+    vh_tokenizer *tokenizer;
+    vh_added_token added[MAX_ADDED_TOKENS];
+    uint32_t n_added;
+    int32_t *prompt;                   /* the text's ids; the vision rows go before prompt[image_index] */
+    size_t n_prompt, image_index;
+    uint32_t n_rows;                   /* prompt + vision rows: 599 for the released model */
+    uint32_t readout_row;              /* the row of <waypoint_ego> */
+    uint32_t plan_out;                 /* floats a plan holds: preds [M][T][2], mu [L], log_sigma [L] */
+    uint64_t seed;
+    float *warmup_tokens;              /* made on first use */
+};
+
+typedef struct orion_job {
+    float *feature;                    /* [hidden] the head's hidden row */
+    float *plan;                       /* [plan_out] */
+    float *noise;                      /* [latent] the frame's, or seeded */
+    uint32_t readout;                  /* the batch row of <waypoint_ego> */
+    int32_t command;
+} orion_job;
+
+/* added_tokens.json: {"<waypoint_ego>": 32000, ...}, the ids the checkpoint's tokenizer gives the
+ * tokens the model added (Orion's add_special_token); never assumed. */
+static vh_status read_added_tokens(vh_program *p, const char *dir, vh_error *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/added_tokens.json", dir);
+    char *text = NULL;
+    size_t len = 0;
+    vh_status st = vh_read_text_file(path, 1u << 20, &text, &len, err);
+    if (st) return st;
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    free(text);
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return vh_error_set(err, VH_ERR_BAD_MODEL, "%s: not a JSON object of token ids", path);
+    }
+    const char *key;
+    json_t *value;
+    json_object_foreach(root, key, value) {
+        if (p->n_added == MAX_ADDED_TOKENS || strlen(key) >= sizeof p->added[0].text || !json_is_integer(value) ||
+            json_integer_value(value) < 0 || json_integer_value(value) >= (json_int_t)p->config->vocab) {
+            json_decref(root);
+            return vh_error_set(err, VH_ERR_BAD_MODEL, "%s: token '%s' must have an id below the vocabulary of %u "
+                                "(at most %d tokens)", path, key, p->config->vocab, MAX_ADDED_TOKENS);
+        }
+        snprintf(p->added[p->n_added].text, sizeof p->added[0].text, "%s", key);
+        p->added[p->n_added++].id = (int32_t)json_integer_value(value);
+    }
+    json_decref(root);
+    return VH_OK;
+}
+
+static vh_status make_prompt(vh_program *p, vh_error *err)
+{
+    const vh_orion_config *c = p->config;
+    int32_t readout_id = -1;
+    for (uint32_t i = 0; i < p->n_added; i++)
+        if (!strcmp(p->added[i].text, c->readout_token)) readout_id = p->added[i].id;
+    if (readout_id < 0)
+        return vh_error_set(err, VH_ERR_BAD_MODEL, "%s/added_tokens.json has no id for the read-out token '%s'",
+                            vh_checkpoint_dir(p->model->checkpoint), c->readout_token);
+    const int32_t bos = vh_tokenizer_bos_id(p->tokenizer) >= 0 ? vh_tokenizer_bos_id(p->tokenizer) : c->bos_id;
+    vh_status st = vh_orion_prompt_ids(p->tokenizer, c->prompt, c->image_marker, p->added, p->n_added, bos, c->add_bos,
+                                       &p->prompt, &p->n_prompt, &p->image_index, err);
+    if (st) return st;
+    p->n_rows = (uint32_t)p->n_prompt + c->n_vision_tokens;
+    uint32_t found = 0;
+    for (size_t i = 0; i < p->n_prompt; i++)
+        if (p->prompt[i] == readout_id) {
+            p->readout_row = (uint32_t)(i < p->image_index ? i : i + c->n_vision_tokens);
+            found++;
+        }
+    if (found != 1)
+        return vh_error_set(err, VH_ERR_BAD_MODEL, "the prompt holds the read-out token '%s' %u times (once needed)",
+                            c->readout_token, found);
+    if (p->n_rows > c->max_positions)
+        return vh_error_set(err, VH_ERR_BAD_MODEL, "the prompt's %u rows exceed max_position_embeddings %u", p->n_rows,
+                            c->max_positions);
+    return VH_OK;
+}
+
+static void program_free(vh_program *p)
+{
+    if (!p) return;
+    vh_tokenizer_free(p->tokenizer);
+    free(p->prompt);
+    free(p->warmup_tokens);
+    free(p);
+}
+
+static vh_status program_create(const vh_model *m, const vh_session_params *params, vh_program **out,
+                                vh_program_shape *shape, vh_error *err)
+{
+    *out = NULL;
+    vh_program *p = calloc(1, sizeof *p);
+    if (!p) return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory");
+    p->model = m;
+    p->config = vh_orion_config_of(m);
+    p->seed = params->seed;
+    const char *dir = vh_checkpoint_dir(m->checkpoint);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tokenizer.model", dir);
+    vh_status st = vh_tokenizer_load(path, &p->tokenizer, err);
+    if (!st && vh_tokenizer_vocab_size(p->tokenizer) > p->config->vocab)
+        st = vh_error_set(err, VH_ERR_BAD_MODEL, "%s has %u pieces, more than the model's %u embedding rows", path,
+                          vh_tokenizer_vocab_size(p->tokenizer), p->config->vocab);
+    if (!st) st = read_added_tokens(p, dir, err);
+    if (!st) st = make_prompt(p, err);
+    if (st) {
+        program_free(p);
+        return st;
+    }
+    p->plan_out = 2 * p->config->n_modes * p->config->n_steps + 2 * p->config->latent_dim;
+    memset(shape, 0, sizeof *shape);
+    shape->action_dim = 0;
+    shape->passes_per_frame = 1; /* one prefill, no decoding */
+    shape->max_context = p->n_rows;
+    shape->batch_options = VH_BATCH_HIDDEN_ROWS | VH_BATCH_SEGMENT_EMBEDS | VH_BATCH_PLAN;
+    *out = p;
+    return VH_OK;
+}
+
+const int32_t *vh_orion_program_prompt(const vh_program *p, size_t *n_ids, size_t *image_index)
+{
+    *n_ids = p->n_prompt;
+    *image_index = p->image_index;
+    return p->prompt;
+}
+
+/* The frame must bring the vision tokens of the model's count and width and a command; noise, when
+ * given, is the planner's latent size. */
+static vh_status check_frame(const vh_program *p, const vh_frame *f, vh_error *err)
+{
+    const vh_orion_config *c = p->config;
+    if (!f->vision_tokens)
+        return vh_error_set(err, VH_ERR_BAD_FRAME, "an Orion frame needs its %u vision tokens (frame->vision_tokens): "
+                            "this version starts from the tokens", c->n_vision_tokens);
+    if (f->n_vision_tokens != c->n_vision_tokens || f->vision_token_width != c->hidden)
+        return vh_error_set(err, VH_ERR_BAD_FRAME, "frame->vision_tokens is %u x %u; the model takes %u x %u",
+                            f->n_vision_tokens, f->vision_token_width, c->n_vision_tokens, c->hidden);
+    if (f->command < 0 || f->command >= (int32_t)c->n_modes)
+        return vh_error_set(err, VH_ERR_BAD_FRAME, "an Orion frame needs a command 0..%u (frame->command is %d)",
+                            c->n_modes - 1, f->command);
+    if (f->noise && f->n_noise != c->latent_dim)
+        return vh_error_set(err, VH_ERR_BAD_FRAME, "frame->noise has %u floats; the planner's latent has %u",
+                            f->n_noise, c->latent_dim);
+    return VH_OK;
+}
+
+static vh_status job_init(const vh_program *p, vh_frame_job *job, vh_error *err)
+{
+    orion_job *oj = calloc(1, sizeof *oj);
+    if (!oj) return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (frame buffers)");
+    job->family_job = oj;
+    oj->feature = malloc(sizeof(float) * p->config->hidden);
+    oj->plan = malloc(sizeof(float) * p->plan_out);
+    oj->noise = malloc(sizeof(float) * p->config->latent_dim);
+    if (!oj->feature || !oj->plan || !oj->noise)
+        return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (frame buffers)");
+    return VH_OK;
+}
+
+static void job_free(vh_frame_job *job)
+{
+    orion_job *oj = job->family_job;
+    free(oj->feature);
+    free(oj->plan);
+    free(oj->noise);
+    free(oj);
+    job->family_job = NULL;
+}
+
+static uint64_t splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+void vh_orion_seeded_noise(uint64_t seed, uint64_t sequence, float *noise, uint32_t n)
+{
+    uint64_t state = seed ^ (sequence * 0xd1b54a32d192ed03ull);
+    for (uint32_t i = 0; i < n; i += 2) {
+        /* two uniforms in (0, 1], then Box-Muller */
+        const double u1 = ((splitmix64(&state) >> 11) + 1) * 0x1.0p-53, u2 = (splitmix64(&state) >> 11) * 0x1.0p-53;
+        const double r = sqrt(-2.0 * log(u1));
+        noise[i] = (float)(r * cos(2 * M_PI * u2));
+        if (i + 1 < n) noise[i + 1] = (float)(r * sin(2 * M_PI * u2));
+    }
+}
+
+static vh_status prepare(vh_frame_job *job, const vh_frame_input *in, vh_error *err)
+{
+    (void)err;
+    const vh_program *p = job->ctx->program;
+    const vh_orion_config *c = p->config;
+    orion_job *oj = job->family_job;
+    /* rows: [text before the image | the vision tokens | the rest of the text] */
+    memcpy(job->tokens, p->prompt, sizeof(int32_t) * p->image_index);
+    for (uint32_t i = 0; i < c->n_vision_tokens; i++) job->tokens[p->image_index + i] = VH_TOKEN_IMAGE;
+    memcpy(job->tokens + p->image_index + c->n_vision_tokens, p->prompt + p->image_index,
+           sizeof(int32_t) * (p->n_prompt - p->image_index));
+    job->n_rows = p->n_rows;
+    oj->command = in->command;
+    oj->readout = p->readout_row;
+    if (in->noise) memcpy(oj->noise, in->noise, sizeof(float) * c->latent_dim);
+    else vh_orion_seeded_noise(p->seed, in->sequence, oj->noise, c->latent_dim);
+    vh_frame_job_begin_prefill(job);
+    job->segment.image = -1;
+    job->segment.embeds = in->vision_tokens; /* the record's copy: it outlives the job's passes */
+    job->batch.options = VH_BATCH_HIDDEN_ROWS | VH_BATCH_SEGMENT_EMBEDS | VH_BATCH_PLAN;
+    job->batch.out_tokens = NULL;
+    job->batch.n_hidden_rows = 1;
+    job->batch.hidden_rows = &oj->readout;
+    job->batch.out_hidden = oj->feature;
+    job->batch.plan_noise = oj->noise;
+    job->batch.plan_noise_stride = c->latent_dim;
+    job->batch.out_plan = oj->plan;
+    job->batch.plan_out_stride = p->plan_out;
+    return VH_OK;
+}
+
+static int advance(vh_frame_job *job)
+{
+    (void)job;
+    return 0; /* one prefill: the planner ran after the head */
+}
+
+/* nan_to_num, as the agent applies to the trajectory */
+static float finite_or_clamped(float v)
+{
+    return isnan(v) ? 0.0f : v > FLT_MAX ? FLT_MAX : v < -FLT_MAX ? -FLT_MAX : v;
+}
+
+static void result(const vh_frame_job *job, vh_frame_result *out)
+{
+    const vh_program *p = job->ctx->program;
+    const vh_orion_config *c = p->config;
+    const orion_job *oj = job->family_job;
+    const uint32_t M = c->n_modes, T = c->n_steps, L = c->latent_dim;
+    out->kind = VH_ACTION_TRAJECTORY;
+    out->n_points = T;
+    float *modes = vh_frame_result_add_extra(out, "mode_trajectories", M * T * 2);
+    for (uint32_t m = 0; m < M; m++) {
+        float x = 0, y = 0; /* the offsets summed step by step, in fp32 as torch's cumsum */
+        for (uint32_t t = 0; t < T; t++) {
+            x += oj->plan[(m * T + t) * 2 + 0];
+            y += oj->plan[(m * T + t) * 2 + 1];
+            if (modes) modes[(m * T + t) * 2 + 0] = x, modes[(m * T + t) * 2 + 1] = y;
+            if (m == (uint32_t)oj->command) {
+                out->trajectory[2 * t + 0] = finite_or_clamped(x);
+                out->trajectory[2 * t + 1] = finite_or_clamped(y);
+            }
+        }
+    }
+    float *mu = vh_frame_result_add_extra(out, "mu", L), *ls = vh_frame_result_add_extra(out, "log_sigma", L);
+    if (mu) memcpy(mu, oj->plan + 2 * M * T, sizeof(float) * L);
+    if (ls) memcpy(ls, oj->plan + 2 * M * T + L, sizeof(float) * L);
+}
+
+const float *vh_orion_job_feature(const vh_frame_job *job)
+{
+    return ((const orion_job *)job->family_job)->feature;
+}
+
+/* All-zero vision tokens and the lane-follow command: the rows and passes of every frame. */
+static int warmup_input(vh_program *p, vh_frame_input *in)
+{
+    const vh_orion_config *c = p->config;
+    if (!p->warmup_tokens && !(p->warmup_tokens = calloc((size_t)c->n_vision_tokens * c->hidden, sizeof(float))))
+        return -1;
+    *in = (vh_frame_input){.vision_tokens = p->warmup_tokens, .n_vision_tokens = c->n_vision_tokens,
+                           .vision_token_width = c->hidden, .command = WARMUP_COMMAND};
+    return 1;
+}
+
+const vh_family vh_family_orion = {
+    .name = "orion",
+    .model_type = "orion",
+    .load = vh_orion_load,
+    .unload = vh_orion_unload,
+    .program_create = program_create,
+    .program_free = program_free,
+    .check_frame = check_frame,
+    .job_init = job_init,
+    .job_free = job_free,
+    .prepare = prepare,
+    .advance = advance,
+    .result = result,
+    .warmup_input = warmup_input,
+    .prompt_ids = NULL, /* the prompt is fixed: no instruction */
+};

@@ -1,0 +1,388 @@
+/* Orion's decision half (the LLM and the planner, from the 529 vision tokens on) against the
+ * references of tests/fixtures/orion/make_orion_fixtures.py: transformers' LlamaForCausalLM with
+ * peft's LoRA and the original repository's DistributionModule / PredictModel (plus its named
+ * port of orion.py's planner lines), in float64, on a tiny Orion-architecture checkpoint converted
+ * by tools/orion/convert_orion.py. Each case: the final-normed hidden state at <waypoint_ego>, mu,
+ * log_sigma, every mode's trajectory and the commanded one; through the frame runner and through
+ * the public API serially, pipelined over two stages and packed; the prompt's ids; bad frames. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "family/orion/orion_family.h"
+#include "model/model.h"
+#include "pipeline/frame_runner.h"
+#include "test_support.h"
+
+#ifndef ORION_BACKEND
+#define ORION_BACKEND "cpu_generic"
+#endif
+#ifndef ORION_TOL
+#define ORION_TOL 1e-4 /* fp32 against the float64 reference, relative to the largest reference value */
+#endif
+
+#define N_SETS 4
+
+typedef struct fixture {
+    json_t *root;
+    float *tokens[N_SETS];             /* [529 x H] each */
+    uint32_t hidden, n_tokens;
+    char *model_dir;
+} fixture;
+
+static double dbl(const json_t *v) { return json_number_value(v); }
+
+static void load_fixture(fixture *f)
+{
+    memset(f, 0, sizeof *f);
+    char *path = vh_test_fixture_path("orion/cases.json");
+    json_error_t jerr;
+    f->root = json_load_file(path, 0, &jerr);
+    ck_assert_msg(f->root, "%s: %s", path, jerr.text);
+    free(path);
+    f->hidden = (uint32_t)json_integer_value(json_object_get(f->root, "hidden"));
+    f->n_tokens = (uint32_t)json_integer_value(json_object_get(f->root, "n_vision_tokens"));
+    for (int k = 0; k < N_SETS; k++) {
+        char name[64];
+        snprintf(name, sizeof name, "orion/tokens_%d.f32", k);
+        path = vh_test_fixture_path(name);
+        size_t size = 0;
+        f->tokens[k] = (float *)vh_test_read_file(path, &size);
+        ck_assert_msg(f->tokens[k] && size == sizeof(float) * f->n_tokens * f->hidden, "%s", path);
+        free(path);
+    }
+    f->model_dir = vh_test_fixture_path("orion/model");
+}
+
+static void free_fixture(fixture *f)
+{
+    for (int k = 0; k < N_SETS; k++) free(f->tokens[k]);
+    json_decref(f->root);
+    free(f->model_dir);
+}
+
+static const json_t *cases(const fixture *f) { return json_object_get(f->root, "cases"); }
+
+static void floats_of(const json_t *array, float *out, size_t n)
+{
+    ck_assert_uint_eq(json_array_size(array), n);
+    for (size_t i = 0; i < n; i++) out[i] = (float)dbl(json_array_get(array, i));
+}
+
+/* max |got - want| / max |want|, want from the JSON array (float64). */
+static double rel_error(const float *got, const json_t *want, size_t n)
+{
+    ck_assert_uint_eq(json_array_size(want), n);
+    double worst = 0, scale = 1e-12;
+    for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(dbl(json_array_get(want, i))));
+    for (size_t i = 0; i < n; i++) {
+        const double e = fabs((double)got[i] - dbl(json_array_get(want, i))) / scale;
+        if (!(e <= worst)) worst = e;
+    }
+    return worst;
+}
+
+/* The reference's every-mode trajectories: its per-step offsets summed in float64. */
+static void reference_modes(const json_t *c, double *modes, uint32_t M, uint32_t T)
+{
+    const json_t *preds = json_object_get(c, "preds");
+    for (uint32_t m = 0; m < M; m++) {
+        double x = 0, y = 0;
+        for (uint32_t t = 0; t < T; t++) {
+            x += dbl(json_array_get(preds, (m * T + t) * 2));
+            y += dbl(json_array_get(preds, (m * T + t) * 2 + 1));
+            modes[(m * T + t) * 2] = x;
+            modes[(m * T + t) * 2 + 1] = y;
+        }
+    }
+}
+
+static double rel_error_d(const float *got, const double *want, size_t n)
+{
+    double worst = 0, scale = 1e-12;
+    for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(want[i]));
+    for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)got[i] - want[i]) / scale);
+    return worst;
+}
+
+/* Every value of an action against a case's reference. */
+static void check_action(const fixture *f, const json_t *c, const vh_action *a, const char *how)
+{
+    const char *name = json_string_value(json_object_get(c, "name"));
+    ck_assert_msg(a->status == VH_OK, "%s %s: status %d", how, name, a->status);
+    ck_assert_int_eq(a->kind, VH_ACTION_TRAJECTORY);
+    ck_assert_uint_eq(a->n_points, 6);
+    double e = rel_error(a->trajectory, json_object_get(c, "trajectory"), 12);
+    ck_assert_msg(e <= ORION_TOL, "%s %s: trajectory off by %g", how, name, e);
+    uint32_t n = 0;
+    const float *modes = vh_action_extra(a, "mode_trajectories", &n);
+    ck_assert_msg(modes && n == 72, "%s: mode_trajectories", name);
+    double want[72];
+    reference_modes(c, want, 6, 6);
+    ck_assert_msg((e = rel_error_d(modes, want, 72)) <= ORION_TOL, "%s %s: modes off by %g", how, name, e);
+    const float *mu = vh_action_extra(a, "mu", &n);
+    ck_assert_msg(mu && n == 32 && (e = rel_error(mu, json_object_get(c, "mu"), 32)) <= ORION_TOL, "%s %s: mu %g", how,
+                  name, e);
+    const float *ls = vh_action_extra(a, "log_sigma", &n);
+    ck_assert_msg(ls && n == 32 && (e = rel_error(ls, json_object_get(c, "log_sigma"), 32)) <= ORION_TOL,
+                  "%s %s: log_sigma %g", how, name, e);
+    (void)f;
+}
+
+START_TEST(test_prompt_ids)
+{
+    fixture f;
+    load_fixture(&f);
+    vh_error err;
+    vh_model *m = NULL;
+    ck_assert_msg(vh_model_load(f.model_dir, &m, &err) == VH_OK, "%s", err.message);
+    ck_assert_ptr_eq(m->family, &vh_family_orion);
+    vh_session_params params;
+    vh_session_params_init(&params);
+    vh_program *prog = NULL;
+    vh_program_shape shape;
+    ck_assert_msg(vh_family_orion.program_create(m, &params, &prog, &shape, &err) == VH_OK, "%s", err.message);
+    size_t n = 0, image = 0;
+    const int32_t *ids = vh_orion_program_prompt(prog, &n, &image);
+    const json_t *want = json_object_get(f.root, "prompt_ids");
+    const size_t at = (size_t)json_integer_value(json_object_get(f.root, "image_index"));
+    ck_assert_uint_eq(image, at);
+    ck_assert_uint_eq(n + 1, json_array_size(want)); /* the reference holds -200 where the image goes */
+    for (size_t i = 0, k = 0; i < json_array_size(want); i++) {
+        if (i == at) {
+            ck_assert_int_eq(json_integer_value(json_array_get(want, i)), -200);
+            continue;
+        }
+        ck_assert_msg(ids[k] == json_integer_value(json_array_get(want, i)), "id %zu: %d, reference %lld", i, ids[k],
+                      (long long)json_integer_value(json_array_get(want, i)));
+        k++;
+    }
+    ck_assert_uint_eq(shape.max_context, (uint32_t)json_integer_value(json_object_get(f.root, "sequence_length")));
+    vh_family_orion.program_free(prog);
+    vh_model_free(m);
+    free_fixture(&f);
+}
+END_TEST
+
+/* The frame runner, one case at a time: the hidden state at <waypoint_ego> too. */
+START_TEST(test_cases_one_by_one)
+{
+    fixture f;
+    load_fixture(&f);
+    vh_error err;
+    vh_model *m = NULL;
+    ck_assert_msg(vh_model_load(f.model_dir, &m, &err) == VH_OK, "%s", err.message);
+    vh_session_params params;
+    vh_session_params_init(&params);
+    vh_program *prog = NULL;
+    vh_program_shape shape;
+    ck_assert_int_eq(vh_family_orion.program_create(m, &params, &prog, &shape, &err), VH_OK);
+    vh_plan plan;
+    vh_plan_request req = {.backends = ORION_BACKEND, .max_context = shape.max_context, .llm_split = -1};
+    ck_assert_msg(vh_plan_create(m, &req, &plan, &err) == VH_OK, "%s", err.message);
+    vh_frame_runner runner;
+    ck_assert_int_eq(vh_frame_runner_init(&runner, m, &plan, prog, shape.max_context, &err), VH_OK);
+    double worst_feature = 0;
+    size_t i;
+    const json_t *c;
+    json_array_foreach(cases(&f), i, c) {
+        float eps[32];
+        floats_of(json_object_get(c, "eps"), eps, 32);
+        const int k = (int)json_integer_value(json_object_get(c, "token_set"));
+        vh_frame_input in = {.vision_tokens = f.tokens[k], .n_vision_tokens = f.n_tokens,
+                             .vision_token_width = f.hidden, .noise = eps, .n_noise = 32,
+                             .command = (int32_t)json_integer_value(json_object_get(c, "command"))};
+        ck_assert_msg(vh_frame_job_prepare(&runner.job, i, &in, &err) == VH_OK, "%s", err.message);
+        do {
+            for (uint32_t s = 0; s < plan.n_stages; s++)
+                ck_assert_msg(vh_frame_job_run_stage(&runner.job, s, &err) == VH_OK, "%s", err.message);
+        } while (vh_frame_job_advance(&runner.job));
+        vh_frame_result r;
+        vh_frame_job_result(&runner.job, &r);
+        const double e = rel_error(vh_orion_job_feature(&runner.job), json_object_get(c, "feature"), f.hidden);
+        ck_assert_msg(e <= ORION_TOL, "%s: feature off by %g", json_string_value(json_object_get(c, "name")), e);
+        worst_feature = fmax(worst_feature, e);
+        vh_action a;
+        vh_action_init(&a);
+        a.status = VH_OK;
+        a.kind = r.kind;
+        a.n_points = r.n_points;
+        memcpy(a.trajectory, r.trajectory, sizeof a.trajectory);
+        a.n_extras = r.n_extras;
+        memcpy(a.extra_info, r.extra_info, sizeof a.extra_info);
+        memcpy(a.extras, r.extras, sizeof a.extras);
+        check_action(&f, c, &a, "runner");
+    }
+    printf("orion: %zu cases, hidden state within %.2g of the reference\n", json_array_size(cases(&f)), worst_feature);
+    vh_frame_runner_free(&runner);
+    vh_plan_destroy(&plan);
+    vh_family_orion.program_free(prog);
+    vh_model_free(m);
+    free_fixture(&f);
+}
+END_TEST
+
+static vh_session *open_session(const fixture *f, const char *backends, vh_execution_mode mode, int32_t split)
+{
+    vh_session_params p;
+    vh_session_params_init(&p);
+    p.model_path = f->model_dir;
+    p.backends = backends;
+    p.execution_mode = mode;
+    p.llm_split = split;
+    p.queue_policy = VH_QUEUE_BLOCK;
+    p.queue_capacity = 64;
+    p.n_threads = 2;
+    vh_session *s = NULL;
+    ck_assert_msg(vh_session_create(&p, &s) == VH_OK, "%s", vh_last_error());
+    return s;
+}
+
+static void frame_of_case(const fixture *f, const json_t *c, float *eps, vh_frame *fr)
+{
+    vh_frame_init(fr);
+    floats_of(json_object_get(c, "eps"), eps, 32);
+    const int k = (int)json_integer_value(json_object_get(c, "token_set"));
+    fr->vision_tokens = f->tokens[k];
+    fr->n_vision_tokens = f->n_tokens;
+    fr->vision_token_width = f->hidden;
+    fr->command = (int32_t)json_integer_value(json_object_get(c, "command"));
+    fr->noise = eps;
+    fr->n_noise = 32;
+}
+
+/* Every case through a session, all submitted at once; the same bits in every mode. */
+static void run_session(const fixture *f, const char *backends, vh_execution_mode mode, int32_t split,
+                        float (*trajectories)[12])
+{
+    vh_session *s = open_session(f, backends, mode, split);
+    size_t i;
+    const json_t *c;
+    json_array_foreach(cases(f), i, c) {
+        vh_frame fr;
+        float eps[32];
+        frame_of_case(f, c, eps, &fr);
+        fr.tag = i;
+        ck_assert_msg(vh_submit_frame(s, &fr, NULL) == VH_OK, "%s", vh_session_last_error(s));
+    }
+    for (i = 0; i < json_array_size(cases(f)); i++) {
+        vh_action a;
+        vh_action_init(&a);
+        ck_assert_int_eq(vh_poll_action(s, &a, -1), VH_OK);
+        ck_assert_uint_eq(a.tag, i);
+        check_action(f, json_array_get(cases(f), i), &a, backends);
+        memcpy(trajectories[i], a.trajectory, sizeof trajectories[i]);
+    }
+    vh_session_destroy(s);
+}
+
+START_TEST(test_session_serial_pipeline_packed)
+{
+    fixture f;
+    load_fixture(&f);
+    const size_t n = json_array_size(cases(&f));
+    float (*serial)[12] = calloc(n, sizeof *serial), (*other)[12] = calloc(n, sizeof *other);
+    run_session(&f, ORION_BACKEND, VH_EXECUTION_SERIAL, -1, serial);
+    run_session(&f, ORION_BACKEND "," ORION_BACKEND, VH_EXECUTION_PIPELINE, 1, other);
+    ck_assert_msg(!memcmp(serial, other, n * sizeof *serial), "pipelined over two stages differs from serial");
+    run_session(&f, ORION_BACKEND, VH_EXECUTION_PACKED, -1, other);
+    for (size_t i = 0; i < n; i++) /* a packed pass computes the same rows in a larger batch */
+        for (int k = 0; k < 12; k++)
+            ck_assert_msg(fabsf(serial[i][k] - other[i][k]) <= 1e-5f * (1 + fabsf(serial[i][k])), "packed case %zu", i);
+    run_session(&f, ORION_BACKEND "," ORION_BACKEND, VH_EXECUTION_PACKED, 1, other);
+    free(serial);
+    free(other);
+    free_fixture(&f);
+}
+END_TEST
+
+/* Frames that lack what Orion needs are refused at submit with a message naming it; the session
+ * goes on and computes the next good frame. Noise from the seed: reproducible per sequence. */
+START_TEST(test_bad_frames_and_seeded_noise)
+{
+    fixture f;
+    load_fixture(&f);
+    vh_session *s = open_session(&f, ORION_BACKEND, VH_EXECUTION_SERIAL, -1);
+    const json_t *c = json_array_get(cases(&f), 3);
+    float eps[32], can_bus[VH_CAN_BUS_FLOATS] = {0};
+    vh_frame fr;
+    struct { const char *what, *in_message; } bad[] = {
+        {"no tokens", "vision tokens"}, {"wrong shape", "the model takes 529 x 64"}, {"short noise", "latent has 32"},
+        {"command 7", "frame->command is 7"}, {"command 6", "command 0..5"}, {"no command", "command 0..5"},
+        {"NaN can_bus", "frame->can_bus"}, {"tokens without data", "frame->vision_tokens"}, {"NaN token", "not finite"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        frame_of_case(&f, c, eps, &fr);
+        float *tokens = NULL;
+        switch (i) {
+        case 0: fr.vision_tokens = NULL; fr.n_vision_tokens = fr.vision_token_width = 0; break;
+        case 1: fr.n_vision_tokens = 528; break;
+        case 2: fr.n_noise = 31; break;
+        case 3: fr.command = 7; break;
+        case 4: fr.command = 6; break;
+        case 5: fr.command = VH_COMMAND_NONE; break;
+        case 6: can_bus[5] = NAN; fr.can_bus = can_bus; break;
+        case 7: fr.vision_tokens = NULL; break;
+        case 8:
+            tokens = malloc(sizeof(float) * f.n_tokens * f.hidden);
+            memcpy(tokens, fr.vision_tokens, sizeof(float) * f.n_tokens * f.hidden);
+            tokens[1000] = NAN;
+            fr.vision_tokens = tokens;
+            break;
+        }
+        ck_assert_msg(vh_submit_frame(s, &fr, NULL) == VH_ERR_BAD_FRAME, "%s accepted", bad[i].what);
+        ck_assert_msg(strstr(vh_last_error(), bad[i].in_message), "%s: '%s'", bad[i].what, vh_last_error());
+        free(tokens);
+    }
+    /* the session goes on */
+    frame_of_case(&f, c, eps, &fr);
+    ck_assert_int_eq(vh_submit_frame(s, &fr, NULL), VH_OK);
+    vh_action a;
+    vh_action_init(&a);
+    ck_assert_int_eq(vh_poll_action(s, &a, -1), VH_OK);
+    check_action(&f, c, &a, "after bad frames");
+
+    /* without noise: drawn from the seed and the sequence, the same on every run */
+    float first[2][12];
+    for (int run = 0; run < 2; run++)
+        for (int seq = 0; seq < 2; seq++) {
+            frame_of_case(&f, c, eps, &fr);
+            fr.noise = NULL;
+            fr.n_noise = 0;
+            fr.sequence = 100 + seq;
+            ck_assert_int_eq(vh_submit_frame(s, &fr, NULL), VH_OK);
+            vh_action_init(&a);
+            ck_assert_int_eq(vh_poll_action(s, &a, -1), VH_OK);
+            ck_assert_int_eq(a.status, VH_OK);
+            if (run == 0) memcpy(first[seq], a.trajectory, sizeof first[seq]);
+            else ck_assert_msg(!memcmp(first[seq], a.trajectory, sizeof first[seq]), "seeded noise not reproducible");
+        }
+    ck_assert_msg(memcmp(first[0], first[1], sizeof first[0]), "two sequences drew the same noise");
+    /* ... and it is the documented draw: the same frame with that noise given explicitly */
+    vh_orion_seeded_noise(0, 100, eps, 32);
+    frame_of_case(&f, c, (float[32]){0}, &fr);
+    fr.noise = eps;
+    ck_assert_int_eq(vh_submit_frame(s, &fr, NULL), VH_OK);
+    vh_action_init(&a);
+    ck_assert_int_eq(vh_poll_action(s, &a, -1), VH_OK);
+    ck_assert_msg(!memcmp(first[0], a.trajectory, sizeof first[0]), "seeded noise differs from its documented draw");
+    vh_session_destroy(s);
+    free_fixture(&f);
+}
+END_TEST
+
+int main(void)
+{
+    if (!vh_test_backend_usable(ORION_BACKEND)) return 77;
+    Suite *s = suite_create("orion_fixtures");
+    TCase *tc = tcase_create("orion");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, test_prompt_ids);
+    tcase_add_test(tc, test_cases_one_by_one);
+    tcase_add_test(tc, test_session_serial_pipeline_packed);
+    tcase_add_test(tc, test_bad_frames_and_seeded_noise);
+    suite_add_tcase(s, tc);
+    return vh_test_run_suite(s);
+}
