@@ -167,6 +167,49 @@ static int kv_gather_requested(void)
     return on && !strcmp(on, "1");
 }
 
+/* The head's hidden rows and the planners' buffers (Orion's), when the executor holds them. */
+static void plan_head(vh_executor *e, cuda_arena *a)
+{
+    const vh_executor_params *p = &e->params;
+    const uint64_t S = e->max_segments, Dl = e->model->llm.hidden;
+    int has_head = 0;
+    uint64_t F = 0, G = 0, L = 0, T = 0, layers = 0, W = 0;
+    for (uint32_t i = 0; i < p->n_blocks; i++) {
+        const cuda_block *b = &e->blocks[i];
+        has_head |= b->kind->is_head;
+        if (!b->kind->is_planner) continue;
+        const vh_planner_params *pp = &b->plan;
+        F = max64(F, pp->feature_dim);
+        G = max64(G, pp->gru_hidden);
+        L = max64(L, pp->latent_dim);
+        T = max64(T, pp->n_steps);
+        layers = max64(layers, pp->gru_layers);
+        W = max64(W, max64(max64(2ull * pp->feature_dim, 4ull * pp->gru_hidden), 2ull * pp->n_modes));
+    }
+    head_buffers *h = &e->head;
+    if (has_head) {
+        h->max_hidden = (uint32_t)(CUDA_HIDDEN_ROWS_PER_SEGMENT * S);
+        h->rows = arena_take(a, (uint64_t)h->max_hidden * 4);
+        h->hidden = arena_take(a, (uint64_t)h->max_hidden * Dl * 4);
+        h->hidden_bf16 = arena_take(a, (uint64_t)h->max_hidden * Dl * 2);
+    }
+    if (!F) return;
+    h->noise = arena_take(a, S * CUDA_PLAN_STRIDE_MAX * 4);
+    h->plan = arena_take(a, S * CUDA_PLAN_STRIDE_MAX * 4);
+    h->f = arena_take(a, S * F * 4);
+    h->f_bf16 = arena_take(a, S * F * 2);
+    h->t1 = arena_take(a, S * T * W * 4);
+    h->t2 = arena_take(a, S * T * W * 4);
+    h->b1 = arena_take(a, S * T * W * 2);
+    h->b2 = arena_take(a, S * T * W * 2);
+    h->gi = arena_take(a, S * 3 * G * 4);
+    h->gh = arena_take(a, S * 3 * G * 4);
+    h->h = arena_take(a, layers * S * G * 4);
+    h->h_bf16 = arena_take(a, layers * S * G * 2);
+    h->z = arena_take(a, S * L * 2);
+    h->y = arena_take(a, S * T * G * 2);
+}
+
 static void plan_work(vh_executor *e, cuda_arena *a)
 {
     const vh_model_desc *m = e->model;
@@ -241,6 +284,7 @@ static void plan_work(vh_executor *e, cuda_arena *a)
         e->llm.tiles = arena_take(a, e->llm.max_tiles * sizeof(vhc_attention_tile));
         e->llm.rope_inv_freq = arena_take(a, (uint64_t)l->head_dim / 2 * 4);
     }
+    plan_head(e, a);
     if (has_llm && kv_gather_requested()) {
         const uint64_t layer = (uint64_t)p->max_sequences * p->max_context * m->llm.n_kv_heads * m->llm.head_dim * 2;
         e->gather_k = arena_take(a, layer);
@@ -319,9 +363,12 @@ static vh_status allocate_host_mirrors(vh_executor *e, char *err, size_t err_siz
         (ce = cudaMallocHost((void **)&e->llm.tokens_host, sizeof(int32_t) * e->max_segments)) ||
         (ce = cudaMallocHost((void **)&e->llm.tiles_host, sizeof(vhc_attention_tile) * e->llm.max_tiles)) ||
         (ce = cudaMallocHost((void **)&e->llm.x_out_host, sizeof(float) * HIDDEN_OUT_ROWS * e->model->llm.hidden)) ||
-        (ce = cudaMallocHost((void **)&e->llm.hidden_host, sizeof(float) * CUDA_HIDDEN_ROWS_PER_SEGMENT *
-                                                                e->max_segments * e->model->llm.hidden)))
+        (e->head.rows && (ce = cudaMallocHost((void **)&e->head.rows_host, sizeof(int32_t) * e->head.max_hidden))))
         return cuda_fail(err, err_size, ce, "pinned host buffers");
+    e->head.embed_src = calloc(images, sizeof *e->head.embed_src);
+    e->head.embed_rows = calloc(images, sizeof *e->head.embed_rows);
+    if (!e->head.embed_src || !e->head.embed_rows)
+        return vh_backend_fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "cuda: out of host memory");
     return VH_OK;
 }
 
@@ -371,6 +418,19 @@ static vh_status describe_executor(const vh_executor_params *params, vh_executor
             b->layer = ((const vh_vit_params *)d->params)->layer;
         } else if (d->kind == VH_BLOCK_LLM) {
             b->layer = ((const vh_llm_params *)d->params)->layer;
+        } else if (d->kind == VH_BLOCK_VAE_GRU_PLANNER) {
+            memcpy(&b->plan, d->params, sizeof b->plan);
+            const vh_planner_params *pp = &b->plan;
+            if (pp->feature_dim != m->llm.hidden || pp->gru_layers == 0 || pp->gru_layers > VH_PLAN_MAX_GRU_LAYERS ||
+                pp->gru_layers * pp->gru_hidden != pp->feature_dim || pp->latent_dim == 0 || pp->n_modes == 0 ||
+                pp->n_steps == 0 || 2ull * pp->n_modes * pp->n_steps + 2ull * pp->latent_dim > CUDA_PLAN_STRIDE_MAX) {
+                free(e->blocks);
+                free(e);
+                return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: planner of feature %u (the "
+                                       "LLM's hidden size is %u), %u GRU layers of %u, %u modes of %u steps",
+                                       pp->feature_dim, m->llm.hidden, pp->gru_layers, pp->gru_hidden, pp->n_modes,
+                                       pp->n_steps);
+            }
         }
         for (uint32_t t = 0; t < d->n_tensors; t++) b->t[d->tensors[t].role] = d->tensors[t];
         if ((b->kind->has_state && d->state_slot == VH_NO_STATE) ||
@@ -499,7 +559,9 @@ void cuda_executor_destroy(vh_executor *e)
     cudaFreeHost(e->llm.tokens_host);
     cudaFreeHost(e->llm.tiles_host);
     cudaFreeHost(e->llm.x_out_host);
-    cudaFreeHost(e->llm.hidden_host);
+    cudaFreeHost(e->head.rows_host);
+    free(e->head.embed_src);
+    free(e->head.embed_rows);
     if (e->stream) cudaStreamDestroy(e->stream);
     free(e->blocks);
     free(e);
@@ -517,9 +579,21 @@ static vh_status validate_and_stage_rows(vh_executor *e, const vh_batch *b, char
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: batch of %u rows in %u segments exceeds the "
                     "executor's limits (%u rows, %u segments)", b->n_rows, b->n_segments, p->max_rows, e->max_segments);
     const int64_t kv_dim = (int64_t)l->n_kv_heads * l->head_dim;
+    const uint32_t max_images = p->max_images ? p->max_images : 1;
     uint32_t row = 0;
+    e->head.n_embeds = 0;
     for (uint32_t s = 0; s < b->n_segments; s++) {
         const vh_segment *seg = &b->segments[s];
+        /* a segment with its own image rows (VH_BATCH_SEGMENT_EMBEDS) takes the next free patch slot */
+        const int own = (b->options & VH_BATCH_SEGMENT_EMBEDS) && seg->embeds;
+        if (own && e->head.n_embeds == max_images)
+            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: more than %u segments bring their "
+                                   "own image rows", max_images);
+        const uint32_t image = own ? e->head.n_embeds++ : (uint32_t)seg->image;
+        if (own) {
+            e->head.embed_src[image] = seg->embeds;
+            e->head.embed_rows[image] = 0;
+        }
         if (seg->n_rows == 0 || seg->sequence >= p->max_sequences || row + seg->n_rows > b->n_rows ||
             (uint64_t)seg->position + seg->n_rows > p->max_context || (int64_t)seg->position + seg->rope_delta < 0)
             return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: segment %u (sequence %u, %u rows at %u) is "
@@ -531,11 +605,12 @@ static vh_status validate_and_stage_rows(vh_executor *e, const vh_batch *b, char
             int32_t tok = b->tokens[row];
             vhc_row *r = &e->llm.rows_host[row];
             if (tok == VH_TOKEN_IMAGE) {
-                if (seg->image < 0 || (uint32_t)seg->image >= (p->max_images ? p->max_images : 1) ||
+                if ((!own && (seg->image < 0 || (uint32_t)seg->image >= max_images)) ||
                     image_rows >= e->model->n_image_tokens)
                     return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: segment %u has image rows for image "
                                 "%d beyond its %u patches", s, seg->image, e->model->n_image_tokens);
-                r->patch = (int32_t)((uint32_t)seg->image * e->model->n_image_tokens + image_rows++);
+                r->patch = (int32_t)(image * e->model->n_image_tokens + image_rows++);
+                if (own) e->head.embed_rows[image] = image_rows;
             } else if (tok < 0 || (uint32_t)tok >= l->vocab) {
                 return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: token %d out of the vocabulary", tok);
             } else {
@@ -551,6 +626,9 @@ static vh_status validate_and_stage_rows(vh_executor *e, const vh_batch *b, char
     }
     if (row != b->n_rows)
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: segments cover %u rows, batch has %u", row, b->n_rows);
+    if ((b->options & VH_BATCH_HIDDEN_ROWS) && e->head.rows_host)
+        for (uint32_t i = 0; i < b->n_hidden_rows && i < e->head.max_hidden; i++)
+            e->head.rows_host[i] = (int32_t)b->hidden_rows[i];
     cuda_llm_plan_attention(e, b);
     return VH_OK;
 }
@@ -574,6 +652,21 @@ static vh_status enqueue(vh_executor *e, const vh_batch *batch, const cuda_block
                                                   sizeof(vhc_attention_tile) * e->llm.n_tiles,
                                                   cudaMemcpyHostToDevice, e->stream)))))
         return cuda_fail(err, err_size, ce, "uploading the batch");
+    /* the segments' own image rows, the hidden rows asked for, the planners' noise */
+    const size_t Dl = e->model->llm.hidden;
+    for (uint32_t i = 0; has_rows && i < e->head.n_embeds; i++)
+        if ((ce = cudaMemcpyAsync(e->proj.patch_embeds + (size_t)i * e->model->n_image_tokens * Dl, e->head.embed_src[i],
+                                  sizeof(float) * e->head.embed_rows[i] * Dl, cudaMemcpyHostToDevice, e->stream)))
+            return cuda_fail(err, err_size, ce, "uploading the segments' embeddings");
+    if ((batch->options & VH_BATCH_HIDDEN_ROWS) && e->head.rows &&
+        (ce = cudaMemcpyAsync(e->head.rows, e->head.rows_host, sizeof(int32_t) * batch->n_hidden_rows,
+                              cudaMemcpyHostToDevice, e->stream)))
+        return cuda_fail(err, err_size, ce, "uploading the hidden rows");
+    if ((batch->options & VH_BATCH_PLAN) && e->head.noise &&
+        (ce = cudaMemcpyAsync(e->head.noise, batch->plan_noise,
+                              sizeof(float) * batch->n_segments * batch->plan_noise_stride, cudaMemcpyHostToDevice,
+                              e->stream)))
+        return cuda_fail(err, err_size, ce, "uploading the planners' noise");
     vh_status st = VH_OK;
     for (uint32_t i = 0; i < n_blocks && st == VH_OK; i++) {
         const cuda_block *b = &blocks[i];
@@ -655,11 +748,11 @@ vh_status cuda_executor_run(vh_executor *e, const vh_batch *batch, uint32_t firs
         n_blocks > p->n_blocks - (first_block - p->first_block))
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: blocks [%u, %u) are not all in this executor's "
                     "[%u, %u)", first_block, first_block + n_blocks, p->first_block, p->first_block + p->n_blocks);
-    if (!vh_batch_options_check("cuda", VH_BATCH_HIDDEN_ROWS, batch, err, err_size)) return VH_ERR_UNSUPPORTED;
+    if (!vh_batch_options_check("cuda", CUDA_BATCH_OPTIONS, batch, err, err_size)) return VH_ERR_UNSUPPORTED;
     cudaSetDevice(e->device);
     const cuda_block *blocks = &e->blocks[first_block - p->first_block];
     const cuda_block *head = NULL;
-    int needs_images = 0, needs_pixels = 0, needs_rows = 0, has_head = 0;
+    int needs_images = 0, needs_pixels = 0, needs_rows = 0, has_head = 0, has_planner = 0;
     for (uint32_t i = 0; i < n_blocks; i++) {
         const cuda_kind *k = blocks[i].kind;
         needs_images |= k->uses_images;
@@ -667,6 +760,21 @@ vh_status cuda_executor_run(vh_executor *e, const vh_batch *batch, uint32_t firs
         needs_rows |= k->uses_rows;
         has_head |= k->is_head;
         if (k->is_head) head = &blocks[i];
+        if (!k->is_planner) continue;
+        /* a planner reads this run's hidden rows: the head runs in the same call */
+        const vh_planner_params *pp = &blocks[i].plan;
+        const uint32_t per_segment = batch->n_segments ? batch->n_hidden_rows / batch->n_segments : 0;
+        has_planner = 1;
+        if (!has_head || !(batch->options & VH_BATCH_PLAN) || !(batch->options & VH_BATCH_HIDDEN_ROWS) ||
+            !batch->plan_noise || !batch->out_plan || per_segment * batch->n_segments != batch->n_hidden_rows ||
+            pp->feature_row >= per_segment || batch->plan_noise_stride > CUDA_PLAN_STRIDE_MAX ||
+            batch->plan_out_stride > CUDA_PLAN_STRIDE_MAX ||
+            (uint64_t)pp->noise_offset + pp->latent_dim > batch->plan_noise_stride ||
+            (uint64_t)pp->out_offset + 2ull * pp->n_modes * pp->n_steps + 2ull * pp->latent_dim > batch->plan_out_stride)
+            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: a planner block needs the head in the "
+                                   "same run, the batch's plan noise and outputs (VH_BATCH_PLAN, strides that hold "
+                                   "them, at most %d) and each segment's feature among its hidden rows",
+                                   CUDA_PLAN_STRIDE_MAX);
     }
     const int hidden_rows = has_head && (batch->options & VH_BATCH_HIDDEN_ROWS);
     if (needs_images) {
@@ -683,7 +791,7 @@ vh_status cuda_executor_run(vh_executor *e, const vh_batch *batch, uint32_t firs
                                "weight");
     if (hidden_rows) {
         int ok = batch->hidden_rows && batch->out_hidden && batch->n_hidden_rows > 0 &&
-                 batch->n_hidden_rows <= CUDA_HIDDEN_ROWS_PER_SEGMENT * e->max_segments;
+                 batch->n_hidden_rows <= e->head.max_hidden;
         for (uint32_t i = 0; ok && i < batch->n_hidden_rows; i++) ok = batch->hidden_rows[i] < batch->n_rows;
         if (!ok)
             return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: %u hidden rows asked of a batch of %u "
@@ -698,7 +806,7 @@ vh_status cuda_executor_run(vh_executor *e, const vh_batch *batch, uint32_t firs
     int launched = 0;
     const int decode_step = needs_rows && !needs_images && batch->n_rows == 1 && batch->n_segments == 1;
     const int vision_batch = needs_images && !needs_rows;
-    if (e->graphs_enabled && (decode_step || vision_batch) &&
+    if (e->graphs_enabled && !batch->options && (decode_step || vision_batch) &&
         (st = run_graph(e, batch, blocks, first_block, n_blocks, needs_pixels, needs_rows, &launched, err, err_size)))
         return st;
     if (!launched && (st = enqueue(e, batch, blocks, n_blocks, needs_pixels, needs_rows, err, err_size))) return st;
@@ -708,7 +816,12 @@ vh_status cuda_executor_run(vh_executor *e, const vh_batch *batch, uint32_t firs
     if (ce == cudaSuccess && hand_out)
         ce = cudaMemcpyAsync(e->llm.x_out_host, e->llm.x, sizeof(float) * batch->n_rows * e->model->llm.hidden,
                              cudaMemcpyDeviceToHost, e->stream);
-    if (ce == cudaSuccess && hidden_rows) ce = cuda_llm_head_copy_rows(e, batch);
+    if (ce == cudaSuccess && hidden_rows)
+        ce = cudaMemcpyAsync(batch->out_hidden, e->head.hidden, sizeof(float) * batch->n_hidden_rows * e->model->llm.hidden,
+                             cudaMemcpyDeviceToHost, e->stream);
+    if (ce == cudaSuccess && has_planner)
+        ce = cudaMemcpyAsync(batch->out_plan, e->head.plan, sizeof(float) * batch->n_segments * batch->plan_out_stride,
+                             cudaMemcpyDeviceToHost, e->stream);
     if (ce == cudaSuccess && has_head && batch->out_tokens) {
         ce = cudaMemcpyAsync(e->llm.tokens_host, e->llm.tokens, sizeof(int32_t) * batch->n_segments,
                              cudaMemcpyDeviceToHost, e->stream);
@@ -721,7 +834,6 @@ vh_status cuda_executor_run(vh_executor *e, const vh_batch *batch, uint32_t firs
     if (ce != cudaSuccess) return cuda_fail(err, err_size, ce, "running the blocks");
     vhc_profile_run_end(e->profile);
     if (has_head && batch->out_tokens) memcpy(batch->out_tokens, e->llm.tokens_host, sizeof(int32_t) * batch->n_segments);
-    if (hidden_rows) cuda_llm_head_hidden_rows(e, head, batch);
     if (needs_rows) e->last_rows_count = batch->n_rows;
     if (hand_out) e->x_out_rows = batch->n_rows;
     return VH_OK;

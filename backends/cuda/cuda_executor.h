@@ -12,7 +12,7 @@
 #include "cuda_profile.h"
 #include "vlahybrid/backend.h"
 
-#define CUDA_MAX_ROLES 32
+#define CUDA_MAX_ROLES 48
 
 struct cuda_block;
 struct vh_executor;
@@ -22,12 +22,14 @@ typedef struct cuda_kind {
     int uses_images, uses_pixels, uses_rows; /* the parts of a batch it reads */
     int has_state;                     /* keeps a KV cache (state slot) */
     int is_head;                       /* writes the batch's outputs */
+    int is_planner;                    /* reads the head's hidden rows, writes plans */
     /* enqueue on e->stream; VH_OK or a GEMM failure */
     vh_status (*run)(struct vh_executor *e, const struct cuda_block *b, const vh_batch *batch, char *err,
                      size_t err_size);
 } cuda_kind;
 
-#define CUDA_N_KINDS 6
+#define CUDA_N_KINDS 7
+#define CUDA_BATCH_OPTIONS (VH_BATCH_HIDDEN_ROWS | VH_BATCH_SEGMENT_EMBEDS | VH_BATCH_PLAN)
 extern const vh_kind_support cuda_kind_support[CUDA_N_KINDS];
 extern const cuda_kind cuda_kinds[CUDA_N_KINDS];
 const cuda_kind *cuda_kind_of(uint32_t kind);
@@ -38,6 +40,7 @@ typedef struct cuda_block {
     const vh_block_desc *desc;
     const cuda_kind *kind;
     uint32_t tower, layer, state;      /* from the parameters and the state slot */
+    vh_planner_params plan;            /* VAE_GRU_PLANNER */
     vh_tensor_view t[CUDA_MAX_ROLES];
     vhc_bf16 *mat[CUDA_MAX_ROLES];
     float *vec[CUDA_MAX_ROLES];
@@ -104,11 +107,34 @@ typedef struct llm_buffers {
     vhc_attention_tile *tiles_host;
     uint32_t n_tiles, max_tiles;       /* this batch's tiles (cuda_llm_plan_attention) */
     float *x_out_host;                 /* [HIDDEN_OUT_ROWS, Dl] the rows a short run ends with */
-    float *hidden_host;                /* [MAX_HIDDEN_ROWS(e), Dl] rows a batch asks for (pinned) */
 } llm_buffers;
 
 /* Rows one batch may ask for (VH_BATCH_HIDDEN_ROWS): a few per segment. */
 #define CUDA_HIDDEN_ROWS_PER_SEGMENT 4
+/* Noise and plan floats a batch may carry per segment (VH_BATCH_PLAN). */
+#define CUDA_PLAN_STRIDE_MAX 4096
+
+/* The head's hidden rows, the planners' work, the segments' own embeddings (Orion's). */
+typedef struct head_buffers {
+    int32_t *rows, *rows_host;         /* [max_hidden] the batch's hidden rows (device, pinned mirror) */
+    float *hidden;                     /* [max_hidden, Dl] their normed states, fp32 */
+    vhc_bf16 *hidden_bf16;             /* ... in bf16 (the planners' first GEMM) */
+    uint32_t max_hidden;
+    float *noise, *plan;               /* [S, CUDA_PLAN_STRIDE_MAX] the batch's noise in, plans out */
+    /* planner scratch (sized for the largest planner held) */
+    float *f;                          /* [S, F] each segment's feature */
+    vhc_bf16 *f_bf16;
+    float *t1, *t2;                    /* [S T, W] GEMM outputs, W the widest step */
+    vhc_bf16 *b1, *b2;                 /* [S T, W] their activations, the next GEMM's input */
+    float *gi, *gh;                    /* [S, 3G] the GRU's gate GEMMs */
+    float *h;                          /* [layers, S, G] the GRU's state */
+    vhc_bf16 *h_bf16, *z, *y;          /* h in bf16; z [S, L]; y [S T, G] the last layer's outputs */
+    /* VH_BATCH_SEGMENT_EMBEDS: the segments whose image rows are their own, uploaded to the
+     * patch-embedding slots in this order */
+    uint32_t n_embeds;
+    const float **embed_src;           /* [max_images] */
+    uint32_t *embed_rows;              /* [max_images] */
+} head_buffers;
 
 /* A run of at most this many rows that ends before the head copies its hidden rows to the host
  * with the run's own synchronisation, so read_hidden is a memcpy (a decode step handed to another
@@ -130,6 +156,7 @@ struct vh_executor {
     vit_buffers vit;
     projector_buffers proj;
     llm_buffers llm;
+    head_buffers head;
     uint32_t last_rows_count;          /* rows of the last batch (read_hidden) */
     uint32_t x_out_rows;               /* rows in llm.x_out_host from the last run (0: none) */
 
@@ -173,10 +200,6 @@ vh_status cuda_llm_block(vh_executor *e, const cuda_block *b, const vh_batch *ba
 /* After the rows are staged: the batch's prefill segments as flash-attention tiles (llm.tiles_host). */
 void cuda_llm_plan_attention(vh_executor *e, const vh_batch *batch);
 vh_status cuda_llm_head(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size);
-/* After the run's synchronisation: rmsnorm of the rows the run copied to llm.hidden_host, into the
- * batch's out_hidden (VH_BATCH_HIDDEN_ROWS). */
-void cuda_llm_head_hidden_rows(vh_executor *e, const cuda_block *head, const vh_batch *batch);
-/* Enqueue the copies of the asked rows of llm.x to llm.hidden_host. */
-cudaError_t cuda_llm_head_copy_rows(vh_executor *e, const vh_batch *batch);
+vh_status cuda_planner(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size);
 
 #endif

@@ -153,6 +153,33 @@ void vhc_vit_assemble(cudaStream_t s, const float *patch_tokens, const float *pa
 void vhc_gather_patches_bf16(cudaStream_t s, const float *tokens, int prefix, int N, int D, vhc_bf16 *out, int out_col,
                              int Dv);
 
+/* ---- the head's hidden rows and the driving planner (cuda_planner_kernels.cu) ---- */
+
+/* out[r] = w * (x[rows[r]] * rsqrt(mean(x^2) + eps)) fp32 (rows: device indices), and its bf16
+ * copy when out_bf16 is not NULL. [n, dim]. */
+void vhc_rmsnorm_rows_f32(cudaStream_t s, const float *x, const float *w, const int32_t *rows, float *out,
+                          vhc_bf16 *out_bf16, int n, int dim, float eps);
+/* act(in + bias), relu or identity, as fp32 (out) and/or bf16 (out_bf16); bias may be NULL. */
+void vhc_bias_act(cudaStream_t s, const float *in, const float *bias, float *out, vhc_bf16 *out_bf16, int64_t rows,
+                  int cols, int relu);
+/* The latent: dist [S, 2L] + bias -> mu, clamped log_sigma into plan rows (plan_offset), z = mu +
+ * exp(log_sigma) * noise (noise rows at noise_offset) as bf16 [S, L]. */
+void vhc_plan_latent(cudaStream_t s, const float *dist, const float *bias, const float *noise, int noise_stride,
+                     int noise_offset, float *plan, int plan_stride, int plan_offset, vhc_bf16 *z, int S, int L,
+                     float min_ls, float max_ls);
+/* GRU layer l's initial states from the features: h [layers, S, G] fp32 and bf16. f: [S, layers G]. */
+void vhc_gru_init(cudaStream_t s, const float *f, float *h, vhc_bf16 *h_bf16, int layers, int S, int G);
+/* One GRU cell step from the gate GEMMs' outputs gi, gh [S, 3G] (biases added here), h updated in
+ * place (fp32, and its bf16 copy); y (may be NULL): row s T + t receives h in bf16. */
+void vhc_gru_update(cudaStream_t s, const float *gi, const float *b_ih, const float *gh, const float *b_hh, float *h,
+                    vhc_bf16 *h_bf16, vhc_bf16 *y, int S, int G, int T, int t);
+/* out[s T + t] = bf16([f[s], g[s T + t] + bias]), [S T, 2F]. */
+void vhc_plan_concat(cudaStream_t s, const float *f, const float *g, const float *bias, vhc_bf16 *out, int S, int T,
+                     int F);
+/* plan rows (plan_offset): preds[m][t][2] = out[s T + t][2m .. 2m + 2) + bias. */
+void vhc_plan_preds(cudaStream_t s, const float *out, const float *bias, float *plan, int plan_stride, int plan_offset,
+                    int S, int T, int M);
+
 #ifdef __cplusplus
 }
 #endif

@@ -11,6 +11,7 @@ const vh_kind_support cuda_kind_support[CUDA_N_KINDS] = {
     {VH_BLOCK_LLM_EMBED, VH_LLM_EMBED_N_TENSORS, sizeof(vh_block_params), 0, VH_SLOT_PATCH_EMBEDS, VH_SLOT_ROWS},
     {VH_BLOCK_LLM, VH_LLM_N_TENSORS, sizeof(vh_llm_params), 0, VH_SLOT_ROWS, VH_SLOT_ROWS},
     {VH_BLOCK_LLM_HEAD, VH_LLM_HEAD_N_TENSORS, sizeof(vh_block_params), 0, VH_SLOT_ROWS, VH_SLOT_OUTPUTS},
+    {VH_BLOCK_VAE_GRU_PLANNER, VH_PLAN_N_TENSORS, sizeof(vh_planner_params), 0, VH_SLOT_OUTPUTS, VH_SLOT_OUTPUTS},
 };
 
 /* In the order of cuda_kind_support. */
@@ -21,6 +22,7 @@ const cuda_kind cuda_kinds[CUDA_N_KINDS] = {
     {.uses_rows = 1, .run = cuda_llm_embed},
     {.uses_rows = 1, .has_state = 1, .run = cuda_llm_block},
     {.uses_rows = 1, .is_head = 1, .run = cuda_llm_head},
+    {.uses_rows = 1, .is_planner = 1, .run = cuda_planner},
 };
 
 const cuda_kind *cuda_kind_of(uint32_t kind)

@@ -22,6 +22,15 @@
 #ifndef ORION_TOL
 #define ORION_TOL 1e-4 /* fp32 against the float64 reference, relative to the largest reference value */
 #endif
+#ifndef ORION_TWO_STAGES
+#define ORION_TWO_STAGES ORION_BACKEND "," ORION_BACKEND
+#endif
+#ifndef ORION_EXACT_MODES
+#define ORION_EXACT_MODES 1 /* fp32 CPU: pipelined = serial to the bit */
+#endif
+/* How far two modes' trajectories may differ: the same arithmetic (exact), or a packed pass's
+ * other GEMM shapes (fp32: 1e-5; bf16 backends: their tolerance). */
+#define MODES_TOL (ORION_TOL < 1e-3 ? 1e-5f : (float)ORION_TOL)
 
 #define N_SETS 4
 
@@ -285,13 +294,14 @@ START_TEST(test_session_serial_pipeline_packed)
     const size_t n = json_array_size(cases(&f));
     float (*serial)[12] = calloc(n, sizeof *serial), (*other)[12] = calloc(n, sizeof *other);
     run_session(&f, ORION_BACKEND, VH_EXECUTION_SERIAL, -1, serial);
-    run_session(&f, ORION_BACKEND "," ORION_BACKEND, VH_EXECUTION_PIPELINE, 1, other);
-    ck_assert_msg(!memcmp(serial, other, n * sizeof *serial), "pipelined over two stages differs from serial");
+    run_session(&f, ORION_TWO_STAGES, VH_EXECUTION_PIPELINE, 1, other);
+    if (ORION_EXACT_MODES) ck_assert_msg(!memcmp(serial, other, n * sizeof *serial), "pipelined differs from serial");
     run_session(&f, ORION_BACKEND, VH_EXECUTION_PACKED, -1, other);
     for (size_t i = 0; i < n; i++) /* a packed pass computes the same rows in a larger batch */
         for (int k = 0; k < 12; k++)
-            ck_assert_msg(fabsf(serial[i][k] - other[i][k]) <= 1e-5f * (1 + fabsf(serial[i][k])), "packed case %zu", i);
-    run_session(&f, ORION_BACKEND "," ORION_BACKEND, VH_EXECUTION_PACKED, 1, other);
+            ck_assert_msg(fabsf(serial[i][k] - other[i][k]) <= MODES_TOL * (1 + fabsf(serial[i][k])), "packed case %zu",
+                          i);
+    run_session(&f, ORION_TWO_STAGES, VH_EXECUTION_PACKED, 1, other);
     free(serial);
     free(other);
     free_fixture(&f);

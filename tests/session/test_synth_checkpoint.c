@@ -5,7 +5,13 @@
  * nothing behind.
  *
  * The generated models are small (--vision tiny, 2 LLM layers, --llm-hidden 256: ~38 MB) so the
- * test stays fast; the 32064-row embedding and LM head keep the real vocabulary. */
+ * test stays fast; the 32064-row embedding and LM head keep the real vocabulary.
+ *
+ * --family orion: a small Orion folder (2 layers, hidden 256, the real 32001-row embedding) has the
+ * converter's config.json layout (the same keys in the same order as the converted fixture
+ * tests/fixtures/orion/model, the same prompt), loads as family orion, and a session turns zero and
+ * seeded vision tokens with command 3 into a finite 6-point trajectory; the full-size plan has
+ * Orion's names, shapes and parameter count. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +26,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "family/orion/orion_family.h"
+#include "model/model.h"
 #include "test_support.h"
 #include "vlahybrid/vlahybrid.h"
 
@@ -520,6 +528,285 @@ START_TEST(failures_leave_nothing)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------------------------------
+ * --family orion
+ */
+#define ORION_HIDDEN 256
+#define ORION_TOKENS 529
+
+static char *generate_orion(const char *tmp, const char *name, const char *const *extra)
+{
+    char *out = join(tmp, name), *log = join(tmp, "log.txt");
+    char *tok = vh_test_fixture_path("tokenizer/llama2-tokenizer.model");
+    const char *args[32] = {"--family", "orion", "--out", out, "--tokenizer", tok, "--llm-layers", "2",
+                            "--llm-hidden", "256", "--no-sync"};
+    int n = 11;
+    for (int i = 0; extra[i]; i++) args[n++] = extra[i];
+    args[n] = NULL;
+    int rc = run_synth(log, 0, args);
+    char *text = read_text(log);
+    ck_assert_msg(rc == 0, "vh-synth-checkpoint --family orion exited with %d:\n%s", rc, text);
+    ck_assert_msg(strstr(text, "wrote: Orion, LLM 2 layers x 256") && strstr(text, "time "), "unexpected report:\n%s",
+                  text);
+    free(text);
+    free(log);
+    free(tok);
+    return out;
+}
+
+/* The keys of a and b, in order, are the same. */
+static void same_keys(const json_t *a, const json_t *b, const char *what)
+{
+    ck_assert_msg(json_is_object(a) && json_is_object(b), "%s: not an object", what);
+    void *ia = json_object_iter((json_t *)a), *ib = json_object_iter((json_t *)b);
+    for (; ia && ib; ia = json_object_iter_next((json_t *)a, ia), ib = json_object_iter_next((json_t *)b, ib))
+        ck_assert_msg(!strcmp(json_object_iter_key(ia), json_object_iter_key(ib)), "%s: key '%s' where the converter "
+                      "writes '%s'", what, json_object_iter_key(ia), json_object_iter_key(ib));
+    ck_assert_msg(!ia && !ib, "%s: a different number of keys than the converter writes", what);
+}
+
+static json_t *load_ordered(const char *path)
+{
+    json_error_t jerr;
+    json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES | JSON_PRESERVE_ORDER, &jerr);
+    ck_assert_msg(j, "%s: %s", path, jerr.text);
+    return j;
+}
+
+static long long int_at(const json_t *obj, const char *key)
+{
+    const json_t *v = json_object_get(obj, key);
+    ck_assert_msg(json_is_integer(v), "'%s' is not an integer", key);
+    return (long long)json_integer_value(v);
+}
+
+static void check_orion_config(const char *dir, const char *dtype)
+{
+    char *path = join(dir, "config.json"), *fixture = vh_test_fixture_path("orion/model/config.json");
+    json_t *c = load_ordered(path), *f = load_ordered(fixture);
+    same_keys(c, f, "config.json");
+    static const char *const sections[] = {"text_config", "lora", "planner", "prompt", "special_tokens"};
+    for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++)
+        same_keys(json_object_get(c, sections[i]), json_object_get(f, sections[i]), sections[i]);
+    ck_assert_str_eq(json_string_value(json_object_get(c, "model_type")), "orion");
+    ck_assert_str_eq(json_string_value(json_object_get(c, "dtype")), dtype);
+    json_t *t = json_object_get(c, "text_config"), *pl = json_object_get(c, "planner");
+    ck_assert_int_eq(int_at(t, "hidden_size"), ORION_HIDDEN);
+    ck_assert_int_eq(int_at(t, "num_hidden_layers"), 2);
+    ck_assert_int_eq(int_at(t, "vocab_size"), 32001);
+    ck_assert_int_eq(int_at(t, "base_vocab_size"), 32000);
+    ck_assert_int_eq(int_at(t, "max_position_embeddings"), 4096);
+    ck_assert(json_real_value(json_object_get(t, "rms_norm_eps")) == 1e-5);
+    ck_assert(json_is_true(json_object_get(json_object_get(c, "lora"), "merged")));
+    ck_assert_str_eq(json_string_value(json_object_get(pl, "type")), "vae_gru");
+    ck_assert_int_eq(int_at(pl, "latent_dim"), 32);
+    ck_assert_int_eq(int_at(pl, "ego_fut_mode"), 6);
+    ck_assert_int_eq(int_at(pl, "fut_ts"), 6);
+    ck_assert_int_eq(int_at(pl, "gru_layers"), 4);
+    ck_assert_int_eq(int_at(pl, "gru_hidden"), ORION_HIDDEN / 4);
+    ck_assert_int_eq(int_at(pl, "in_channels"), ORION_HIDDEN);
+    ck_assert_int_eq(int_at(c, "vision_tokens"), ORION_TOKENS);
+    ck_assert(json_equal(json_object_get(c, "vision_token_groups"), json_object_get(f, "vision_token_groups")));
+    ck_assert(json_equal(json_object_get(c, "prompt"), json_object_get(f, "prompt"))); /* the exact text */
+    ck_assert(json_equal(json_object_get(c, "special_tokens"), json_object_get(f, "special_tokens")));
+    json_decref(c);
+    json_decref(f);
+    free(path);
+    free(fixture);
+    json_t *added = load_json(dir, "added_tokens.json");
+    ck_assert_int_eq(json_object_size(added), 1);
+    ck_assert_int_eq(int_at(added, "<waypoint_ego>"), 32000);
+    json_decref(added);
+    static const char *const files[] = {"tokenizer.model", "tokenizer_config.json", "special_tokens_map.json"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char *p = join(dir, files[i]);
+        ck_assert_msg(exists(p), "%s is missing", p);
+        free(p);
+    }
+    char *pre = join(dir, "preprocessor_config.json");
+    ck_assert_msg(!exists(pre), "an OpenVLA preprocessor_config.json in an Orion folder");
+    free(pre);
+}
+
+/* A unit-variance normal from a hash, for the seeded tokens. */
+static float normal_at(uint64_t i)
+{
+    uint64_t z = (i + 1) * 0x9e3779b97f4a7c15u;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    z ^= z >> 31;
+    double u1 = ((z >> 11) + 0.5) / 9007199254740992.0, u2 = ((z & 0x7ff) + 0.5) / 2048.0;
+    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+}
+
+/* vh_model_load says family orion; a session makes a finite 6-point trajectory from zero tokens and
+ * from seeded ones (command 3), and the two differ. */
+static void run_orion_frames(const char *model)
+{
+    vh_model *m = NULL;
+    vh_error err;
+    ck_assert_msg(vh_model_load(model, &m, &err) == VH_OK, "%s: %s", model, err.message);
+    ck_assert_ptr_eq(m->family, &vh_family_orion);
+    vh_model_free(m);
+
+    vh_session_params p;
+    vh_session_params_init(&p);
+    p.model_path = model;
+    p.backends = "cpu_generic";
+    p.n_threads = 2;
+    p.seed = 5;
+    vh_session *s = NULL;
+    ck_assert_msg(vh_session_create(&p, &s) == VH_OK, "%s: %s", model, vh_last_error());
+    vh_session_info info;
+    vh_session_info_init(&info);
+    ck_assert_int_eq(vh_session_get_info(s, &info), VH_OK);
+    ck_assert_uint_eq(info.n_llm_layers, 2);
+    ck_assert_uint_eq(info.n_prompt_image_tokens, ORION_TOKENS);
+
+    const size_t n = (size_t)ORION_TOKENS * ORION_HIDDEN;
+    float *tokens = calloc(n, sizeof *tokens), first[12];
+    ck_assert_ptr_nonnull(tokens);
+    for (int k = 0; k < 2; k++) {
+        if (k == 1)
+            for (size_t i = 0; i < n; i++) tokens[i] = normal_at(i);
+        vh_frame f;
+        vh_frame_init(&f);
+        f.vision_tokens = tokens;
+        f.n_vision_tokens = ORION_TOKENS;
+        f.vision_token_width = ORION_HIDDEN;
+        f.command = 3;
+        f.tag = 40 + (uint64_t)k;
+        ck_assert_msg(vh_submit_frame(s, &f, NULL) == VH_OK, "%s", vh_session_last_error(s));
+        vh_action a;
+        vh_action_init(&a);
+        ck_assert_msg(vh_poll_action(s, &a, WAIT_MS) == VH_OK, "%s", vh_session_last_error(s));
+        ck_assert_msg(a.status == VH_OK, "action status %d: %s", a.status, vh_session_last_error(s));
+        ck_assert_uint_eq(a.tag, 40 + (uint64_t)k);
+        ck_assert_int_eq(a.kind, VH_ACTION_TRAJECTORY);
+        ck_assert_uint_eq(a.n_points, 6);
+        for (uint32_t i = 0; i < 2 * a.n_points; i++)
+            ck_assert_msg(isfinite(a.trajectory[i]), "frame %d: trajectory[%u] is %g", k, i, a.trajectory[i]);
+        uint32_t count = 0;
+        const float *modes = vh_action_extra(&a, "mode_trajectories", &count);
+        ck_assert_msg(modes && count == 72, "mode_trajectories: %u floats", count);
+        for (uint32_t i = 0; i < count; i++) ck_assert(isfinite(modes[i]));
+        ck_assert_ptr_nonnull(vh_action_extra(&a, "mu", &count));
+        ck_assert_uint_eq(count, 32);
+        if (k == 0) memcpy(first, a.trajectory, sizeof first);
+        else ck_assert_msg(memcmp(first, a.trajectory, sizeof first), "the tokens do not change the trajectory");
+    }
+    free(tokens);
+    vh_session_destroy(s);
+}
+
+START_TEST(orion_bf16_runs)
+{
+    char *tmp = vh_test_make_temp_dir();
+    const char *extra[] = {"--seed", "9", NULL};
+    char *model = generate_orion(tmp, "orion", extra);
+    check_orion_config(model, "bfloat16");
+    char *single = join(model, "model.safetensors"), *index = join(model, "model.safetensors.index.json");
+    ck_assert_msg(!exists(index), "an index for a single file");
+    uint64_t data = 0;
+    ck_assert_uint_eq(check_safetensors(single, "BF16", &data), 2 * 9 + 2 + 34);
+    run_orion_frames(model);
+    free(single);
+    free(index);
+    free(model);
+    vh_test_remove_tree(tmp);
+    free(tmp);
+}
+END_TEST
+
+START_TEST(orion_f32_sharded_runs)
+{
+    char *tmp = vh_test_make_temp_dir();
+    const char *extra[] = {"--dtype", "f32", "--shard-bytes", "8M", NULL};
+    char *model = generate_orion(tmp, "orion", extra);
+    check_orion_config(model, "float32");
+    json_t *index = load_json(model, "model.safetensors.index.json");
+    json_t *map = json_object_get(index, "weight_map");
+    ck_assert_uint_eq(json_object_size(map), 2 * 9 + 2 + 34);
+    /* the embedding (32 MB) alone in the first shard, the rest after it in name order */
+    const char *first = json_string_value(json_object_get(map, "model.embed_tokens.weight"));
+    int n_shards = 0;
+    ck_assert_msg(first && sscanf(first, "model-00001-of-%05d.safetensors", &n_shards) == 1 && n_shards >= 3,
+                  "embedding in %s", first ? first : "(none)");
+    uint64_t data = 0;
+    size_t tensors = 0;
+    for (int k = 1; k <= n_shards; k++) {
+        char name[64];
+        snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", k, n_shards);
+        char *path = join(model, name);
+        tensors += check_safetensors(path, "F32", &data);
+        free(path);
+    }
+    ck_assert_uint_eq(tensors, json_object_size(map));
+    ck_assert_uint_eq(data, (uint64_t)json_integer_value(json_object_get(json_object_get(index, "metadata"),
+                                                                        "total_size")));
+    json_decref(index);
+    run_orion_frames(model);
+    free(model);
+    vh_test_remove_tree(tmp);
+    free(tmp);
+}
+END_TEST
+
+/* The full-size Orion plan, without writing it: Vicuna-7B + the planner, 3 shards of <= 5e9 bytes. */
+START_TEST(orion_full_size_plan)
+{
+    char *tmp = vh_test_make_temp_dir(), *log = join(tmp, "plan.txt");
+    const char *args[] = {"--family", "orion", "--list", NULL};
+    ck_assert_int_eq(run_synth(log, 0, args), 0);
+    char *text = read_text(log);
+    static const char *const want[] = {
+        "plan: Orion, LLM 32 layers x 4096 (MLP 11008, 32 heads, rms_norm_eps 1e-5), vocab 32001, ",
+        "parameters 6908686412 (llm 6607347712, planner 301338700)\n",
+        "tensors 326\n",
+        " model.embed_tokens.weight BF16 [32001, 4096] model-00001-of-00003.safetensors",
+        " model.layers.31.self_attn.q_proj.weight BF16 [4096, 4096] ",
+        " model.layers.31.mlp.down_proj.weight BF16 [4096, 11008] ",
+        " model.norm.weight BF16 [4096] ",
+        " planner.present_distribution.encoder.conv1.weight BF16 [8192, 4096] ",
+        " planner.present_distribution.encoder.conv2.weight BF16 [8192, 8192] ",
+        " planner.present_distribution.encoder.conv3.weight BF16 [2048, 8192] ",
+        " planner.present_distribution.last_conv.1.weight BF16 [64, 2048] ",
+        " planner.predict_model.gru.weight_ih_l0 BF16 [3072, 32] ",
+        " planner.predict_model.gru.weight_ih_l3 BF16 [3072, 1024] ",
+        " planner.predict_model.gru.weight_hh_l3 BF16 [3072, 1024] ",
+        " planner.predict_model.gru.bias_hh_l3 BF16 [3072] ",
+        " planner.predict_model.linear1.weight BF16 [2048, 1024] ",
+        " planner.predict_model.linear2.weight BF16 [4096, 2048] ",
+        " planner.predict_model.linear3.weight BF16 [4096, 4096] ",
+        " planner.ego_fut_decoder.0.weight BF16 [8192, 8192] ",
+        " planner.ego_fut_decoder.2.weight BF16 [8192, 8192] ",
+        " planner.ego_fut_decoder.4.weight BF16 [12, 8192] ",
+        " planner.ego_fut_decoder.4.bias BF16 [12] ",
+        "model-00003-of-00003.safetensors",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        ck_assert_msg(strstr(text, want[i]), "the plan lacks '%s':\n%.600s", want[i], text);
+    ck_assert_msg(!strstr(text, "model.layers.32."), "a 33rd layer");
+    ck_assert_msg(!strstr(text, "lm_head"), "an lm_head (the converter writes none by default)");
+    ck_assert_msg(!strstr(text, "vision_backbone"), "OpenVLA tensors in an Orion plan");
+    ck_assert_msg(!strstr(text, "gru.weight_ih_l4"), "a fifth GRU layer");
+    free(text);
+    /* what does not apply to Orion is refused */
+    const char *f16[] = {"--family", "orion", "--dtype", "f16", "--dry-run", NULL};
+    ck_assert_int_eq(run_synth(log, 0, f16), 2);
+    const char *vision[] = {"--family", "orion", "--vision", "tiny", "--dry-run", NULL};
+    ck_assert_int_eq(run_synth(log, 0, vision), 2);
+    const char *family[] = {"--family", "pi0", "--dry-run", NULL};
+    ck_assert_int_eq(run_synth(log, 0, family), 2);
+    const char *odd[] = {"--family", "orion", "--llm-hidden", "100", "--dry-run", NULL};
+    ck_assert_int_eq(run_synth(log, 0, odd), 2);
+    unlink(log);
+    free(log);
+    vh_test_remove_tree(tmp);
+    free(tmp);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("synth_checkpoint");
@@ -530,6 +817,9 @@ static Suite *suite(void)
     tcase_add_test(tc, same_seed_same_bytes);
     tcase_add_test(tc, full_size_plan);
     tcase_add_test(tc, failures_leave_nothing);
+    tcase_add_test(tc, orion_bf16_runs);
+    tcase_add_test(tc, orion_f32_sharded_runs);
+    tcase_add_test(tc, orion_full_size_plan);
     suite_add_tcase(s, tc);
     return s;
 }
