@@ -33,7 +33,7 @@ void vh_session_params_init_sized(vh_session_params *params, size_t struct_size)
 void vh_frame_init_sized(vh_frame *frame, size_t struct_size)
 {
     if (!frame || struct_size < sizeof frame->struct_size) return;
-    FILL_DEFAULTS(vh_frame, frame, struct_size, .stride = 0);
+    FILL_DEFAULTS(vh_frame, frame, struct_size, .stride = 0, .command = VH_COMMAND_NONE);
 }
 
 void vh_action_init_sized(vh_action *action, size_t struct_size)
