@@ -34,6 +34,7 @@ static vh_status prepare_block(vh_executor *e, cpu_block *cb, const vh_block_des
         cb->layer = vp->layer;
     } else if (d->kind == VH_BLOCK_LLM) {
         cb->layer = ((const vh_llm_params *)d->params)->layer;
+        cb->lora_scale = ((const vh_llm_params *)d->params)->lora_scale;
     } else if (d->kind == VH_BLOCK_VAE_GRU_PLANNER) {
         memcpy(&cb->plan, d->params, sizeof cb->plan);
         const vh_planner_params *pp = &cb->plan;
@@ -51,6 +52,11 @@ static vh_status prepare_block(vh_executor *e, cpu_block *cb, const vh_block_des
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: a %s block without a state slot",
                                e->ops->backend, vh_block_kind_name(d->kind));
     for (uint32_t i = 0; i < d->n_tensors; i++) cb->t[d->tensors[i].role] = d->tensors[i];
+    if (d->kind == VH_BLOCK_LLM)
+        for (int a = VH_LLM_Q_LORA_A; a < VH_LLM_N_TENSORS; a += 2)
+            if (!cb->t[a].data != !cb->t[a + 1].data || (cb->t[a].data && cb->t[a].shape[0] != cb->t[a + 1].shape[1]))
+                return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: LoRA role %d without its pair, or "
+                                       "ranks that differ", e->ops->backend, a);
     for (uint32_t r = 0; r < CPU_MAX_ROLES; r++) {
         const vh_tensor_view *t = &cb->t[r];
         if (!t->data) continue;
@@ -80,6 +86,16 @@ void cpu_linear(vh_executor *e, const cpu_block *b, int tensor, const float *x, 
 }
 
 static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+/* The largest LoRA rank of the LLM blocks held (1 without adapters: a small buffer anyway). */
+static uint64_t max_lora_rank(const vh_executor *e)
+{
+    uint64_t r = 1;
+    for (uint32_t i = 0; i < e->params.n_blocks; i++)
+        for (int a = VH_LLM_Q_LORA_A; e->blocks[i].desc->kind == VH_BLOCK_LLM && a < VH_LLM_N_TENSORS; a += 2)
+            if (e->blocks[i].t[a].data && (uint64_t)e->blocks[i].t[a].shape[0] > r) r = (uint64_t)e->blocks[i].t[a].shape[0];
+    return r;
+}
 
 /* Buffers for the block kinds this executor holds. */
 static vh_status allocate_buffers(vh_executor *e, char *err, size_t err_size)
@@ -140,6 +156,8 @@ static vh_status allocate_buffers(vh_executor *e, char *err, size_t err_size)
             !(s->v = alloc_floats(R, kv_dim, 1, w)) || !(s->attn = alloc_floats(R, q_dim, 1, w)) ||
             !(s->gate = alloc_floats(R, l->intermediate, 1, w)) || !(s->up = alloc_floats(R, l->intermediate, 1, w)) ||
             !(s->head_in = alloc_floats(e->max_segments, l->hidden, 1, w)) ||
+            !(s->lora_a = alloc_floats(R, max_lora_rank(e), 1, w)) ||
+            !(s->lora_b = alloc_floats(R, q_dim > l->hidden ? q_dim : l->hidden, 1, w)) ||
             !(s->logits = alloc_floats(e->max_segments, l->vocab, 1, w)))
             goto oom;
         s->positions = calloc(R ? R : 1, sizeof *s->positions);
@@ -257,6 +275,8 @@ void cpu_executor_destroy(vh_executor *e)
     free(e->llm.up);
     free(e->llm.positions);
     free(e->llm.head_in);
+    free(e->llm.lora_a);
+    free(e->llm.lora_b);
     free(e->llm.logits);
     free(e->k_cache);
     free(e->v_cache);

@@ -25,6 +25,7 @@ typedef struct cpu_block {
     uint32_t tower, layer;                    /* from the kind's parameters */
     uint32_t state;                           /* desc->state_slot */
     vh_planner_params plan;                   /* VAE_GRU_PLANNER: its parameters */
+    float lora_scale;                         /* LLM: its LoRA adapters' alpha / r */
     float *scratch;                           /* a kind's own scratch (the planner's), or NULL */
     vh_tensor_view t[CPU_MAX_ROLES];          /* [role] */
     vh_tensor_view mat[CPU_MAX_ROLES];        /* [role] 2-D [out, in] views; data NULL for non-matrices */
@@ -71,6 +72,7 @@ typedef struct llm_scratch {
     float *gate, *up;                  /* [max_rows, F] */
     int32_t *positions;                /* [max_rows] */
     float *head_in;                    /* [max_segments, Dl] last rows of the segments */
+    float *lora_a, *lora_b;            /* [max_rows, r], [max_rows, max(q, Dl)]: LoRA kept apart */
     float *logits;                     /* [max_segments, V] */
 } llm_scratch;
 

@@ -26,7 +26,9 @@ const cpu_kind cpu_kinds[CPU_N_KINDS] = {
      .run = cpu_projector},
     {.matrix_roles = 0, .uses_rows = 1, .run = cpu_llm_embed},
     {.matrix_roles = BIT(VH_LLM_Q) | BIT(VH_LLM_K) | BIT(VH_LLM_V) | BIT(VH_LLM_O) | BIT(VH_LLM_GATE) |
-                     BIT(VH_LLM_UP) | BIT(VH_LLM_DOWN),
+                     BIT(VH_LLM_UP) | BIT(VH_LLM_DOWN) | BIT(VH_LLM_Q_LORA_A) | BIT(VH_LLM_Q_LORA_B) |
+                     BIT(VH_LLM_K_LORA_A) | BIT(VH_LLM_K_LORA_B) | BIT(VH_LLM_V_LORA_A) | BIT(VH_LLM_V_LORA_B) |
+                     BIT(VH_LLM_O_LORA_A) | BIT(VH_LLM_O_LORA_B),
      .uses_rows = 1, .has_state = 1, .run = cpu_llm_block},
     {.matrix_roles = BIT(VH_LLM_HEAD_LM), .uses_rows = 1, .is_head = 1, .run = cpu_llm_head},
     {.matrix_roles = BIT(VH_PLAN_ENC1_W) | BIT(VH_PLAN_ENC2_W) | BIT(VH_PLAN_ENC3_W) | BIT(VH_PLAN_DIST_W) |

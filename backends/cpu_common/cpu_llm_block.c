@@ -3,6 +3,7 @@
  * row at its own position of its own sequence's KV cache (the block's state slot):
  *
  *   x += o_proj(attention(rope(q_proj(rmsnorm(x))), rope(k_proj(..)), v_proj(..)))
+ *        (each of q/k/v/o_proj with its LoRA adapter added when the block keeps one apart)
  *   x += down_proj(silu(gate_proj(rmsnorm(x))) * up_proj(rmsnorm(x)))
  */
 #include <math.h>
@@ -19,6 +20,18 @@ static float *cache_at(const vh_executor *e, float *cache, uint32_t slot, uint32
     return cache + ((size_t)slot * e->params.max_sequences + sequence) * per_sequence;
 }
 
+/* A LoRA adapter kept apart (roles a_role, a_role + 1), as peft's forward: y += scale * B (A x). */
+static void lora(vh_executor *e, const cpu_block *b, int a_role, const float *x, int64_t in, int64_t R, float *y,
+                 int64_t out)
+{
+    if (!b->t[a_role].data) return;
+    const int64_t r = b->t[a_role].shape[0];
+    llm_scratch *s = &e->llm;
+    cpu_linear(e, b, a_role, x, in, R, NULL, s->lora_a, r);
+    cpu_linear(e, b, a_role + 1, s->lora_a, r, R, NULL, s->lora_b, out);
+    for (int64_t i = 0; i < R * out; i++) y[i] += s->lora_b[i] * b->lora_scale;
+}
+
 void cpu_llm_block(vh_executor *e, const cpu_block *b, const vh_batch *batch)
 {
     const vh_llm_desc *l = &e->model->llm;
@@ -32,6 +45,9 @@ void cpu_llm_block(vh_executor *e, const cpu_block *b, const vh_batch *batch)
     cpu_linear(e, b, VH_LLM_Q, s->norm, Dl, R, NULL, s->q, q_dim);
     cpu_linear(e, b, VH_LLM_K, s->norm, Dl, R, NULL, s->k, kv_dim);
     cpu_linear(e, b, VH_LLM_V, s->norm, Dl, R, NULL, s->v, kv_dim);
+    lora(e, b, VH_LLM_Q_LORA_A, s->norm, Dl, R, s->q, q_dim);
+    lora(e, b, VH_LLM_K_LORA_A, s->norm, Dl, R, s->k, kv_dim);
+    lora(e, b, VH_LLM_V_LORA_A, s->norm, Dl, R, s->v, kv_dim);
     vhk_rope(e->pool, s->q, q_dim, R, l->n_heads, l->head_dim, s->positions, l->rope_theta);
     vhk_rope(e->pool, s->k, kv_dim, R, l->n_kv_heads, l->head_dim, s->positions, l->rope_theta);
 
@@ -53,6 +69,7 @@ void cpu_llm_block(vh_executor *e, const cpu_block *b, const vh_batch *batch)
         row += seg->n_rows;
     }
     cpu_linear(e, b, VH_LLM_O, s->attn, q_dim, R, NULL, s->norm, Dl);
+    lora(e, b, VH_LLM_O_LORA_A, s->attn, q_dim, R, s->norm, Dl);
     vhk_add(e->pool, s->x, s->norm, R * Dl);
 
     /* MLP */

@@ -172,6 +172,13 @@ enum { /* VH_BLOCK_LLM roles (Llama) */
     VH_LLM_MLP_NORM,                    /* [Dl] post_attention_layernorm */
     VH_LLM_GATE, VH_LLM_UP,             /* [F, Dl] */
     VH_LLM_DOWN,                        /* [Dl, F] */
+    VH_LLM_BASE_TENSORS,                /* 9: the roles of a plain Llama block */
+    /* LoRA kept apart (peft: y = W x + scale * B (A x), scale = vh_llm_params.lora_scale); a pair
+     * per adapted projection, both or neither: A [r, in], B [out, r] */
+    VH_LLM_Q_LORA_A = VH_LLM_BASE_TENSORS, VH_LLM_Q_LORA_B,
+    VH_LLM_K_LORA_A, VH_LLM_K_LORA_B,
+    VH_LLM_V_LORA_A, VH_LLM_V_LORA_B,
+    VH_LLM_O_LORA_A, VH_LLM_O_LORA_B,
     VH_LLM_N_TENSORS
 };
 enum { /* VH_BLOCK_LLM_HEAD roles */
@@ -216,6 +223,7 @@ typedef struct vh_vit_params {         /* VIT_EMBED, VIT */
 typedef struct vh_llm_params {         /* LLM */
     uint32_t struct_size;
     uint32_t layer;                    /* decoder layer index */
+    float lora_scale;                  /* alpha / r of the LoRA roles' adapters (0 without them) */
 } vh_llm_params;
 
 typedef struct vh_planner_params {     /* VAE_GRU_PLANNER */

@@ -21,7 +21,7 @@ static int32_t score(void) { return FAKE_KIND == FAKE_OLD_ROLES ? 0 : 1; }
 #if FAKE_KIND != FAKE_NO_ENTRY
 static const vh_kind_support kinds[] = {
     {VH_BLOCK_LLM_EMBED, VH_LLM_EMBED_N_TENSORS, sizeof(vh_block_params), 0, VH_SLOT_PATCH_EMBEDS, VH_SLOT_ROWS},
-    {VH_BLOCK_LLM, VH_LLM_N_TENSORS - 1, sizeof(vh_llm_params), 0, VH_SLOT_ROWS, VH_SLOT_ROWS},
+    {VH_BLOCK_LLM, VH_LLM_BASE_TENSORS - 1, sizeof(vh_llm_params), 0, VH_SLOT_ROWS, VH_SLOT_ROWS},
 };
 #endif
 

@@ -4,6 +4,7 @@
  * the wiring), never computed; and a batch can return the final-normed hidden state of chosen
  * rows, checked against a float64 RMSNorm of the rows the same run left in place. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,7 +81,7 @@ START_TEST(test_short_or_longer_structs)
     expect_refused(&f, i, "struct_size", NULL);
     f.blocks[i].struct_size = sizeof(vh_block_desc);
     /* parameters: short, and longer with a field this plugin does not know set */
-    struct { vh_llm_params known; uint32_t newer; } params = {{sizeof params, 0}, 0};
+    struct { vh_llm_params known; uint32_t newer; } params = {{sizeof params, 0, 0.0f}, 0};
     params.known = *(const vh_llm_params *)f.model->blocks[i].params;
     params.known.struct_size = sizeof params;
     f.blocks[i].params = (const vh_block_params *)&params;
@@ -119,7 +120,9 @@ START_TEST(test_unknown_option_role_or_wiring)
     tensors[f.model->blocks[i].n_tensors].role = VH_LLM_N_TENSORS;
     f.blocks[i].tensors = tensors;
     f.blocks[i].n_tensors = f.model->blocks[i].n_tensors + 1;
-    expect_refused(&f, i, "role 9", "does not know");
+    char role[32];
+    snprintf(role, sizeof role, "role %d", VH_LLM_N_TENSORS);
+    expect_refused(&f, i, role, "does not know");
     /* the same role twice */
     tensors[f.model->blocks[i].n_tensors].role = VH_LLM_Q;
     expect_refused(&f, i, "given twice", NULL);

@@ -175,13 +175,16 @@ START_TEST(test_prompt_ids)
 }
 END_TEST
 
-/* The frame runner, one case at a time: the hidden state at <waypoint_ego> too. */
-START_TEST(test_cases_one_by_one)
+/* The frame runner, one case at a time: the hidden state at <waypoint_ego> too; the model with its
+ * LoRA merged, and (CPU backends) kept apart. */
+static void cases_one_by_one(const char *model)
 {
     fixture f;
     load_fixture(&f);
     vh_error err;
     vh_model *m = NULL;
+    free(f.model_dir);
+    f.model_dir = vh_test_fixture_path(model);
     ck_assert_msg(vh_model_load(f.model_dir, &m, &err) == VH_OK, "%s", err.message);
     vh_session_params params;
     vh_session_params_init(&params);
@@ -224,12 +227,42 @@ START_TEST(test_cases_one_by_one)
         memcpy(a.extras, r.extras, sizeof a.extras);
         check_action(&f, c, &a, "runner");
     }
-    printf("orion: %zu cases, hidden state within %.2g of the reference\n", json_array_size(cases(&f)), worst_feature);
+    printf("orion (%s): %zu cases, hidden state within %.2g of the reference\n", model, json_array_size(cases(&f)),
+           worst_feature);
     vh_frame_runner_free(&runner);
     vh_plan_destroy(&plan);
     vh_family_orion.program_free(prog);
     vh_model_free(m);
     free_fixture(&f);
+}
+
+START_TEST(test_cases_one_by_one)
+{
+    cases_one_by_one("orion/model");
+}
+END_TEST
+
+/* LoRA kept apart (converted with --lora keep): the CPU backends add B (A x) as peft does; cuda
+ * knows only plain Llama blocks and refuses them, naming the role. */
+START_TEST(test_lora_kept_apart)
+{
+    if (!strcmp(ORION_BACKEND, "cuda")) {
+        fixture f;
+        load_fixture(&f);
+        free(f.model_dir);
+        f.model_dir = vh_test_fixture_path("orion/model-lora");
+        vh_session_params p;
+        vh_session_params_init(&p);
+        p.model_path = f.model_dir;
+        p.backends = ORION_BACKEND;
+        vh_session *s = NULL;
+        ck_assert_int_eq(vh_session_create(&p, &s), VH_ERR_UNSUPPORTED);
+        ck_assert_msg(strstr(vh_last_error(), "lora_A") && strstr(vh_last_error(), "does not know"), "%s",
+                      vh_last_error());
+        free_fixture(&f);
+        return;
+    }
+    cases_one_by_one("orion/model-lora");
 }
 END_TEST
 
@@ -391,6 +424,7 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_prompt_ids);
     tcase_add_test(tc, test_cases_one_by_one);
+    tcase_add_test(tc, test_lora_kept_apart);
     tcase_add_test(tc, test_session_serial_pipeline_packed);
     tcase_add_test(tc, test_bad_frames_and_seeded_noise);
     suite_add_tcase(s, tc);

@@ -31,6 +31,17 @@ static vh_status load_llm(vh_model *m, const vh_orion_config *c, uint32_t *next,
             (st = TAKE(&w[VH_LLM_UP], SHAPE(F, H), "model.layers.%u.mlp.up_proj.weight", i)) ||
             (st = TAKE(&w[VH_LLM_DOWN], SHAPE(H, F), "model.layers.%u.mlp.down_proj.weight", i)))
             return st;
+        if (!c->lora_merged) { /* the adapters kept apart (fp32 parity with the unmerged original) */
+            static const char *const proj[4] = {"q", "k", "v", "o"};
+            const int64_t out[4] = {q_dim, kv_dim, kv_dim, H}, in[4] = {H, H, H, q_dim}, r = c->lora_rank;
+            b->params.llm.lora_scale = c->lora_scale;
+            for (int p = 0; p < 4; p++)
+                if ((st = TAKE(&w[VH_LLM_Q_LORA_A + 2 * p], SHAPE(r, in[p]), "model.layers.%u.self_attn.%s_proj.lora_A.weight",
+                               i, proj[p])) ||
+                    (st = TAKE(&w[VH_LLM_Q_LORA_A + 2 * p + 1], SHAPE(out[p], r),
+                               "model.layers.%u.self_attn.%s_proj.lora_B.weight", i, proj[p])))
+                    return st;
+        }
     }
     m->head_block = *next;
     b = vh_model_begin_block(m, (*next)++, VH_BLOCK_LLM_HEAD, VH_SLOT_ROWS, VH_SLOT_OUTPUTS, VH_NO_STATE);

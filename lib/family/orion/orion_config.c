@@ -142,9 +142,15 @@ static vh_status parse_root(parse_ctx *c, const json_t *root, vh_orion_config *c
     if (!json_is_boolean(merged))
         return vh_error_set(c->err, VH_ERR_BAD_MODEL, "%s: lora.merged must be true or false", c->source);
     cfg->lora_merged = json_is_true(merged);
-    if (!cfg->lora_merged)
-        return vh_error_set(c->err, VH_ERR_UNSUPPORTED, "%s: the LoRA adapters are not merged (converted with "
-                            "--lora keep); this version runs merged weights: convert with --lora merge", c->source);
+    if (!cfg->lora_merged) { /* the adapters kept apart: y = W x + (alpha / r) B (A x) */
+        float alpha = 0;
+        if ((st = get_uint(c, lora, "lora.", "r", 1, 1, 4096, &cfg->lora_rank)) ||
+            (st = get_float(c, lora, "lora.", "alpha", &alpha)))
+            return st;
+        if (!(alpha > 0))
+            return vh_error_set(c->err, VH_ERR_BAD_MODEL, "%s: lora.alpha must be a positive number", c->source);
+        cfg->lora_scale = alpha / (float)cfg->lora_rank;
+    }
     if ((st = get_uint(c, root, "", "vision_tokens", 1, 1, 1u << 16, &cfg->n_vision_tokens))) return st;
     const json_t *ptext = json_object_get(prompt, "text"), *bos = json_object_get(prompt, "add_bos");
     if (!json_is_string(ptext) || json_string_length(ptext) > 65536)

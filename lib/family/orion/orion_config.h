@@ -17,6 +17,8 @@ typedef struct vh_orion_config {
     float rms_eps, rope_theta;
     int32_t bos_id, eos_id;
     int lora_merged;                   /* 1: W + (alpha / r) B A already in the weights */
+    uint32_t lora_rank;                /* r, when kept apart (converted with --lora keep) */
+    float lora_scale;                  /* alpha / r */
     /* the planner */
     uint32_t latent_dim, n_modes, n_steps, gru_layers, gru_hidden;
     float min_log_sigma, max_log_sigma;
