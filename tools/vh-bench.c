@@ -5,7 +5,7 @@
  *            [--threads N] [--inflight K | --rate HZ] [--plugin-path P] [--instruction TEXT] [--unnorm-key KEY]
  *            [--json]
  *            [--split N] [--mode serial|pipeline|packed] [--gpu-mem-budget BYTES] [--zone N] [--trace PATH]
- *            [--session-warmup N]
+ *            [--session-warmup N] [--seed S]
  *
  * Submits N copies of one image after W warm-up frames (on top of the session's own warm-up inside
  * vh_session_create, --session-warmup: -1 the session's default, 0 none), keeping K frames submitted and not yet
@@ -17,6 +17,14 @@
  * milliseconds. With two stages it also reports each stage's busy time per frame, the hand-off
  * time per frame, the overlap efficiency (frames/s x the slower stage's time per frame) and the
  * GPU stage's memory. Defaults: the bundled tiny model and its first frame.
+ *
+ * An Orion model (config.json model_type "orion", tools/orion/convert_orion.py's format or
+ * vh-synth-checkpoint --family orion) runs on synthetic frames instead of the image: vision tokens
+ * of the config's shape (vision_tokens x text_config.hidden_size), normal with standard deviation 1
+ * from --seed S (default 0), ORION_TOKEN_SETS different sets used in turn; the commands cycle
+ * 0, 1, ..., 5, 0, ...; the planner's noise is the library's draw from the session seed (--seed) and
+ * each frame's sequence. Everything else (modes, --split, --frames-in-flight, --rate, the report)
+ * is the same; Orion has no decode steps (one prefill a frame, then the planner).
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -27,11 +35,15 @@
 
 #include "bundled_data.h"
 #include "image_file.h"
+#include "orion_inputs.h"
 #include "stage_options.h"
 #include "vlahybrid/vlahybrid.h"
 
+#define ORION_TOKEN_SETS 4 /* distinct synthetic frames an Orion benchmark cycles over */
+
 typedef struct options {
     const char *model, *image, *backends, *plugin_path, *instruction, *unnorm_key;
+    uint64_t seed;                                /* --seed: Orion's synthetic tokens and noise */
     int frames, warmup, threads, inflight, json; /* inflight 0: the session's frames in flight */
     double rate;                                  /* frames/s arriving; 0: closed loop (inflight) */
     vh_session_params stage;                      /* --split, --mode, --gpu-mem-budget, --zone, --trace */
@@ -77,6 +89,12 @@ static int parse_args(int argc, char **argv, options *o)
         else if (!strcmp(a, "--session-warmup")) { if (parse_int(v, -1, 64, &o->stage.warmup_frames)) return -1; }
         else if (!strcmp(a, "--threads")) { if (parse_int(v, 0, 4096, &o->threads)) return -1; }
         else if (!strcmp(a, "--inflight")) { if (parse_int(v, 1, 64, &o->inflight)) return -1; }
+        else if (!strcmp(a, "--seed")) {
+            char *end;
+            o->seed = strtoull(v, &end, 10);
+            if (*end || end == v || *v == '-') return -1;
+            o->stage.seed = o->seed;
+        }
         else if (!strcmp(a, "--rate")) {
             char *end;
             o->rate = strtod(v, &end);
@@ -126,23 +144,45 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: vh-bench [--model DIR] [--image FILE] [--frames N] [--warmup N] [--backend NAMES]\n"
                         "                [--threads N] [--inflight K | --rate HZ] [--plugin-path P] [--instruction TEXT]\n"
                         "                [--unnorm-key KEY] [--json] [--split N] [--mode serial|pipeline|packed]\n"
-                        "                [--gpu-mem-budget BYTES] [--zone N] [--trace PATH] [--session-warmup N]\n"
-                        VH_STAGE_OPTIONS_USAGE);
+                        "                [--gpu-mem-budget BYTES] [--zone N] [--trace PATH] [--session-warmup N] [--seed S]\n"
+                        VH_STAGE_OPTIONS_USAGE
+                        "Orion models: synthetic frames (vision tokens normal from --seed, commands 0..5 in turn,\n"
+                        "noise drawn from --seed and the frame's sequence); --image does not apply.\n");
         return 2;
     }
     if (!o.model) o.model = VH_BUNDLED_MODEL_DIR;
+    char why[1024];
+    vh_orion_shape shape = {0};
+    const int orion = vh_orion_model_shape(o.model, &shape, why, sizeof why);
+    if (orion < 0) {
+        fprintf(stderr, "vh-bench: %s\n", why);
+        return 2;
+    }
+    if (orion && o.image) {
+        fprintf(stderr, "vh-bench: %s is an Orion model: it runs on synthetic vision tokens, not --image\n", o.model);
+        return 2;
+    }
     char default_image[4096];
-    if (!o.image) {
+    if (!o.image && !orion) {
         snprintf(default_image, sizeof default_image, "%s/frame_0.png",
                  VH_BUNDLED_FRAMES_DIR);
         o.image = default_image;
     }
     uint8_t *rgb = NULL;
     uint32_t w = 0, h = 0;
-    char why[512];
-    if (vh_image_load(o.image, &rgb, &w, &h, why, sizeof why) != VH_OK) {
+    if (!orion && vh_image_load(o.image, &rgb, &w, &h, why, sizeof why) != VH_OK) {
         fprintf(stderr, "vh-bench: %s\n", why);
         return 2;
+    }
+    /* Orion: the synthetic frames' vision tokens, made before the session (and the clock) starts */
+    float *tokens[ORION_TOKEN_SETS] = {NULL};
+    const size_t n_token_floats = (size_t)shape.n_tokens * shape.width;
+    for (int k = 0; orion && k < ORION_TOKEN_SETS; k++) {
+        if (!(tokens[k] = malloc(n_token_floats * sizeof(float)))) {
+            fprintf(stderr, "vh-bench: out of memory for the vision tokens\n");
+            return 2;
+        }
+        vh_seeded_normals(o.seed, (uint64_t)k, tokens[k], n_token_floats);
     }
 
     vh_session_params p = o.stage;
@@ -160,6 +200,7 @@ int main(int argc, char **argv)
     if (vh_session_create(&p, &s) != VH_OK) {
         fprintf(stderr, "vh-bench: %s\n", vh_last_error());
         free(rgb);
+        for (int k = 0; k < ORION_TOKEN_SETS; k++) free(tokens[k]);
         return 2;
     }
     t_load = now_s() - t_load;
@@ -171,10 +212,15 @@ int main(int argc, char **argv)
 
     vh_frame f;
     vh_frame_init(&f);
-    f.rgb = rgb;
-    f.width = w;
-    f.height = h;
-    f.instruction = o.instruction;
+    if (orion) {
+        f.n_vision_tokens = shape.n_tokens;
+        f.vision_token_width = shape.width;
+    } else {
+        f.rgb = rgb;
+        f.width = w;
+        f.height = h;
+        f.instruction = o.instruction;
+    }
 
     const int total = o.warmup + o.frames;
     double *vision = calloc((size_t)o.frames, sizeof(double)), *prefill = calloc((size_t)o.frames, sizeof(double));
@@ -194,6 +240,11 @@ int main(int argc, char **argv)
     while (polled < total) {
         while (submitted < total &&
                (o.rate > 0 ? now_s() >= next_arrival : submitted - polled < o.inflight)) {
+            if (orion) { /* frame k: token set k mod sets, command k mod 6, noise from (seed, k) */
+                f.vision_tokens = tokens[submitted % ORION_TOKEN_SETS];
+                f.command = (int32_t)((uint32_t)submitted % shape.n_commands);
+                f.sequence = (uint64_t)submitted;
+            }
             if (vh_submit_frame(s, &f, NULL) != VH_OK) {
                 fprintf(stderr, "vh-bench: %s\n", vh_last_error());
                 failures++;
@@ -256,7 +307,7 @@ int main(int argc, char **argv)
                        : end.execution_mode == VH_EXECUTION_PACKED ? "packed" : "serial";
 
     if (o.json) {
-        json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:i, s:f, s:f, s:I, s:I}", "model", o.model, "image", o.image,
+        json_t *j = json_pack("{s:s, s:s?, s:s, s:i, s:i, s:f, s:f, s:I, s:I}", "model", o.model, "image", o.image,
                               "backends", info.backends, "frames", timed, "failures", failures, "frames_per_s", fps,
                               "load_s", t_load, "backend_weight_bytes", (json_int_t)info.backend_weight_bytes,
                               "backend_work_bytes", (json_int_t)info.backend_work_bytes);
@@ -265,6 +316,12 @@ int main(int argc, char **argv)
         for (int i = 0; i < 5; i++)
             json_object_set_new(j, names[i], json_pack("{s:f, s:f, s:f, s:f}", "mean", all[i]->mean, "p50",
                                                        all[i]->p50, "p95", all[i]->p95, "max", all[i]->max));
+        json_object_set_new(j, "family", json_string(orion ? "orion" : "openvla"));
+        if (orion)
+            json_object_set_new(j, "orion_frames", json_pack("{s:i, s:i, s:i, s:i, s:I}", "vision_tokens",
+                                                             (int)shape.n_tokens, "width", (int)shape.width,
+                                                             "token_sets", ORION_TOKEN_SETS, "commands",
+                                                             (int)shape.n_commands, "seed", (json_int_t)o.seed));
         json_object_set_new(j, "mode", json_string(mode));
         json_object_set_new(j, "arrival_rate_hz", json_real(o.rate));
         json_object_set_new(j, "frames_in_flight", json_integer(end.frames_in_flight));
@@ -291,6 +348,10 @@ int main(int argc, char **argv)
         json_decref(j);
     } else {
         printf("model    %s (%u LLM layers, %u image tokens)\n", o.model, info.n_llm_layers, info.n_prompt_image_tokens);
+        if (orion)
+            printf("input    Orion: synthetic vision tokens %u x %u (normal, std 1, %d sets, seed %llu), commands "
+                   "0..%u in turn, noise from the seed and each frame's sequence\n", shape.n_tokens, shape.width,
+                   ORION_TOKEN_SETS, (unsigned long long)o.seed, shape.n_commands - 1);
         printf("backend  %s; load %.2f s; backend memory (all of it, allocated at load): weights %.1f MB, "
                "KV cache + activations + workspace %.1f MB\n", info.backends,
                t_load, info.backend_weight_bytes / 1e6, info.backend_work_bytes / 1e6);
@@ -323,5 +384,6 @@ int main(int argc, char **argv)
     free(e2e);
     free(step);
     free(rgb);
+    for (int k = 0; k < ORION_TOKEN_SETS; k++) free(tokens[k]);
     return failures ? 1 : 0;
 }

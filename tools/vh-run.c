@@ -7,6 +7,18 @@
  *          [--frames N] [--rate HZ] [--policy latest|reject|block] [--queue N] [--deadline-ms MS] [--warmup N]
  *          [--cpu-affinity LIST]
  *          [--split N] [--mode serial|pipeline|packed] [--gpu-mem-budget BYTES] [--zone N] [--trace PATH]
+ *   vh-run --model ORION_DIR --vision-tokens FILE [--vision-tokens FILE ...] [--command N] [--noise FILE]
+ *          [--seed S] [the options above but --image, --instruction, --unnorm-key, --decode-positions]
+ *
+ * An Orion model (config.json model_type "orion", as tools/orion/convert_orion.py writes it) starts
+ * from precomputed vision tokens: each --vision-tokens FILE is raw little-endian float32 holding
+ * exactly n x width values, row-major, with n = the config's vision_tokens (529) and width = its
+ * text_config.hidden_size (4096 for the released model); frames cycle over the files as they do over
+ * images. --command N (0..5, CARLA RoadOption - 1; default 3, lane follow) goes with every frame;
+ * --noise FILE (raw float32, planner.latent_dim = 32 values) is the planner's epsilon for every frame,
+ * else the library draws it from --seed S (default 0) and the frame's sequence (0, 1, ...). Each
+ * frame's answer is its trajectory (n_points (x, y) waypoints, metres); with --json also the extras
+ * (mode_trajectories, mu, log_sigma).
  *
  * With no --model and no --image it runs the bundled tiny OpenVLA model on the bundled frames.
  * The images (or N frames cycling over them, --frames) are submitted in order as one stream: as
@@ -33,6 +45,7 @@
 
 #include "bundled_data.h"
 #include "image_file.h"
+#include "orion_inputs.h"
 #include "stage_options.h"
 #include "vlahybrid/vlahybrid.h"
 
@@ -47,8 +60,13 @@
 
 typedef struct options {
     const char *model;
-    const char *images[MAX_IMAGES];
+    const char *images[MAX_IMAGES]; /* Orion: the --vision-tokens files */
     int n_images;
+    const char *token_files[MAX_IMAGES]; /* --vision-tokens */
+    int n_token_files;
+    int command;             /* --command; -1: not given */
+    const char *noise_file;  /* --noise */
+    int orion;               /* the model is an Orion model */
     const char *instruction;
     const char *unnorm_key;
     const char *backends;
@@ -82,7 +100,16 @@ static void usage(FILE *out)
             "  --deadline-ms MS      a frame not started within MS ms of its submission expires (default: none)\n"
             "  --warmup N            frames the session runs inside its creation (default -1: its own choice)\n"
             "  --cpu-affinity LIST   CPUs the session's threads run on, e.g. 4-15 (default: this thread's)\n"
+            "  --seed S              seed of the noise a sampling model (Orion) draws per frame (default 0)\n"
             VH_STAGE_OPTIONS_USAGE
+            "Orion models (config.json model_type \"orion\"), instead of --image and --instruction:\n"
+            "  --vision-tokens FILE  a frame's vision tokens: raw little-endian float32, n x width row-major with\n"
+            "                        n = config.json's vision_tokens (529), width = text_config.hidden_size;\n"
+            "                        repeat it for several frames (frames cycle over the files)\n"
+            "  --command N           the high-level command of every frame, 0..5 (default 3: lane follow)\n"
+            "  --noise FILE          the planner's noise for every frame: raw float32, planner.latent_dim (32)\n"
+            "                        values (default: drawn from --seed and the frame's sequence)\n"
+            "                        Each frame prints its trajectory (and with --json the extras).\n"
             "Runs a Vision-Language-Action model on the images, in order, prints one line per frame (its action,\n"
             "or why it has none), then the session's statistics (on stderr with --json).\n"
             "Without --model/--image: the bundled tiny OpenVLA model (%s) on the bundled frames (%s).\n",
@@ -106,6 +133,7 @@ static int parse_args(int argc, char **argv, options *o)
     memset(o, 0, sizeof *o);
     vh_session_params_init(&o->stage);
     o->policy = POLICY_UNSET;
+    o->command = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_value = i + 1 < argc;
@@ -128,6 +156,27 @@ static int parse_args(int argc, char **argv, options *o)
                 return -1;
             }
             o->images[o->n_images++] = argv[++i];
+        } else if (!strcmp(a, "--vision-tokens")) {
+            if (o->n_token_files == MAX_IMAGES) {
+                fprintf(stderr, "vh-run: at most %d vision token files\n", MAX_IMAGES);
+                return -1;
+            }
+            o->token_files[o->n_token_files++] = argv[++i];
+        } else if (!strcmp(a, "--command")) {
+            if (parse_count(a, argv[++i], 0, 63, &n)) return -1;
+            o->command = (int)n;
+        } else if (!strcmp(a, "--noise")) {
+            o->noise_file = argv[++i];
+        } else if (!strcmp(a, "--seed")) {
+            char *end;
+            const char *v = argv[++i];
+            errno = 0;
+            unsigned long long seed = strtoull(v, &end, 10);
+            if (*end || end == v || *v == '-' || errno) {
+                fprintf(stderr, "vh-run: --seed needs a number in [0, 2^64)\n");
+                return -1;
+            }
+            o->stage.seed = (uint64_t)seed;
         } else if (!strcmp(a, "--instruction")) {
             o->instruction = argv[++i];
         } else if (!strcmp(a, "--unnorm-key")) {
@@ -271,6 +320,9 @@ typedef struct run_state {
     const int32_t *prompt;
     size_t n_prompt;
     decoded_image *preloaded;  /* with --rate, every image decoded before the clock starts */
+    float **tokens;            /* Orion: each --vision-tokens file's floats, read before the start */
+    vh_orion_shape shape;      /* Orion: the tokens' and the noise's sizes */
+    const float *noise;        /* Orion: --noise, or NULL */
     uint64_t *accepted_id;     /* written by the submitting thread; 0: not accepted */
     uint64_t *answered_id;     /* written by the polling thread; 0: no answer */
     atomic_int n_accepted;
@@ -324,11 +376,71 @@ static void print_json(const options *o, const vh_action *a, const int32_t *prom
     json_decref(obj);
 }
 
+/* Orion: the trajectory, (x, y) in metres. */
+static void print_orion_text(const options *o, const vh_action *a)
+{
+    if (a->frame_id) printf("frame %llu %s: ", (unsigned long long)a->frame_id, o->images[a->tag]);
+    else printf("frame - %s: ", o->images[a->tag]);
+    if (a->status != VH_OK) {
+        printf("%s\n", vh_status_string(a->status));
+        return;
+    }
+    printf("trajectory [");
+    for (uint32_t i = 0; i < a->n_points && i < VH_MAX_TRAJECTORY_POINTS; i++)
+        printf("%s(%.6f, %.6f)", i ? ", " : "", a->trajectory[2 * i], a->trajectory[2 * i + 1]);
+    printf("] command %d  vision %.1f ms, prefill %.1f ms, decode %.1f ms\n", o->command, a->vision_ns / 1e6,
+           a->prefill_ns / 1e6, a->decode_ns / 1e6);
+}
+
+static json_t *json_floats(const float *v, uint32_t n)
+{
+    json_t *arr = json_array();
+    for (uint32_t i = 0; i < n; i++) json_array_append_new(arr, json_real(v[i]));
+    return arr;
+}
+
+/* Orion, --json: the trajectory flat (x0, y0, x1, y1, ...) and the extras by name. */
+static void print_orion_json(const options *o, const vh_action *a)
+{
+    json_t *obj = json_object();
+    json_object_set_new(obj, "frame", a->frame_id ? json_integer((json_int_t)a->frame_id) : json_null());
+    json_object_set_new(obj, "vision_tokens", json_string(o->images[a->tag]));
+    json_object_set_new(obj, "command", json_integer(o->command));
+    json_object_set_new(obj, "noise", o->noise_file ? json_string(o->noise_file) : json_null());
+    json_object_set_new(obj, "seed", json_integer((json_int_t)o->stage.seed));
+    json_object_set_new(obj, "sequence", json_integer((json_int_t)a->sequence));
+    json_object_set_new(obj, "status", json_string(a->status == VH_OK ? "ok" : vh_status_string(a->status)));
+    const int ok = a->status == VH_OK && a->kind == VH_ACTION_TRAJECTORY;
+    const uint32_t n = ok && a->n_points <= VH_MAX_TRAJECTORY_POINTS ? a->n_points : 0;
+    json_object_set_new(obj, "n_points", json_integer(n));
+    json_object_set_new(obj, "trajectory", json_floats(a->trajectory, 2 * n));
+    json_t *extras = json_object();
+    for (uint32_t i = 0; ok && i < a->n_extras && i < VH_MAX_ACTION_EXTRAS; i++) {
+        char name[sizeof a->extra_info[i].name + 1];
+        memcpy(name, a->extra_info[i].name, sizeof a->extra_info[i].name);
+        name[sizeof name - 1] = '\0';
+        uint32_t count = 0;
+        const float *v = vh_action_extra(a, name, &count);
+        if (v) json_object_set_new(extras, name, json_floats(v, count));
+    }
+    json_object_set_new(obj, "extras", extras);
+    json_object_set_new(obj, "vision_ms", json_real(a->vision_ns / 1e6));
+    json_object_set_new(obj, "prefill_ms", json_real(a->prefill_ns / 1e6));
+    json_object_set_new(obj, "decode_ms", json_real(a->decode_ns / 1e6));
+    json_object_set_new(obj, "latency_ms", json_real((a->finished_ns - a->submitted_ns) / 1e6));
+    char *text = json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(9));
+    if (text) printf("%s\n", text);
+    free(text);
+    json_decref(obj);
+}
+
 /* One line per frame; both threads print (refusals from the submitting one), a line at a time. */
 static void print_frame(const run_state *run, const vh_action *a)
 {
     flockfile(stdout);
-    if (run->opt->json) print_json(run->opt, a, run->prompt, run->n_prompt);
+    if (run->opt->orion && run->opt->json) print_orion_json(run->opt, a);
+    else if (run->opt->orion) print_orion_text(run->opt, a);
+    else if (run->opt->json) print_json(run->opt, a, run->prompt, run->n_prompt);
     else print_text(run->opt, a);
     fflush(stdout);
     funlockfile(stdout);
@@ -349,18 +461,27 @@ static void *submit_frames(void *arg)
         }
         decoded_image loaded = {0};
         const decoded_image *img = run->preloaded ? &run->preloaded[image_index] : &loaded;
-        if (!run->preloaded) decode_image(o->images[image_index], &loaded);
-        if (!img->rgb) {
+        if (!o->orion && !run->preloaded) decode_image(o->images[image_index], &loaded);
+        if (!o->orion && !img->rgb) {
             atomic_fetch_add(&run->n_not_submitted, 1);
             continue;
         }
         if (o->rate_hz <= 0) capture_ns = now_ns();
         vh_frame f;
         vh_frame_init(&f);
-        f.rgb = img->rgb;
-        f.width = img->width;
-        f.height = img->height;
-        f.instruction = o->instruction;
+        if (o->orion) { /* the tokens, the command and the noise, read before the start */
+            f.vision_tokens = run->tokens[image_index];
+            f.n_vision_tokens = run->shape.n_tokens;
+            f.vision_token_width = run->shape.width;
+            f.command = o->command;
+            f.noise = run->noise;
+            f.n_noise = run->noise ? run->shape.latent : 0;
+        } else {
+            f.rgb = img->rgb;
+            f.width = img->width;
+            f.height = img->height;
+            f.instruction = o->instruction;
+        }
         f.tag = (uint64_t)image_index;
         f.sequence = (uint64_t)k;
         f.timestamp_ns = capture_ns;
@@ -440,6 +561,58 @@ int main(int argc, char **argv)
     }
     char **owned_paths = NULL;
     if (!o.model) o.model = VH_BUNDLED_MODEL_DIR;
+    /* An Orion model takes vision tokens, a command and maybe noise; the others, images and text. */
+    char why[1024];
+    vh_orion_shape shape = {0};
+    const int orion = vh_orion_model_shape(o.model, &shape, why, sizeof why);
+    if (orion < 0) {
+        fprintf(stderr, "vh-run: %s\n", why);
+        return 2;
+    }
+    o.orion = orion;
+    float **tokens = NULL, *noise = NULL;
+    if (orion) {
+        if (o.n_token_files == 0) {
+            fprintf(stderr, "vh-run: %s is an Orion model: give each frame's vision tokens with --vision-tokens FILE "
+                    "(raw little-endian float32, %u x %u)\n", o.model, shape.n_tokens, shape.width);
+            return 2;
+        }
+        if (o.n_images || o.instruction || o.unnorm_key) {
+            fprintf(stderr, "vh-run: %s is an Orion model: it takes --vision-tokens, not --image, --instruction or "
+                    "--unnorm-key\n", o.model);
+            return 2;
+        }
+        if (o.command < 0) o.command = 3; /* lane follow */
+        if ((uint32_t)o.command >= shape.n_commands) {
+            fprintf(stderr, "vh-run: --command %d: the model's commands are 0..%u\n", o.command, shape.n_commands - 1);
+            return 2;
+        }
+        tokens = calloc((size_t)o.n_token_files, sizeof *tokens);
+        if (!tokens) {
+            fprintf(stderr, "vh-run: out of memory\n");
+            return 2;
+        }
+        size_t count = 0;
+        for (int i = 0; i < o.n_token_files; i++) {
+            o.images[i] = o.token_files[i]; /* frames cycle over the files as over images */
+            tokens[i] = vh_read_f32_file(o.token_files[i], (size_t)shape.n_tokens * shape.width, &count, why,
+                                         sizeof why);
+            if (!tokens[i]) {
+                fprintf(stderr, "vh-run: %s (the model's vision tokens are %u x %u)\n", why, shape.n_tokens,
+                        shape.width);
+                return 2;
+            }
+        }
+        o.n_images = o.n_token_files;
+        if (o.noise_file && !(noise = vh_read_f32_file(o.noise_file, shape.latent, &count, why, sizeof why))) {
+            fprintf(stderr, "vh-run: %s (the planner's noise)\n", why);
+            return 2;
+        }
+    } else if (o.n_token_files || o.command >= 0 || o.noise_file) {
+        fprintf(stderr, "vh-run: --vision-tokens, --command and --noise are for Orion models; %s is not one\n",
+                o.model);
+        return 2;
+    }
     if (o.n_images == 0 && add_default_frames(&o, &owned_paths)) return 2;
     if (!o.instruction) o.instruction = "pick up the red block";
     if (!o.n_frames) o.n_frames = o.n_images;
@@ -458,7 +631,7 @@ int main(int argc, char **argv)
         p.log_level = VH_LOG_DEBUG;
     }
 
-    run_state run = {.opt = &o};
+    run_state run = {.opt = &o, .tokens = tokens, .shape = shape, .noise = noise};
     run.accepted_id = calloc((size_t)o.n_frames, sizeof *run.accepted_id);
     run.answered_id = calloc((size_t)o.n_frames, sizeof *run.answered_id);
     if (!run.accepted_id || !run.answered_id) {
@@ -466,7 +639,7 @@ int main(int argc, char **argv)
         return 2;
     }
     /* A camera has its pixels at capture time: decode before the clock starts, not on it. */
-    if (o.rate_hz > 0) {
+    if (o.rate_hz > 0 && !o.orion) {
         run.preloaded = calloc((size_t)o.n_images, sizeof *run.preloaded);
         if (!run.preloaded) {
             fprintf(stderr, "vh-run: out of memory for %d images\n", o.n_images);
@@ -484,7 +657,7 @@ int main(int argc, char **argv)
 
     int32_t prompt[MAX_PROMPT_IDS];
     size_t n_prompt = 0;
-    if (vh_session_prompt_ids(s, o.instruction, prompt, MAX_PROMPT_IDS, &n_prompt) != VH_OK) {
+    if (!o.orion && vh_session_prompt_ids(s, o.instruction, prompt, MAX_PROMPT_IDS, &n_prompt) != VH_OK) {
         fprintf(stderr, "vh-run: %s\n", vh_last_error());
         vh_session_destroy(s);
         return 2;
@@ -573,6 +746,9 @@ int main(int argc, char **argv)
     }
     free(run.accepted_id);
     free(run.answered_id);
+    for (int i = 0; tokens && i < o.n_token_files; i++) free(tokens[i]);
+    free(tokens);
+    free(noise);
     if (owned_paths) {
         for (int i = 0; i < o.n_images; i++) free(owned_paths[i]);
         free(owned_paths);

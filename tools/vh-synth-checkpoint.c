@@ -1,10 +1,12 @@
 /*
  * vh-synth-checkpoint: write an OpenVLA checkpoint folder with OpenVLA-7B's tensor names and shapes
- * (or reduced ones) and random, seeded weights, for speed and memory benchmarks.
+ * (or reduced ones) and random, seeded weights, for speed and memory benchmarks; with --family orion
+ * an Orion folder as tools/orion/convert_orion.py writes it (below).
  *
- *   vh-synth-checkpoint --out DIR --tokenizer PATH/tokenizer.model [--llm-layers N (32)]
- *       [--llm-hidden H (4096)] [--vision full|tiny (full)] [--dtype bf16|f16|f32 (bf16)] [--seed S (0)]
- *       [--shard-bytes B (4 GiB; suffixes k, M, G = KiB, MiB, GiB)] [--threads N (online cores)]
+ *   vh-synth-checkpoint --out DIR --tokenizer PATH/tokenizer.model [--family openvla|orion (openvla)]
+ *       [--llm-layers N (32)] [--llm-hidden H (4096)] [--vision full|tiny (full)]
+ *       [--dtype bf16|f16|f32 (bf16)] [--seed S (0)]
+ *       [--shard-bytes B (4 GiB, Orion 5e9; suffixes k, M, G = KiB, MiB, GiB)] [--threads N (online cores)]
  *       [--no-sync] [--dry-run] [--list]
  *
  * The folder has openvla/openvla-7b's layout: config.json (with norm_stats for one dataset,
@@ -27,6 +29,21 @@
  * greedy decoding produces action tokens, as with a trained model. "N" is an Irwin-Hall(4)
  * approximation (sum of four 16-bit uniforms: unit variance, bounded at 3.46 sigma), chosen for
  * speed. Values are rounded to the dtype to nearest even.
+ *
+ * --family orion: Orion's decision half as doc/orion-converter.md describes the converter's output:
+ * the LLM (Vicuna-7B: hidden 4096, 32 layers, 32 heads, intermediate 11008, 32001 embedding rows =
+ * 32000 pieces + <waypoint_ego>, max_position_embeddings 4096, rms_norm_eps 1e-5 as Vicuna's and
+ * LLaVA-1.5's config files say; LoRA merged, no prefix, no lm_head) and the VAE + GRU planner
+ * (planner.*: encoder H -> 2H -> 2H -> H/2, distribution H/2 -> 64, GRU 4 layers of H/4 with input
+ * 32, MLP H/4 -> H/2 -> H -> H, decoder 2H -> 2H -> 2H -> 12), 6.91 B parameters at full size; the
+ * tensors in name order, shards of at most 5e9 bytes (the converter's default); config.json with the
+ * converter's fields in its order (model_type "orion", text_config, lora {merged: true}, planner,
+ * vision_tokens 529, vision_token_groups, prompt with the exact prompt text, special_tokens, lm_head,
+ * source), added_tokens.json {"<waypoint_ego>": 32000}, Vicuna's tokenizer_config.json and
+ * special_tokens_map.json, and a copy of --tokenizer (the Llama-2 sentencepiece model, 32000 pieces).
+ * --llm-layers and --llm-hidden (a multiple of 8) reduce it as for OpenVLA; dtypes bf16 and f32 only;
+ * --vision does not apply. Planner weights: nn.Linear's N(0, 1/in) and biases N(0, 0.02^2) as above,
+ * the GRU's U(-1/sqrt(H/4), 1/sqrt(H/4)) as nn.GRU initialises it.
  *
  * Writing: everything goes to DIR.partial, which is renamed to DIR at the end; on any failure
  * (disk full, interrupt) the files written are removed and the exit status is non-zero. DIR must
@@ -69,6 +86,31 @@ enum {
     LLAMA_LAYERS = 32,
     ACTION_DIM = 7,
 };
+/* Orion's constants (doc/orion-converter.md; Vicuna-7B's LLM, the released agent's VAE + GRU planner). */
+enum {
+    ORION_VOCAB = 32001,        /* 32000 sentencepiece pieces + <waypoint_ego> */
+    ORION_BASE_VOCAB = 32000,
+    ORION_WAYPOINT_ID = 32000,
+    ORION_MAX_POSITIONS = 4096,
+    ORION_LATENT = 32,
+    ORION_MODES = 6,
+    ORION_STEPS = 6,
+    ORION_GRU_LAYERS = 4,
+    ORION_LORA_R = 16,
+    ORION_LORA_ALPHA = 16,
+};
+/* Vicuna-7B v1.5 / LLaVA-1.5 config files say 1e-5 (the library's default when absent is 1e-6). */
+#define ORION_RMS_EPS 1e-5
+static const int orion_token_groups[4] = {256, 16, 1, 256}; /* det scene, history, can-bus, map scene: 529 */
+/* tools/orion/convert_orion.py's PROMPT_TEXT (spec section 4.1; no space in "car.Please"). */
+static const char orion_prompt[] =
+    "A chat between a curious user and an artificial intelligence assistant. "
+    "The assistant gives helpful, detailed, and polite answers to the user's questions. "
+    "USER: <image>\nYou are driving a car.Please provide the planning trajectory for "
+    "the ego car without reasons. ASSISTANT: Here is the planning trajectory "
+    "<waypoint_ego></s>";
+#define ORION_DEFAULT_SHARD_BYTES 5000000000ull /* the converter's --max-shard-size */
+
 #define ACTION_HEAD_SCALE 3.0f
 #define CHUNK_ELEMENTS ((uint64_t)1 << 18) /* values a worker generates at a time */
 #define GiB ((uint64_t)1 << 30)
@@ -90,7 +132,8 @@ static const struct {
 typedef struct options {
     const char *out, *tokenizer;
     uint32_t llm_layers, llm_hidden;
-    int vision_tiny;
+    int orion;        /* --family orion */
+    int vision_tiny, vision_given, shard_given;
     out_dtype dtype;
     uint64_t seed, shard_bytes;
     int threads, no_sync, dry_run, list;
@@ -104,7 +147,7 @@ typedef enum init_kind {
     INIT_UNIFORM, /* U(lo, hi) */
 } init_kind;
 
-typedef enum tensor_part { PART_VISION, PART_PROJECTOR, PART_LLM, PART_COUNT } tensor_part;
+typedef enum tensor_part { PART_VISION, PART_PROJECTOR, PART_LLM, PART_PLANNER, PART_COUNT } tensor_part;
 
 typedef struct tensor_spec {
     char name[112];
@@ -299,6 +342,62 @@ static void add_llm(tensor_list *L, const llm_dims *l)
     }
 }
 
+/* Orion's LLM as convert_orion.py writes it: LoRA merged, no prefix, no lm_head (Orion reads the
+ * final-normed hidden state at <waypoint_ego> and never evaluates the head). */
+static void add_orion_llm(tensor_list *L, const llm_dims *l)
+{
+    const uint64_t D = l->hidden, F = l->intermediate, V = ORION_VOCAB;
+    char name[160];
+    add_tensor(L, PART_LLM, INIT_NORMAL, 0.0f, 1.0f, DIMS(V, D), "model.embed_tokens.weight");
+    for (uint32_t i = 0; i < l->layers; i++) {
+        static const char *const attn[] = {"q_proj", "k_proj", "v_proj", "o_proj"};
+        for (int k = 0; k < 4; k++) {
+            snprintf(name, sizeof name, "model.layers.%u.self_attn.%s", i, attn[k]);
+            add_linear(L, PART_LLM, D, D, 0, name);
+        }
+        snprintf(name, sizeof name, "model.layers.%u.mlp.gate_proj", i);
+        add_linear(L, PART_LLM, D, F, 0, name);
+        snprintf(name, sizeof name, "model.layers.%u.mlp.up_proj", i);
+        add_linear(L, PART_LLM, D, F, 0, name);
+        snprintf(name, sizeof name, "model.layers.%u.mlp.down_proj", i);
+        add_linear(L, PART_LLM, F, D, 0, name);
+        add_tensor(L, PART_LLM, INIT_NORMAL, 1.0f, 0.1f, DIMS(D), "model.layers.%u.input_layernorm.weight", i);
+        add_tensor(L, PART_LLM, INIT_NORMAL, 1.0f, 0.1f, DIMS(D), "model.layers.%u.post_attention_layernorm.weight", i);
+    }
+    add_tensor(L, PART_LLM, INIT_NORMAL, 1.0f, 0.1f, DIMS(D), "model.norm.weight");
+}
+
+/* The VAE + GRU planner (doc/orion-converter.md, "Planner names in full"), H = the LLM's width:
+ * encoder H -> 2H -> 2H -> H/2, distribution H/2 -> 2 latent, GRU (4 layers of H/4, input latent),
+ * MLP H/4 -> H/2 -> H -> H, decoder 2H -> 2H -> 2H -> 2 modes. Linear layers as nn.Linear's
+ * N(0, 1/in) (biases N(0, 0.02^2)); the GRU as nn.GRU initialises it, U(-1/sqrt(g), 1/sqrt(g)). */
+static void add_orion_planner(tensor_list *L, uint64_t H)
+{
+    const uint64_t g = H / ORION_GRU_LAYERS, lat = ORION_LATENT;
+    const float r = (float)(1.0 / sqrt((double)g));
+    add_linear(L, PART_PLANNER, H, 2 * H, 1, "planner.present_distribution.encoder.conv1");
+    add_linear(L, PART_PLANNER, 2 * H, 2 * H, 1, "planner.present_distribution.encoder.conv2");
+    add_linear(L, PART_PLANNER, 2 * H, H / 2, 1, "planner.present_distribution.encoder.conv3");
+    add_linear(L, PART_PLANNER, H / 2, 2 * lat, 1, "planner.present_distribution.last_conv.1");
+    for (uint32_t l = 0; l < ORION_GRU_LAYERS; l++) {
+        add_tensor(L, PART_PLANNER, INIT_UNIFORM, -r, r, DIMS(3 * g, l ? g : lat), "planner.predict_model.gru.weight_ih_l%u", l);
+        add_tensor(L, PART_PLANNER, INIT_UNIFORM, -r, r, DIMS(3 * g, g), "planner.predict_model.gru.weight_hh_l%u", l);
+        add_tensor(L, PART_PLANNER, INIT_UNIFORM, -r, r, DIMS(3 * g), "planner.predict_model.gru.bias_ih_l%u", l);
+        add_tensor(L, PART_PLANNER, INIT_UNIFORM, -r, r, DIMS(3 * g), "planner.predict_model.gru.bias_hh_l%u", l);
+    }
+    add_linear(L, PART_PLANNER, g, 2 * g, 1, "planner.predict_model.linear1");
+    add_linear(L, PART_PLANNER, 2 * g, 4 * g, 1, "planner.predict_model.linear2");
+    add_linear(L, PART_PLANNER, 4 * g, H, 1, "planner.predict_model.linear3");
+    add_linear(L, PART_PLANNER, 2 * H, 2 * H, 1, "planner.ego_fut_decoder.0");
+    add_linear(L, PART_PLANNER, 2 * H, 2 * H, 1, "planner.ego_fut_decoder.2");
+    add_linear(L, PART_PLANNER, 2 * H, 2 * ORION_MODES, 1, "planner.ego_fut_decoder.4");
+}
+
+static int compare_tensor_names(const void *x, const void *y)
+{
+    return strcmp(((const tensor_spec *)x)->name, ((const tensor_spec *)y)->name);
+}
+
 /* ------------------------------------------------------------------------------------------------
  * The plan: tensors, shards, file names
  */
@@ -412,16 +511,29 @@ static int make_plan(const options *o, plan *P)
         }
     }
 
-    /* OpenVLA's module order: vision_backbone (featurizer, fused_featurizer), projector, language_model */
     tensor_list *L = &P->list;
-    add_tower(L, 0, &P->towers[0]);
-    add_tower(L, 1, &P->towers[1]);
-    const uint64_t Dv = P->towers[0].embed + P->towers[1].embed, Dl = P->llm.hidden;
-    add_linear(L, PART_PROJECTOR, Dv, 4 * Dv, 1, "projector.fc1");
-    add_linear(L, PART_PROJECTOR, 4 * Dv, Dl, 1, "projector.fc2");
-    add_linear(L, PART_PROJECTOR, Dl, Dl, 1, "projector.fc3");
-    add_llm(L, &P->llm);
-    if (L->oom) goto oom;
+    if (o->orion) {
+        if (o->llm_hidden % (2 * ORION_GRU_LAYERS)) {
+            fprintf(stderr, PROG ": --llm-hidden %u: Orion's %d GRU layers split the hidden size, and its half "
+                    "must split too; give a multiple of %d\n", o->llm_hidden, ORION_GRU_LAYERS, 2 * ORION_GRU_LAYERS);
+            return 2;
+        }
+        /* the converter's file order: shards filled greedily in name order */
+        add_orion_llm(L, &P->llm);
+        add_orion_planner(L, P->llm.hidden);
+        if (L->oom) goto oom;
+        qsort(L->t, L->n, sizeof *L->t, compare_tensor_names);
+    } else {
+        /* OpenVLA's module order: vision_backbone (featurizer, fused_featurizer), projector, language_model */
+        add_tower(L, 0, &P->towers[0]);
+        add_tower(L, 1, &P->towers[1]);
+        const uint64_t Dv = P->towers[0].embed + P->towers[1].embed, Dl = P->llm.hidden;
+        add_linear(L, PART_PROJECTOR, Dv, 4 * Dv, 1, "projector.fc1");
+        add_linear(L, PART_PROJECTOR, 4 * Dv, Dl, 1, "projector.fc2");
+        add_linear(L, PART_PROJECTOR, Dl, Dl, 1, "projector.fc3");
+        add_llm(L, &P->llm);
+        if (L->oom) goto oom;
+    }
 
     /* Shards as transformers cuts them: in state-dict order, a new file when the next tensor would
      * take the current one over the limit (a tensor larger than the limit gets a file of its own). */
@@ -608,14 +720,15 @@ static int write_small_file(const char *dir, const char *name, const void *data,
     return rc;
 }
 
-/* json.dumps(obj, indent=2, sort_keys=True) + "\n", as transformers writes its config files. */
-static int write_json(const char *dir, const char *name, json_t *obj, int sync)
+/* json.dumps(obj, indent=2, sort_keys=True) + "\n", as transformers writes its config files
+ * (sorted 0: the keys in insertion order, as convert_orion.py's json.dump(indent=2) writes them). */
+static int write_json_sorted(const char *dir, const char *name, json_t *obj, int sync, int sorted)
 {
     if (!obj) {
         fprintf(stderr, PROG ": out of memory building %s\n", name);
         return -1;
     }
-    char *text = json_dumps(obj, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(10));
+    char *text = json_dumps(obj, JSON_INDENT(2) | (sorted ? JSON_SORT_KEYS : 0) | JSON_REAL_PRECISION(10));
     json_decref(obj);
     if (!text) {
         fprintf(stderr, PROG ": out of memory building %s\n", name);
@@ -632,6 +745,11 @@ static int write_json(const char *dir, const char *name, json_t *obj, int sync)
     int rc = write_small_file(dir, name, with_newline, n + 1, sync);
     free(with_newline);
     return rc;
+}
+
+static int write_json(const char *dir, const char *name, json_t *obj, int sync)
+{
+    return write_json_sorted(dir, name, obj, sync, 1);
 }
 
 static int copy_file(const char *from, const char *dir, const char *name, int sync, uint64_t *bytes)
@@ -779,8 +897,11 @@ static json_t *special_token(const char *content, int with_special)
     return t;
 }
 
+static int write_orion_configs(const options *o, const plan *P, const char *dir, int sync);
+
 static int write_configs(const options *o, const plan *P, const char *dir, int sync)
 {
+    if (o->orion) return write_orion_configs(o, P, dir, sync);
     json_t *tok = json_pack(
         "{s:b, s:b, s:{s:o, s:o, s:o, s:o}, s:{s:s}, s:s, s:b, s:s, s:b, s:i, s:s, s:s, s:s, s:{}, s:s, s:s, s:b}",
         "add_bos_token", 1, "add_eos_token", 0, "added_tokens_decoder", "0", special_token("<unk>", 1), "1",
@@ -803,6 +924,83 @@ static int write_configs(const options *o, const plan *P, const char *dir, int s
     rc = rc ? rc : write_json(dir, "tokenizer_config.json", tok, sync);
     tok = NULL;
     json_decref(gen); /* left over when an earlier file failed */
+    json_decref(special);
+    json_decref(tok);
+    return rc;
+}
+
+/* Orion: config.json field by field as tools/orion/convert_orion.py writes it (doc/orion-converter.md);
+ * text_config is what a Vicuna-7B pretrain_qformer/config.json holds, with the converter's changes
+ * (vocab_size = embedding rows, base_vocab_size, num_key_value_heads, head_dim, rope_theta). */
+static json_t *make_orion_config(const options *o, const plan *P)
+{
+    const int H = (int)P->llm.hidden, g = H / ORION_GRU_LAYERS;
+    const char *dtype = o->dtype == DT_F32 ? "float32" : "bfloat16";
+    json_t *text = json_pack("{s:s, s:[s], s:i, s:i, s:s, s:i, s:f, s:i, s:i, s:s, s:i, s:i, s:i, s:i, s:f, s:n,"
+                             " s:b, s:s, s:s, s:b, s:i, s:i, s:i, s:f, s:i}",
+                             "_name_or_path", "pretrain_qformer", "architectures", "LlavaLlamaForCausalLM",
+                             "bos_token_id", 1, "eos_token_id", 2, "hidden_act", "silu", "hidden_size", H,
+                             "initializer_range", 0.02, "intermediate_size", (int)P->llm.intermediate,
+                             "max_position_embeddings", ORION_MAX_POSITIONS, "model_type", "llava_llama",
+                             "num_attention_heads", (int)P->llm.heads, "num_hidden_layers", (int)P->llm.layers,
+                             "pad_token_id", 0, "pretraining_tp", 1, "rms_norm_eps", ORION_RMS_EPS, "rope_scaling",
+                             "tie_word_embeddings", 0, "torch_dtype", dtype, "transformers_version", "4.31.0",
+                             "use_cache", 1, "vocab_size", ORION_VOCAB, "num_key_value_heads", (int)P->llm.heads,
+                             "head_dim", H / (int)P->llm.heads, "rope_theta", 10000.0, "base_vocab_size",
+                             ORION_BASE_VOCAB);
+    json_t *lora = json_pack("{s:i, s:i, s:f, s:b, s:[s, s, s, s], s:s}", "r", ORION_LORA_R, "alpha", ORION_LORA_ALPHA,
+                             "scale", (double)ORION_LORA_ALPHA / ORION_LORA_R, "merged", 1, "targets", "q_proj",
+                             "k_proj", "v_proj", "o_proj", "alpha_source",
+                             "Orion mmcv/utils/misc.py::load_model (lora_alpha=16)");
+    json_t *planner = json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:[i, i, i], s:[i, i, i],"
+                                " s:[i, i, i], s:f, s:f, s:s, s:s, s:i}",
+                                "type", "vae_gru", "in_channels", H, "out_channels", H, "compress_dim", H / 2,
+                                "decoder_in", 2 * H, "latent_dim", ORION_LATENT, "ego_fut_mode", ORION_MODES,
+                                "gru_layers", ORION_GRU_LAYERS, "gru_hidden", g, "gru_input", ORION_LATENT, "fut_ts",
+                                ORION_STEPS, "encoder_widths", 2 * H, 2 * H, H / 2, "predict_widths", 2 * g, 4 * g,
+                                H, "decoder_widths", 2 * H, 2 * H, 2 * ORION_MODES, "min_log_sigma", -5.0,
+                                "max_log_sigma", 5.0, "activation", "relu", "gru_gate_order", "r,z,n",
+                                "waypoint_dim", 2);
+    char source[64];
+    snprintf(source, sizeof source, PROG " --seed %" PRIu64, o->seed);
+    const int n_tokens = orion_token_groups[0] + orion_token_groups[1] + orion_token_groups[2] + orion_token_groups[3];
+    return json_pack("{s:s, s:i, s:s, s:o, s:o, s:o, s:i, s:[i, i, i, i], s:{s:s, s:s, s:i, s:b, s:s},"
+                     " s:{s:i}, s:b, s:{s:s, s:n, s:n, s:n}}",
+                     "model_type", "orion", "vlahybrid_format", 1, "dtype", dtype, "text_config", text, "lora", lora,
+                     "planner", planner, "vision_tokens", n_tokens, "vision_token_groups", orion_token_groups[0],
+                     orion_token_groups[1], orion_token_groups[2], orion_token_groups[3], "prompt", "text",
+                     orion_prompt, "image_marker", "<image>", "image_token_index", -200, "add_bos", 1,
+                     "readout_token", "<waypoint_ego>", "special_tokens", "<waypoint_ego>", ORION_WAYPOINT_ID,
+                     "lm_head", 0, "source", "checkpoint", source, "llm_dir", "agent_config", "llm_path");
+}
+
+/* Orion's side files: Vicuna's tokenizer_config.json and special_tokens_map.json (the converter
+ * copies pretrain_qformer's), added_tokens.json with <waypoint_ego>. */
+static int write_orion_configs(const options *o, const plan *P, const char *dir, int sync)
+{
+    json_t *special = json_pack("{s:s, s:s, s:s, s:s}", "bos_token", "<s>", "eos_token", "</s>", "pad_token", "<unk>",
+                                "unk_token", "<unk>");
+    const char *fmt = "{s:s, s:s, s:b, s:b, s:b, s:b}";
+    json_t *tok = json_pack("{s:b, s:b, s:o, s:b, s:o, s:b, s:i, s:n, s:s, s:{}, s:s, s:o}", "add_bos_token", 1,
+                            "add_eos_token", 0, "bos_token",
+                            json_pack(fmt, "__type", "AddedToken", "content", "<s>", "lstrip", 0, "normalized", 0,
+                                      "rstrip", 0, "single_word", 0),
+                            "clean_up_tokenization_spaces", 0, "eos_token",
+                            json_pack(fmt, "__type", "AddedToken", "content", "</s>", "lstrip", 0, "normalized", 0,
+                                      "rstrip", 0, "single_word", 0),
+                            "legacy", 0, "model_max_length", 2048, "pad_token", "padding_side", "right",
+                            "sp_model_kwargs", "tokenizer_class", "LlamaTokenizer", "unk_token",
+                            json_pack(fmt, "__type", "AddedToken", "content", "<unk>", "lstrip", 0, "normalized", 0,
+                                      "rstrip", 0, "single_word", 0));
+    json_t *added = json_pack("{s:i}", "<waypoint_ego>", ORION_WAYPOINT_ID);
+    int rc = write_json_sorted(dir, "config.json", make_orion_config(o, P), sync, 0);
+    rc = rc ? rc : write_json_sorted(dir, "added_tokens.json", added, sync, 0);
+    added = NULL;
+    rc = rc ? rc : write_json_sorted(dir, "special_tokens_map.json", special, sync, 0);
+    special = NULL;
+    rc = rc ? rc : write_json_sorted(dir, "tokenizer_config.json", tok, sync, 0);
+    tok = NULL;
+    json_decref(added); /* left over when an earlier file failed */
     json_decref(special);
     json_decref(tok);
     return rc;
@@ -1010,12 +1208,14 @@ static int write_weights(const plan *P, const options *o, const char *dir, write
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: " PROG " --out DIR --tokenizer PATH/tokenizer.model [--llm-layers N] [--llm-hidden H]\n"
-            "       [--vision full|tiny] [--dtype bf16|f16|f32] [--seed S] [--shard-bytes B] [--threads N]\n"
-            "       [--no-sync] [--dry-run] [--list]\n"
+            "usage: " PROG " --out DIR --tokenizer PATH/tokenizer.model [--family openvla|orion] [--llm-layers N]\n"
+            "       [--llm-hidden H] [--vision full|tiny] [--dtype bf16|f16|f32] [--seed S] [--shard-bytes B]\n"
+            "       [--threads N] [--no-sync] [--dry-run] [--list]\n"
             "Writes an OpenVLA checkpoint folder with OpenVLA-7B's tensor names and shapes and random, seeded\n"
             "weights (for benchmarks). Defaults: 32 LLM layers, hidden 4096, full vision towers, bf16, seed 0,\n"
             "shards of at most 4 GiB (B takes k/M/G suffixes, powers of 1024), all online cores.\n"
+            "  --family orion   an Orion folder as tools/orion/convert_orion.py writes it: Vicuna-7B LLM\n"
+            "                   (rms_norm_eps 1e-5, 32001 rows) + VAE/GRU planner, bf16 or f32, shards of 5e9 bytes\n"
             "  --llm-hidden H   LLM width (tests): intermediate 2.6875 H rounded to 64, max(1, H/128) heads\n"
             "  --no-sync        do not fsync the files before the final rename\n"
             "  --dry-run        print what would be written and write nothing; --list also lists tensors\n");
@@ -1069,15 +1269,21 @@ static int parse_args(int argc, char **argv, options *o)
         }
         const char *s = argv[++i];
         if (!strcmp(a, "--out")) o->out = s;
+        else if (!strcmp(a, "--family") && (!strcmp(s, "openvla") || !strcmp(s, "orion"))) o->orion = !strcmp(s, "orion");
         else if (!strcmp(a, "--tokenizer")) o->tokenizer = s;
         else if (!strcmp(a, "--llm-layers") && !parse_u64(s, 1, 1024, 0, &v)) o->llm_layers = (uint32_t)v;
         else if (!strcmp(a, "--llm-hidden") && !parse_u64(s, 2, 65536, 0, &v) && v % 2 == 0)
             o->llm_hidden = (uint32_t)v;
         else if (!strcmp(a, "--seed") && !parse_u64(s, 0, UINT64_MAX, 0, &v)) o->seed = v;
-        else if (!strcmp(a, "--shard-bytes") && !parse_u64(s, 1, UINT64_MAX, 1, &v)) o->shard_bytes = v;
+        else if (!strcmp(a, "--shard-bytes") && !parse_u64(s, 1, UINT64_MAX, 1, &v)) {
+            o->shard_bytes = v;
+            o->shard_given = 1;
+        }
         else if (!strcmp(a, "--threads") && !parse_u64(s, 1, 1024, 0, &v)) o->threads = (int)v;
-        else if (!strcmp(a, "--vision") && (!strcmp(s, "full") || !strcmp(s, "tiny")))
+        else if (!strcmp(a, "--vision") && (!strcmp(s, "full") || !strcmp(s, "tiny"))) {
             o->vision_tiny = !strcmp(s, "tiny");
+            o->vision_given = 1;
+        }
         else if (!strcmp(a, "--dtype") && !strcmp(s, "bf16")) o->dtype = DT_BF16;
         else if (!strcmp(a, "--dtype") && !strcmp(s, "f16")) o->dtype = DT_F16;
         else if (!strcmp(a, "--dtype") && !strcmp(s, "f32")) o->dtype = DT_F32;
@@ -1085,6 +1291,17 @@ static int parse_args(int argc, char **argv, options *o)
             fprintf(stderr, PROG ": bad option or value: %s %s\n", a, s);
             return -1;
         }
+    }
+    if (o->orion) {
+        if (o->vision_given) {
+            fprintf(stderr, PROG ": --vision is for OpenVLA; an Orion checkpoint starts from vision tokens\n");
+            return -1;
+        }
+        if (o->dtype == DT_F16) {
+            fprintf(stderr, PROG ": Orion checkpoints are bf16 or f32 (as convert_orion.py writes them)\n");
+            return -1;
+        }
+        if (!o->shard_given) o->shard_bytes = ORION_DEFAULT_SHARD_BYTES;
     }
     if (!o->dry_run && (!o->out || !o->tokenizer)) {
         fprintf(stderr, PROG ": --out and --tokenizer are required\n");
@@ -1095,10 +1312,17 @@ static int parse_args(int argc, char **argv, options *o)
 
 static void print_plan(const options *o, const plan *P)
 {
-    printf("%s: OpenVLA, %s vision towers, LLM %u layers x %u (MLP %u, %u heads), vocab %d, %s, seed %" PRIu64 "\n",
-           o->dry_run ? "plan" : "wrote", o->vision_tiny ? "tiny" : "full (DINOv2 ViT-L/14 reg4 + SigLIP so400m/14)",
-           P->llm.layers, P->llm.hidden, P->llm.intermediate, P->llm.heads, VOCAB_PADDED,
-           dtype_names[o->dtype].option, o->seed);
+    if (o->orion)
+        printf("%s: Orion, LLM %u layers x %u (MLP %u, %u heads, rms_norm_eps 1e-5), vocab %d, planner VAE+GRU "
+               "(latent %d, %d modes x %d steps, GRU %d x %u), %s, seed %" PRIu64 "\n",
+               o->dry_run ? "plan" : "wrote", P->llm.layers, P->llm.hidden, P->llm.intermediate, P->llm.heads,
+               ORION_VOCAB, ORION_LATENT, ORION_MODES, ORION_STEPS, ORION_GRU_LAYERS,
+               P->llm.hidden / ORION_GRU_LAYERS, dtype_names[o->dtype].option, o->seed);
+    else
+        printf("%s: OpenVLA, %s vision towers, LLM %u layers x %u (MLP %u, %u heads), vocab %d, %s, seed %" PRIu64 "\n",
+               o->dry_run ? "plan" : "wrote", o->vision_tiny ? "tiny" : "full (DINOv2 ViT-L/14 reg4 + SigLIP so400m/14)",
+               P->llm.layers, P->llm.hidden, P->llm.intermediate, P->llm.heads, VOCAB_PADDED,
+               dtype_names[o->dtype].option, o->seed);
     for (uint32_t s = 0; s < P->n_shards; s++)
         printf("  %-36s %15" PRIu64 " bytes  %5u tensors\n", P->shards[s].file,
                P->shards[s].header_bytes + P->shards[s].data_bytes, P->shards[s].n_tensors);
@@ -1111,8 +1335,12 @@ static void print_plan(const options *o, const plan *P)
         }
     }
     printf("tensors %u\n", P->list.n);
-    printf("parameters %" PRIu64 " (vision %" PRIu64 ", projector %" PRIu64 ", llm %" PRIu64 ")\n", P->total_params,
-           P->params[PART_VISION], P->params[PART_PROJECTOR], P->params[PART_LLM]);
+    if (o->orion)
+        printf("parameters %" PRIu64 " (llm %" PRIu64 ", planner %" PRIu64 ")\n", P->total_params, P->params[PART_LLM],
+               P->params[PART_PLANNER]);
+    else
+        printf("parameters %" PRIu64 " (vision %" PRIu64 ", projector %" PRIu64 ", llm %" PRIu64 ")\n",
+               P->total_params, P->params[PART_VISION], P->params[PART_PROJECTOR], P->params[PART_LLM]);
     printf("tensor bytes %" PRIu64 " (%.2f GB, %.2f GiB); safetensors files %" PRIu64 " bytes in %u file%s\n",
            P->total_data_bytes, P->total_data_bytes / 1e9, (double)P->total_data_bytes / GiB, P->total_file_bytes,
            P->n_shards, P->n_shards == 1 ? "" : "s");
@@ -1121,7 +1349,7 @@ static void print_plan(const options *o, const plan *P)
 /* The folder's files other than the shards (the index only when sharded). */
 static const char *const other_files[] = {"config.json", "preprocessor_config.json", "generation_config.json",
                                           "special_tokens_map.json", "tokenizer_config.json", "tokenizer.model",
-                                          "model.safetensors.index.json"};
+                                          "model.safetensors.index.json", "added_tokens.json"};
 #define N_OTHER_FILES (sizeof other_files / sizeof other_files[0])
 
 /* Remove what this run created in dir, then dir itself. */
