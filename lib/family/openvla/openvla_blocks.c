@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/llama_layer.h"
 #include "model/tensor_lookup.h"
 #include "util/file_read.h"
 
@@ -134,8 +135,7 @@ static vh_status load_llm(loader *L, uint32_t *next_block)
 {
     vh_model *m = L->model;
     const vh_llm_desc *l = &m->desc.llm;
-    const int64_t Dl = l->hidden, F = l->intermediate, V = l->vocab;
-    const int64_t q_dim = (int64_t)l->n_heads * l->head_dim, kv_dim = (int64_t)l->n_kv_heads * l->head_dim;
+    const int64_t Dl = l->hidden, V = l->vocab;
     const char *pre = "language_model.model.";
     vh_status st;
 
@@ -150,16 +150,7 @@ static vh_status load_llm(loader *L, uint32_t *next_block)
         b = vh_model_begin_block(m, (*next_block)++, VH_BLOCK_LLM, VH_SLOT_ROWS, VH_SLOT_ROWS, i);
         b->params.llm.layer = i;
         vh_tensor_view *w = b->by_role;
-        if ((st = takef(L, &w[VH_LLM_ATTN_NORM], 0, SHAPE(Dl), "%slayers.%u.input_layernorm.weight", pre, i)) ||
-            (st = takef(L, &w[VH_LLM_Q], 0, SHAPE(q_dim, Dl), "%slayers.%u.self_attn.q_proj.weight", pre, i)) ||
-            (st = takef(L, &w[VH_LLM_K], 0, SHAPE(kv_dim, Dl), "%slayers.%u.self_attn.k_proj.weight", pre, i)) ||
-            (st = takef(L, &w[VH_LLM_V], 0, SHAPE(kv_dim, Dl), "%slayers.%u.self_attn.v_proj.weight", pre, i)) ||
-            (st = takef(L, &w[VH_LLM_O], 0, SHAPE(Dl, q_dim), "%slayers.%u.self_attn.o_proj.weight", pre, i)) ||
-            (st = takef(L, &w[VH_LLM_MLP_NORM], 0, SHAPE(Dl), "%slayers.%u.post_attention_layernorm.weight", pre, i)) ||
-            (st = takef(L, &w[VH_LLM_GATE], 0, SHAPE(F, Dl), "%slayers.%u.mlp.gate_proj.weight", pre, i)) ||
-            (st = takef(L, &w[VH_LLM_UP], 0, SHAPE(F, Dl), "%slayers.%u.mlp.up_proj.weight", pre, i)) ||
-            (st = takef(L, &w[VH_LLM_DOWN], 0, SHAPE(Dl, F), "%slayers.%u.mlp.down_proj.weight", pre, i)))
-            return st;
+        if ((st = vh_take_llama_layer(m->checkpoint, pre, i, l, w, L->err))) return st;
     }
 
     m->head_block = *next_block;

@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 
+#include "model/llama_layer.h"
 #include "model/tensor_lookup.h"
 
 #define TAKE(view, shape, ...) vh_tensor_takef(m->checkpoint, view, 0, shape, err, __VA_ARGS__)
@@ -9,7 +10,7 @@
 
 static vh_status load_llm(vh_model *m, const vh_orion_config *c, uint32_t *next, vh_error *err)
 {
-    const int64_t H = c->hidden, F = c->intermediate, V = c->vocab;
+    const int64_t H = c->hidden, V = c->vocab;
     const int64_t q_dim = (int64_t)c->n_heads * c->head_dim, kv_dim = (int64_t)c->n_kv_heads * c->head_dim;
     vh_status st;
     m->llm_embed_block = *next;
@@ -21,16 +22,7 @@ static vh_status load_llm(vh_model *m, const vh_orion_config *c, uint32_t *next,
         b = vh_model_begin_block(m, (*next)++, VH_BLOCK_LLM, VH_SLOT_ROWS, VH_SLOT_ROWS, i);
         b->params.llm.layer = i;
         vh_tensor_view *w = b->by_role;
-        if ((st = TAKE(&w[VH_LLM_ATTN_NORM], SHAPE(H), "model.layers.%u.input_layernorm.weight", i)) ||
-            (st = TAKE(&w[VH_LLM_Q], SHAPE(q_dim, H), "model.layers.%u.self_attn.q_proj.weight", i)) ||
-            (st = TAKE(&w[VH_LLM_K], SHAPE(kv_dim, H), "model.layers.%u.self_attn.k_proj.weight", i)) ||
-            (st = TAKE(&w[VH_LLM_V], SHAPE(kv_dim, H), "model.layers.%u.self_attn.v_proj.weight", i)) ||
-            (st = TAKE(&w[VH_LLM_O], SHAPE(H, q_dim), "model.layers.%u.self_attn.o_proj.weight", i)) ||
-            (st = TAKE(&w[VH_LLM_MLP_NORM], SHAPE(H), "model.layers.%u.post_attention_layernorm.weight", i)) ||
-            (st = TAKE(&w[VH_LLM_GATE], SHAPE(F, H), "model.layers.%u.mlp.gate_proj.weight", i)) ||
-            (st = TAKE(&w[VH_LLM_UP], SHAPE(F, H), "model.layers.%u.mlp.up_proj.weight", i)) ||
-            (st = TAKE(&w[VH_LLM_DOWN], SHAPE(H, F), "model.layers.%u.mlp.down_proj.weight", i)))
-            return st;
+        if ((st = vh_take_llama_layer(m->checkpoint, "model.", i, &m->desc.llm, w, err))) return st;
         if (!c->lora_merged) { /* the adapters kept apart (fp32 parity with the unmerged original) */
             static const char *const proj[4] = {"q", "k", "v", "o"};
             const int64_t out[4] = {q_dim, kv_dim, kv_dim, H}, in[4] = {H, H, H, q_dim}, r = c->lora_rank;
