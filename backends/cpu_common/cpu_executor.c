@@ -185,7 +185,8 @@ vh_status cpu_executor_create(const vh_executor_params *params, const cpu_linear
     *out = NULL;
     if (!params || params->struct_size < sizeof *params ||
         !vh_struct_tail_zero(params, params->struct_size, sizeof *params) || !params->model ||
-        params->model->struct_size < sizeof(vh_model_desc))
+        params->model->struct_size < sizeof(vh_model_desc) || params->model->struct_size > 65536 ||
+        !vh_struct_tail_zero(params->model, params->model->struct_size, sizeof(vh_model_desc)))
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: executor parameters or model "
                                "description of a size this plugin does not know (ABI %d.%d)", ops->backend,
                                VH_BACKEND_ABI_MAJOR, VH_BACKEND_ABI_MINOR);

@@ -367,7 +367,8 @@ static vh_status allocate_host_mirrors(vh_executor *e, char *err, size_t err_siz
         return cuda_fail(err, err_size, ce, "pinned host buffers");
     e->head.embed_src = calloc(images, sizeof *e->head.embed_src);
     e->head.embed_rows = calloc(images, sizeof *e->head.embed_rows);
-    if (!e->head.embed_src || !e->head.embed_rows)
+    e->head.embed_slot = calloc(images, sizeof *e->head.embed_slot);
+    if (!e->head.embed_src || !e->head.embed_rows || !e->head.embed_slot)
         return vh_backend_fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "cuda: out of host memory");
     return VH_OK;
 }
@@ -378,7 +379,8 @@ static vh_status describe_executor(const vh_executor_params *params, vh_executor
     *out = NULL;
     if (!params || params->struct_size < sizeof *params ||
         !vh_struct_tail_zero(params, params->struct_size, sizeof *params) || !params->model ||
-        params->model->struct_size < sizeof(vh_model_desc))
+        params->model->struct_size < sizeof(vh_model_desc) || params->model->struct_size > 65536 ||
+        !vh_struct_tail_zero(params->model, params->model->struct_size, sizeof(vh_model_desc)))
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: executor parameters or model "
                                "description of a size this plugin does not know (ABI %d.%d)", VH_BACKEND_ABI_MAJOR,
                                VH_BACKEND_ABI_MINOR);
@@ -562,6 +564,7 @@ void cuda_executor_destroy(vh_executor *e)
     cudaFreeHost(e->head.rows_host);
     free(e->head.embed_src);
     free(e->head.embed_rows);
+    free(e->head.embed_slot);
     if (e->stream) cudaStreamDestroy(e->stream);
     free(e->blocks);
     free(e);
@@ -580,19 +583,22 @@ static vh_status validate_and_stage_rows(vh_executor *e, const vh_batch *b, char
                     "executor's limits (%u rows, %u segments)", b->n_rows, b->n_segments, p->max_rows, e->max_segments);
     const int64_t kv_dim = (int64_t)l->n_kv_heads * l->head_dim;
     const uint32_t max_images = p->max_images ? p->max_images : 1;
-    uint32_t row = 0;
+    uint32_t row = 0, n_own = 0;
+    /* segments with their own image rows take the top patch slots, below them the images' */
+    for (uint32_t s = 0; s < b->n_segments && (b->options & VH_BATCH_SEGMENT_EMBEDS); s++) n_own += !!b->segments[s].embeds;
+    if (n_own > max_images)
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: %u segments bring their own image rows "
+                               "(at most %u)", n_own, max_images);
     e->head.n_embeds = 0;
     for (uint32_t s = 0; s < b->n_segments; s++) {
         const vh_segment *seg = &b->segments[s];
         /* a segment with its own image rows (VH_BATCH_SEGMENT_EMBEDS) takes the next free patch slot */
         const int own = (b->options & VH_BATCH_SEGMENT_EMBEDS) && seg->embeds;
-        if (own && e->head.n_embeds == max_images)
-            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: more than %u segments bring their "
-                                   "own image rows", max_images);
-        const uint32_t image = own ? e->head.n_embeds++ : (uint32_t)seg->image;
+        const uint32_t image = own ? max_images - 1 - e->head.n_embeds : (uint32_t)seg->image;
         if (own) {
-            e->head.embed_src[image] = seg->embeds;
-            e->head.embed_rows[image] = 0;
+            e->head.embed_slot[e->head.n_embeds] = image;
+            e->head.embed_src[e->head.n_embeds] = seg->embeds;
+            e->head.embed_rows[e->head.n_embeds++] = 0;
         }
         if (seg->n_rows == 0 || seg->sequence >= p->max_sequences || row + seg->n_rows > b->n_rows ||
             (uint64_t)seg->position + seg->n_rows > p->max_context || (int64_t)seg->position + seg->rope_delta < 0)
@@ -605,12 +611,12 @@ static vh_status validate_and_stage_rows(vh_executor *e, const vh_batch *b, char
             int32_t tok = b->tokens[row];
             vhc_row *r = &e->llm.rows_host[row];
             if (tok == VH_TOKEN_IMAGE) {
-                if ((!own && (seg->image < 0 || (uint32_t)seg->image >= max_images)) ||
+                if ((!own && (seg->image < 0 || (uint32_t)seg->image >= max_images - n_own)) ||
                     image_rows >= e->model->n_image_tokens)
                     return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: segment %u has image rows for image "
                                 "%d beyond its %u patches", s, seg->image, e->model->n_image_tokens);
                 r->patch = (int32_t)(image * e->model->n_image_tokens + image_rows++);
-                if (own) e->head.embed_rows[image] = image_rows;
+                if (own) e->head.embed_rows[e->head.n_embeds - 1] = image_rows;
             } else if (tok < 0 || (uint32_t)tok >= l->vocab) {
                 return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: token %d out of the vocabulary", tok);
             } else {
@@ -655,7 +661,8 @@ static vh_status enqueue(vh_executor *e, const vh_batch *batch, const cuda_block
     /* the segments' own image rows, the hidden rows asked for, the planners' noise */
     const size_t Dl = e->model->llm.hidden;
     for (uint32_t i = 0; has_rows && i < e->head.n_embeds; i++)
-        if ((ce = cudaMemcpyAsync(e->proj.patch_embeds + (size_t)i * e->model->n_image_tokens * Dl, e->head.embed_src[i],
+        if ((ce = cudaMemcpyAsync(e->proj.patch_embeds + (size_t)e->head.embed_slot[i] * e->model->n_image_tokens * Dl,
+                                  e->head.embed_src[i],
                                   sizeof(float) * e->head.embed_rows[i] * Dl, cudaMemcpyHostToDevice, e->stream)))
             return cuda_fail(err, err_size, ce, "uploading the segments' embeddings");
     if ((batch->options & VH_BATCH_HIDDEN_ROWS) && e->head.rows &&

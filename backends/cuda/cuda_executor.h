@@ -129,11 +129,12 @@ typedef struct head_buffers {
     float *gi, *gh;                    /* [S, 3G] the GRU's gate GEMMs */
     float *h;                          /* [layers, S, G] the GRU's state */
     vhc_bf16 *h_bf16, *z, *y;          /* h in bf16; z [S, L]; y [S T, G] the last layer's outputs */
-    /* VH_BATCH_SEGMENT_EMBEDS: the segments whose image rows are their own, uploaded to the
-     * patch-embedding slots in this order */
+    /* VH_BATCH_SEGMENT_EMBEDS: the segments whose image rows are their own, uploaded to the top
+     * patch-embedding slots (the images' are below them) */
     uint32_t n_embeds;
     const float **embed_src;           /* [max_images] */
-    uint32_t *embed_rows;              /* [max_images] */
+    uint32_t *embed_rows;              /* [max_images] rows each brings */
+    uint32_t *embed_slot;              /* [max_images] the slot each goes to */
 } head_buffers;
 
 /* A run of at most this many rows that ends before the head copies its hidden rows to the host
