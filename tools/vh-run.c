@@ -571,6 +571,11 @@ int main(int argc, char **argv)
     }
     o.orion = orion;
     float **tokens = NULL, *noise = NULL;
+    vh_session *s = NULL;
+    int32_t prompt[MAX_PROMPT_IDS];
+    size_t n_prompt = 0;
+    int rc = 2;
+    run_state run = {0};
     if (orion) {
         if (o.n_token_files == 0) {
             fprintf(stderr, "vh-run: %s is an Orion model: give each frame's vision tokens with --vision-tokens FILE "
@@ -600,13 +605,13 @@ int main(int argc, char **argv)
             if (!tokens[i]) {
                 fprintf(stderr, "vh-run: %s (the model's vision tokens are %u x %u)\n", why, shape.n_tokens,
                         shape.width);
-                return 2;
+                goto done;
             }
         }
         o.n_images = o.n_token_files;
         if (o.noise_file && !(noise = vh_read_f32_file(o.noise_file, shape.latent, &count, why, sizeof why))) {
             fprintf(stderr, "vh-run: %s (the planner's noise)\n", why);
-            return 2;
+            goto done;
         }
     } else if (o.n_token_files || o.command >= 0 || o.noise_file) {
         fprintf(stderr, "vh-run: --vision-tokens, --command and --noise are for Orion models; %s is not one\n",
@@ -631,36 +636,32 @@ int main(int argc, char **argv)
         p.log_level = VH_LOG_DEBUG;
     }
 
-    run_state run = {.opt = &o, .tokens = tokens, .shape = shape, .noise = noise};
+    run = (run_state){.opt = &o, .tokens = tokens, .shape = shape, .noise = noise};
     run.accepted_id = calloc((size_t)o.n_frames, sizeof *run.accepted_id);
     run.answered_id = calloc((size_t)o.n_frames, sizeof *run.answered_id);
     if (!run.accepted_id || !run.answered_id) {
         fprintf(stderr, "vh-run: out of memory for %d frames\n", o.n_frames);
-        return 2;
+        goto done;
     }
     /* A camera has its pixels at capture time: decode before the clock starts, not on it. */
     if (o.rate_hz > 0 && !o.orion) {
         run.preloaded = calloc((size_t)o.n_images, sizeof *run.preloaded);
         if (!run.preloaded) {
             fprintf(stderr, "vh-run: out of memory for %d images\n", o.n_images);
-            return 2;
+            goto done;
         }
         for (int i = 0; i < o.n_images; i++) decode_image(o.images[i], &run.preloaded[i]);
     }
 
-    vh_session *s = NULL;
     if (vh_session_create(&p, &s) != VH_OK) {
         fprintf(stderr, "vh-run: %s\n", vh_last_error());
-        return 2;
+        goto done;
     }
     run.session = s;
 
-    int32_t prompt[MAX_PROMPT_IDS];
-    size_t n_prompt = 0;
     if (!o.orion && vh_session_prompt_ids(s, o.instruction, prompt, MAX_PROMPT_IDS, &n_prompt) != VH_OK) {
         fprintf(stderr, "vh-run: %s\n", vh_last_error());
-        vh_session_destroy(s);
-        return 2;
+        goto done;
     }
     run.prompt = prompt;
     run.n_prompt = n_prompt;
@@ -669,8 +670,7 @@ int main(int argc, char **argv)
     pthread_t thread;
     if (pthread_create(&thread, NULL, submit_frames, &run) != 0) {
         fprintf(stderr, "vh-run: cannot start the submitting thread\n");
-        vh_session_destroy(s);
-        return 2;
+        goto done;
     }
     int answered = 0, failures = 0, duplicates = 0, strays = 0;
     for (;;) {
@@ -739,6 +739,8 @@ int main(int argc, char **argv)
         }
     }
     failures += atomic_load(&run.n_not_submitted) + duplicates + strays + unanswered;
+    rc = failures ? 1 : 0;
+done:
     vh_session_destroy(s);
     if (run.preloaded) {
         for (int i = 0; i < o.n_images; i++) free(run.preloaded[i].rgb);
@@ -753,5 +755,5 @@ int main(int argc, char **argv)
         for (int i = 0; i < o.n_images; i++) free(owned_paths[i]);
         free(owned_paths);
     }
-    return failures ? 1 : 0;
+    return rc;
 }
