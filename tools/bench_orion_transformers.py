@@ -19,23 +19,9 @@ import json
 import torch
 import torch.nn as nn
 
+from bench_transformers import cuda_time_ms  # the same timing as the OpenVLA peer (tools/)
+
 ROWS, READOUT, H, LATENT, MODES, STEPS = 599, 597, 4096, 32, 6, 6
-
-
-def cuda_time_ms(fn, iters, warmup=3):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    times.sort()
-    return times[len(times) // 2]
 
 
 class Planner(nn.Module):

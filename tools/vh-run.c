@@ -347,6 +347,20 @@ static void print_text(const options *o, const vh_action *a)
            a->decode_ns / 1e6);
 }
 
+/* The frame's timings added to its JSON object, then the object as one line (digits: the floats'
+ * significant digits), and freed. */
+static void print_json_line(json_t *obj, const vh_action *a, int digits)
+{
+    json_object_set_new(obj, "vision_ms", json_real(a->vision_ns / 1e6));
+    json_object_set_new(obj, "prefill_ms", json_real(a->prefill_ns / 1e6));
+    json_object_set_new(obj, "decode_ms", json_real(a->decode_ns / 1e6));
+    json_object_set_new(obj, "latency_ms", json_real((a->finished_ns - a->submitted_ns) / 1e6));
+    char *text = json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(digits));
+    if (text) printf("%s\n", text);
+    free(text);
+    json_decref(obj);
+}
+
 static void print_json(const options *o, const vh_action *a, const int32_t *prompt, size_t n_prompt)
 {
     json_t *obj = json_object();
@@ -366,14 +380,7 @@ static void print_json(const options *o, const vh_action *a, const int32_t *prom
     }
     json_object_set_new(obj, "action_ids", tokens);
     json_object_set_new(obj, "action", values);
-    json_object_set_new(obj, "vision_ms", json_real(a->vision_ns / 1e6));
-    json_object_set_new(obj, "prefill_ms", json_real(a->prefill_ns / 1e6));
-    json_object_set_new(obj, "decode_ms", json_real(a->decode_ns / 1e6));
-    json_object_set_new(obj, "latency_ms", json_real((a->finished_ns - a->submitted_ns) / 1e6));
-    char *text = json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(17));
-    if (text) printf("%s\n", text);
-    free(text);
-    json_decref(obj);
+    print_json_line(obj, a, 17);
 }
 
 /* Orion: the trajectory, (x, y) in metres. */
@@ -424,14 +431,7 @@ static void print_orion_json(const options *o, const vh_action *a)
         if (v) json_object_set_new(extras, name, json_floats(v, count));
     }
     json_object_set_new(obj, "extras", extras);
-    json_object_set_new(obj, "vision_ms", json_real(a->vision_ns / 1e6));
-    json_object_set_new(obj, "prefill_ms", json_real(a->prefill_ns / 1e6));
-    json_object_set_new(obj, "decode_ms", json_real(a->decode_ns / 1e6));
-    json_object_set_new(obj, "latency_ms", json_real((a->finished_ns - a->submitted_ns) / 1e6));
-    char *text = json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(9));
-    if (text) printf("%s\n", text);
-    free(text);
-    json_decref(obj);
+    print_json_line(obj, a, 9);
 }
 
 /* One line per frame; both threads print (refusals from the submitting one), a line at a time. */

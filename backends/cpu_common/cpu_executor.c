@@ -38,9 +38,7 @@ static vh_status prepare_block(vh_executor *e, cpu_block *cb, const vh_block_des
     } else if (d->kind == VH_BLOCK_VAE_GRU_PLANNER) {
         memcpy(&cb->plan, d->params, sizeof cb->plan);
         const vh_planner_params *pp = &cb->plan;
-        if (pp->feature_dim != e->model->llm.hidden || pp->gru_layers == 0 ||
-            pp->gru_layers > VH_PLAN_MAX_GRU_LAYERS || pp->gru_layers * pp->gru_hidden != pp->feature_dim ||
-            pp->latent_dim == 0 || pp->n_modes == 0 || pp->n_steps == 0)
+        if (!vh_planner_params_valid(pp, e->model->llm.hidden))
             return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: planner of feature %u (the LLM's "
                                    "hidden size is %u), %u GRU layers of %u", e->ops->backend, pp->feature_dim,
                                    e->model->llm.hidden, pp->gru_layers, pp->gru_hidden);
@@ -343,15 +341,10 @@ static vh_status validate_batch(const vh_executor *e, const vh_batch *b, int nee
     if (rows != b->n_rows)
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: segments cover %llu rows, batch has %u", e->ops->backend,
                     (unsigned long long)rows, b->n_rows);
-    if (b->options & VH_BATCH_HIDDEN_ROWS) {
-        if (!b->hidden_rows || !b->out_hidden || b->n_hidden_rows == 0 || b->n_hidden_rows > b->n_rows)
-            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: %u hidden rows asked of a batch of "
-                                   "%u rows", e->ops->backend, b->n_hidden_rows, b->n_rows);
-        for (uint32_t i = 0; i < b->n_hidden_rows; i++)
-            if (b->hidden_rows[i] >= b->n_rows)
-                return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: hidden row %u of a batch of %u "
-                                       "rows", e->ops->backend, b->hidden_rows[i], b->n_rows);
-    }
+    if ((b->options & VH_BATCH_HIDDEN_ROWS) && (b->n_hidden_rows > b->n_rows || !vh_batch_hidden_rows_valid(b)))
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: %u hidden rows asked of a batch of %u rows "
+                               "(at most that many, each inside the batch)", e->ops->backend, b->n_hidden_rows,
+                               b->n_rows);
     return VH_OK;
 }
 
@@ -378,19 +371,10 @@ vh_status cpu_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first
         if (k->is_head && batch->out_tokens && !blocks[i].t[VH_LLM_HEAD_LM].data)
             return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: tokens asked of a head without an LM "
                                    "weight", e->ops->backend);
-        if (k->is_planner) {
-            const vh_planner_params *pp = &blocks[i].plan;
-            const uint32_t per_segment = batch->n_segments ? batch->n_hidden_rows / batch->n_segments : 0;
-            if (!(batch->options & VH_BATCH_PLAN) || !(batch->options & VH_BATCH_HIDDEN_ROWS) || !batch->plan_noise ||
-                !batch->out_plan || !batch->out_hidden || per_segment * batch->n_segments != batch->n_hidden_rows ||
-                pp->feature_row >= per_segment ||
-                (uint64_t)pp->noise_offset + pp->latent_dim > batch->plan_noise_stride ||
-                (uint64_t)pp->out_offset + 2ull * pp->n_modes * pp->n_steps + 2ull * pp->latent_dim >
-                    batch->plan_out_stride)
-                return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: a planner block needs the batch's "
+        if (k->is_planner && !vh_planner_batch_valid(&blocks[i].plan, batch))
+            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: a planner block needs the batch's "
                                        "plan noise and outputs (VH_BATCH_PLAN, strides that hold them) and each "
-                                       "segment's feature among its hidden rows", e->ops->backend);
-        }
+                                   "segment's feature among its hidden rows", e->ops->backend);
     }
     vh_status st = validate_batch(e, batch, needs_images, needs_rows, err, err_size);
     if (st) return st;

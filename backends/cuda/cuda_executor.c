@@ -423,9 +423,8 @@ static vh_status describe_executor(const vh_executor_params *params, vh_executor
         } else if (d->kind == VH_BLOCK_VAE_GRU_PLANNER) {
             memcpy(&b->plan, d->params, sizeof b->plan);
             const vh_planner_params *pp = &b->plan;
-            if (pp->feature_dim != m->llm.hidden || pp->gru_layers == 0 || pp->gru_layers > VH_PLAN_MAX_GRU_LAYERS ||
-                pp->gru_layers * pp->gru_hidden != pp->feature_dim || pp->latent_dim == 0 || pp->n_modes == 0 ||
-                pp->n_steps == 0 || 2ull * pp->n_modes * pp->n_steps + 2ull * pp->latent_dim > CUDA_PLAN_STRIDE_MAX) {
+            if (!vh_planner_params_valid(pp, m->llm.hidden) ||
+                2ull * pp->n_modes * pp->n_steps + 2ull * pp->latent_dim > CUDA_PLAN_STRIDE_MAX) {
                 free(e->blocks);
                 free(e);
                 return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: planner of feature %u (the "
@@ -769,15 +768,9 @@ vh_status cuda_executor_run(vh_executor *e, const vh_batch *batch, uint32_t firs
         if (k->is_head) head = &blocks[i];
         if (!k->is_planner) continue;
         /* a planner reads this run's hidden rows: the head runs in the same call */
-        const vh_planner_params *pp = &blocks[i].plan;
-        const uint32_t per_segment = batch->n_segments ? batch->n_hidden_rows / batch->n_segments : 0;
         has_planner = 1;
-        if (!has_head || !(batch->options & VH_BATCH_PLAN) || !(batch->options & VH_BATCH_HIDDEN_ROWS) ||
-            !batch->plan_noise || !batch->out_plan || per_segment * batch->n_segments != batch->n_hidden_rows ||
-            pp->feature_row >= per_segment || batch->plan_noise_stride > CUDA_PLAN_STRIDE_MAX ||
-            batch->plan_out_stride > CUDA_PLAN_STRIDE_MAX ||
-            (uint64_t)pp->noise_offset + pp->latent_dim > batch->plan_noise_stride ||
-            (uint64_t)pp->out_offset + 2ull * pp->n_modes * pp->n_steps + 2ull * pp->latent_dim > batch->plan_out_stride)
+        if (!has_head || !vh_planner_batch_valid(&blocks[i].plan, batch) ||
+            batch->plan_noise_stride > CUDA_PLAN_STRIDE_MAX || batch->plan_out_stride > CUDA_PLAN_STRIDE_MAX)
             return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: a planner block needs the head in the "
                                    "same run, the batch's plan noise and outputs (VH_BATCH_PLAN, strides that hold "
                                    "them, at most %d) and each segment's feature among its hidden rows",
@@ -797,10 +790,7 @@ vh_status cuda_executor_run(vh_executor *e, const vh_batch *batch, uint32_t firs
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: tokens asked of a head without an LM "
                                "weight");
     if (hidden_rows) {
-        int ok = batch->hidden_rows && batch->out_hidden && batch->n_hidden_rows > 0 &&
-                 batch->n_hidden_rows <= e->head.max_hidden;
-        for (uint32_t i = 0; ok && i < batch->n_hidden_rows; i++) ok = batch->hidden_rows[i] < batch->n_rows;
-        if (!ok)
+        if (batch->n_hidden_rows > e->head.max_hidden || !vh_batch_hidden_rows_valid(batch))
             return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: %u hidden rows asked of a batch of %u "
                                    "rows (at most %u, each inside the batch)", batch->n_hidden_rows, batch->n_rows,
                                    CUDA_HIDDEN_ROWS_PER_SEGMENT * e->max_segments);

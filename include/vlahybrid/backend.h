@@ -572,6 +572,37 @@ static inline int vh_batch_options_check(const char *backend, uint32_t supported
     return 1;
 }
 
+/* The checks of what a block's parameters and a batch's outputs must be, which every plugin
+ * running these kinds makes the same way (each adds its own limits and message). */
+
+/* A planner's parameters fit an LLM of width `hidden`: its feature is a hidden row, split over
+ * 1 .. VH_PLAN_MAX_GRU_LAYERS layers' initial states; latent, modes and steps not empty. */
+static inline int vh_planner_params_valid(const vh_planner_params *p, uint32_t hidden)
+{
+    return p->feature_dim == hidden && p->gru_layers >= 1 && p->gru_layers <= VH_PLAN_MAX_GRU_LAYERS &&
+           p->gru_layers * p->gru_hidden == p->feature_dim && p->latent_dim && p->n_modes && p->n_steps;
+}
+
+/* A batch gives a planner its features (the same count of hidden rows per segment, feature_row
+ * among them), its noise and room for its outputs at its offsets (VH_BATCH_PLAN). */
+static inline int vh_planner_batch_valid(const vh_planner_params *p, const vh_batch *b)
+{
+    const uint32_t per_segment = b->n_segments ? b->n_hidden_rows / b->n_segments : 0;
+    return (b->options & VH_BATCH_PLAN) && (b->options & VH_BATCH_HIDDEN_ROWS) && b->plan_noise && b->out_plan &&
+           b->out_hidden && per_segment * b->n_segments == b->n_hidden_rows && p->feature_row < per_segment &&
+           (uint64_t)p->noise_offset + p->latent_dim <= b->plan_noise_stride &&
+           (uint64_t)p->out_offset + 2ull * p->n_modes * p->n_steps + 2ull * p->latent_dim <= b->plan_out_stride;
+}
+
+/* The hidden rows a batch asks for (VH_BATCH_HIDDEN_ROWS): some, each a row of the batch. */
+static inline int vh_batch_hidden_rows_valid(const vh_batch *b)
+{
+    if (!b->hidden_rows || !b->out_hidden || b->n_hidden_rows == 0) return 0;
+    for (uint32_t i = 0; i < b->n_hidden_rows; i++)
+        if (b->hidden_rows[i] >= b->n_rows) return 0;
+    return 1;
+}
+
 /* The one symbol a plugin exports. The core passes its own ABI version; a plugin may return NULL
  * when it cannot serve that version. */
 typedef const vh_backend_iface *(*vh_backend_entry_fn)(uint32_t core_abi_major,

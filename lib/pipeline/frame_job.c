@@ -98,11 +98,6 @@ static void pass_name(const vh_frame_job *job, char *name, size_t size)
 vh_status vh_frame_job_run_vision(vh_frame_job *job, vh_error *err)
 {
     const vh_model *m = job->ctx->model;
-    if (m->llm_embed_block == 0) { /* no vision blocks (the frame brings its vision tokens) */
-        job->vision_end_ns = vh_now_ns();
-        job->vision_done = 1;
-        return VH_OK;
-    }
     const float *planes[VH_MAX_TOWERS];
     for (uint32_t t = 0; t < m->desc.n_towers; t++) planes[t] = job->pixels[t];
     vh_batch vision = {.struct_size = sizeof(vh_batch), .n_images = 1, .pixels = planes};

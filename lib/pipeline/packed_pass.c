@@ -59,8 +59,7 @@ vh_status vh_packed_pass_run_vision(vh_packed_pass *p, vh_frame_job *const *jobs
         for (uint32_t t = 0; t < towers; t++) p->planes[i * towers + t] = jobs[i]->pixels[t];
     vh_batch vision = {.struct_size = sizeof(vh_batch), .n_images = n, .pixels = p->planes};
     int64_t t0 = vh_now_ns();
-    vh_status st = m->llm_embed_block ? vh_stage_run_range(&p->ctx->plan->stages[0], &vision, 0, m->llm_embed_block, err)
-                                      : VH_OK; /* no vision blocks: the frames bring their vision tokens */
+    vh_status st = vh_stage_run_range(&p->ctx->plan->stages[0], &vision, 0, m->llm_embed_block, err);
     if (st) return st;
     int64_t t1 = vh_now_ns();
     for (uint32_t i = 0; i < n; i++) {

@@ -131,7 +131,6 @@ static void *intake_main(void *arg)
         vh_error err;
         vh_error_clear(&err);
         int64_t t0 = vh_now_ns();
-        job->frame_id = rec->result.frame_id;
         const vh_frame_input in = vh_frame_record_input(rec);
         vh_status st = vh_frame_job_prepare(job, rec->result.frame_id, &in, &err);
         if (p->cfg.ctx->trace) {

@@ -6,6 +6,7 @@
 
 vh_status vh_stage_run_range(const vh_stage *s, const vh_batch *batch, uint32_t first, uint32_t end, vh_error *err)
 {
+    if (first == end) return VH_OK; /* an empty range: a model without vision blocks (Orion from tokens) */
     const vh_backend_iface *be = s->plugin->iface;
     char why[512] = "";
     vh_status st = be->executor_run(s->executor, batch, first, end - first, why, sizeof why);

@@ -33,7 +33,8 @@ typedef struct vh_rows_job {
 vh_status vh_stage_run_rows(const vh_rows_job *r, uint32_t stage, const vh_batch *batch, float *hidden,
                             uint32_t first, uint32_t end, vh_rows_timing *t, vh_error *err);
 
-/* Blocks [first, end) of a stage on a batch: the executor call with a message naming them. */
+/* Blocks [first, end) of a stage on a batch: the executor call with a message naming them; an
+ * empty range does nothing. */
 vh_status vh_stage_run_range(const vh_stage *s, const vh_batch *batch, uint32_t first, uint32_t end, vh_error *err);
 
 #endif
