@@ -82,9 +82,10 @@ typedef struct vh_family {
     /* The action of a finished job (timings are the core's). */
     void (*result)(const struct vh_frame_job *job, vh_frame_result *out);
 
-    /* A typical frame for the session's warm-up (memory the program owns): 1; 0 when the model
+    /* A typical frame for the session's warm-up, as a caller would submit it (its buffers the
+     * program's): 1; 0 when the model
      * cannot run one (then there is no warm-up); -1 when out of memory. */
-    int (*warmup_input)(vh_program *program, vh_frame_input *in);
+    int (*warmup_input)(vh_program *program, vh_frame *frame);
     /* The prompt's token ids for an instruction (*ids malloc'd); NULL: the family has no text prompt. */
     vh_status (*prompt_ids)(const vh_program *program, const char *instruction, int32_t **ids, size_t *n_ids,
                             vh_error *err);

@@ -108,33 +108,6 @@ static uint32_t count_backends(const char *backends)
     return n;
 }
 
-/* A vh_frame viewing a frame's inputs (the warm-up's, the family's typical frame). */
-static vh_frame frame_of_input(const vh_frame_input *in)
-{
-    vh_frame f;
-    vh_frame_init(&f);
-    f.rgb = in->rgb;
-    f.width = in->width;
-    f.height = in->height;
-    f.stride = in->stride;
-    f.instruction = in->instruction;
-    f.n_cameras = in->n_cameras;
-    f.cameras = in->cameras;
-    f.lidar2img = in->lidar2img;
-    f.intrinsics = in->intrinsics;
-    f.extrinsics = in->extrinsics;
-    f.ego_pose = in->ego_pose;
-    f.can_bus = in->can_bus;
-    f.command = in->command;
-    f.command_timestamp_ns = in->command_timestamp_ns;
-    f.vision_tokens = in->vision_tokens;
-    f.n_vision_tokens = in->n_vision_tokens;
-    f.vision_token_width = in->vision_token_width;
-    f.noise = in->noise;
-    f.n_noise = in->n_noise;
-    return f;
-}
-
 /* Warm-up frames when the caller asks for none in particular: a GPU stage needs three (kernels
  * chosen and timed on first use; a vision graph captured on second use, replayed from the
  * third), packed passes twice their frames in flight (the passes' row counts settle only after a
@@ -154,15 +127,14 @@ static uint32_t default_warmup_frames(const vh_session *s, vh_execution_mode mod
 static vh_status warm_up(vh_session *s, uint32_t n, vh_error *err)
 {
     if (n == 0) return VH_OK;
-    vh_frame_input in;
-    const int has = s->model->family->warmup_input(s->program, &in);
+    vh_frame frame;
+    const int has = s->model->family->warmup_input(s->program, &frame);
     if (has < 0) return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (warm-up frame)");
     if (has == 0) { /* such a model fails frames one by one, not at create: nothing to warm up */
         vh_log_warn(&s->log, "no warm-up: the model's context of %u positions cannot hold a typical frame",
                     s->max_context);
         return VH_OK;
     }
-    const vh_frame frame = frame_of_input(&in);
     vh_frame_queue_set_policy(&s->queue, VH_QUEUE_BLOCK);
     uint32_t submitted = 0;
     vh_status st = VH_OK;

@@ -216,7 +216,7 @@ static vh_status prompt_ids(const vh_program *p, const char *instruction, int32_
 
 /* A camera-sized synthetic image and a typical instruction; none when the model's context cannot
  * hold even this prompt (its frames then fail one by one, not at create). */
-static int warmup_input(vh_program *p, vh_frame_input *in)
+static int warmup_input(vh_program *p, vh_frame *frame)
 {
     int32_t *ids = NULL;
     size_t n_ids = 0;
@@ -230,8 +230,11 @@ static int warmup_input(vh_program *p, vh_frame_input *in)
         if (!(p->warmup_rgb = malloc(row_bytes * WARMUP_HEIGHT))) return -1;
         for (size_t i = 0; i < row_bytes * WARMUP_HEIGHT; i++) p->warmup_rgb[i] = (uint8_t)(i * 7 + i / row_bytes);
     }
-    *in = (vh_frame_input){.rgb = p->warmup_rgb, .width = WARMUP_WIDTH, .height = WARMUP_HEIGHT, .stride = row_bytes,
-                           .instruction = WARMUP_INSTRUCTION};
+    vh_frame_init(frame);
+    frame->rgb = p->warmup_rgb;
+    frame->width = WARMUP_WIDTH;
+    frame->height = WARMUP_HEIGHT;
+    frame->instruction = WARMUP_INSTRUCTION;
     return 1;
 }
 

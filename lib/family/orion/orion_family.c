@@ -287,13 +287,16 @@ const float *vh_orion_job_feature(const vh_frame_job *job)
 }
 
 /* All-zero vision tokens and the lane-follow command: the rows and passes of every frame. */
-static int warmup_input(vh_program *p, vh_frame_input *in)
+static int warmup_input(vh_program *p, vh_frame *frame)
 {
     const vh_orion_config *c = p->config;
     if (!p->warmup_tokens && !(p->warmup_tokens = calloc((size_t)c->n_vision_tokens * c->hidden, sizeof(float))))
         return -1;
-    *in = (vh_frame_input){.vision_tokens = p->warmup_tokens, .n_vision_tokens = c->n_vision_tokens,
-                           .vision_token_width = c->hidden, .command = WARMUP_COMMAND};
+    vh_frame_init(frame);
+    frame->vision_tokens = p->warmup_tokens;
+    frame->n_vision_tokens = c->n_vision_tokens;
+    frame->vision_token_width = c->hidden;
+    frame->command = WARMUP_COMMAND;
     return 1;
 }
 
