@@ -1,15 +1,33 @@
 /*
  * cpu_amx: the CPU backend for Intel CPUs with AMX (and others with AVX-512 bf16): linear layers
- * on oneDNN's bf16 matmul over weights reordered once into oneDNN's layout; the rest of each block
- * on the shared CPU executor and kernels. Refused (score 0) where the CPU has neither.
+ * on its own bf16 GEMM (AMX tiles, AVX-512 bf16 for few rows) over weights packed once at load,
+ * with q|k|v and gate|up fused; the rest of each block on the shared CPU executor and kernels.
+ * VH_CPU_AMX_GEMM=onednn runs the linear layers on oneDNN's bf16 matmul instead (the measured
+ * peer). Refused (score 0) where the CPU has neither AMX nor AVX-512 bf16.
  */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "bf16_linear.h"
 #include "cpu_executor.h"
 #include "cpu_features.h"
 #include "onednn_linear.h"
 
-static const cpu_linear_ops amx_linear_ops = {
+static const cpu_linear_ops own_linear_ops = {
+    .backend = "cpu_amx",
+    .create_pool = amx_create_pool,
+    .create = bf16_linear_create,
+    .destroy = bf16_linear_destroy,
+    .prepare = bf16_linear_prepare,
+    .release = bf16_linear_release,
+    .finish_load = bf16_linear_finish_load,
+    .linear = bf16_linear_run,
+    .prepare_fused = bf16_linear_prepare_fused,
+    .linear_fused = bf16_linear_fused,
+};
+
+static const cpu_linear_ops onednn_linear_ops = {
     .backend = "cpu_amx",
     .create_pool = amx_create_pool,
     .create = amx_linear_create,
@@ -33,12 +51,15 @@ static vh_status amx_executor_create(const vh_executor_params *params, vh_execut
         snprintf(err, err_size, "cpu_amx: this CPU has neither AMX nor AVX-512 bf16 (use cpu_generic)");
         return VH_ERR_BACKEND_FAILED;
     }
-    return cpu_executor_create(params, &amx_linear_ops, out, err, err_size);
+    const char *gemm = getenv("VH_CPU_AMX_GEMM");
+    const int onednn = gemm && !strcmp(gemm, "onednn");
+    return cpu_executor_create(params, onednn ? &onednn_linear_ops : &own_linear_ops, out, err, err_size);
 }
 
 static const vh_backend_iface cpu_amx_iface = VH_CPU_BACKEND_IFACE(
     "cpu_amx",
-    "Intel AMX / AVX-512 bf16 CPU backend: oneDNN bf16 matmul (fp32 accumulation), shared CPU kernels",
+    "Intel AMX / AVX-512 bf16 CPU backend: own bf16 GEMM (AMX tiles, AVX-512 bf16; fp32 accumulation), "
+    "shared CPU kernels; VH_CPU_AMX_GEMM=onednn: oneDNN bf16 matmul",
     amx_score, amx_executor_create);
 
 VH_PLUGIN_EXPORT const vh_backend_iface *vh_backend_entry(uint32_t core_abi_major, uint32_t core_abi_minor)

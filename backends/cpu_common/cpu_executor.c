@@ -20,6 +20,16 @@ static float *alloc_floats(uint64_t a, uint64_t b, uint64_t c, uint64_t *total)
     return p;
 }
 
+/* An LLM block whose q|k|v and gate|up the backend fuses: it offers fusing, and no LoRA adapter is
+ * kept apart (those add to q, k, v one by one). */
+static int fusable(const vh_executor *e, const cpu_block *cb)
+{
+    if (!e->ops->prepare_fused || !e->ops->linear_fused || cb->desc->kind != VH_BLOCK_LLM) return 0;
+    for (int a = VH_LLM_Q_LORA_A; a < VH_LLM_N_TENSORS; a++)
+        if (cb->t[a].data) return 0;
+    return 1;
+}
+
 /* The block's tensors by role, its kind's entry and parameters; then its matrices as 2-D [out, in]
  * views (the patch embedding's [D, 3, P, P] convolution weight is a [D, 3 P P] matrix) prepared by
  * the backend, and its 1-D tensors in fp32. The descriptor was checked (vh_block_check). */
@@ -55,6 +65,7 @@ static vh_status prepare_block(vh_executor *e, cpu_block *cb, const vh_block_des
             if (!cb->t[a].data != !cb->t[a + 1].data || (cb->t[a].data && cb->t[a].shape[0] != cb->t[a + 1].shape[1]))
                 return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: LoRA role %d without its pair, or "
                                        "ranks that differ", e->ops->backend, a);
+    const int fuse = fusable(e, cb);
     for (uint32_t r = 0; r < CPU_MAX_ROLES; r++) {
         const vh_tensor_view *t = &cb->t[r];
         if (!t->data) continue;
@@ -62,7 +73,10 @@ static vh_status prepare_block(vh_executor *e, cpu_block *cb, const vh_block_des
             cb->mat[r] = *t;
             cb->mat[r].ndim = 2;
             for (uint32_t k = 2; k < t->ndim; k++) cb->mat[r].shape[1] *= t->shape[k];
-            vh_status st = e->ops->prepare(e->linear, &cb->mat[r], &cb->prepared[r], &e->weight_bytes, err, err_size);
+            const int in_fused = fuse && (r == VH_LLM_Q || r == VH_LLM_K || r == VH_LLM_V || r == VH_LLM_GATE ||
+                                          r == VH_LLM_UP);
+            vh_status st = in_fused ? VH_OK : e->ops->prepare(e->linear, &cb->mat[r], &cb->prepared[r],
+                                                              &e->weight_bytes, err, err_size);
             if (st) return st;
         }
         if (t->ndim != 1) continue;
@@ -71,7 +85,14 @@ static vh_status prepare_block(vh_executor *e, cpu_block *cb, const vh_block_des
                                                 t->name);
         vhk_convert_to_f32(t->data, t->dtype, cb->vec[r], t->shape[0]);
     }
-    return VH_OK;
+    if (!fuse) return VH_OK;
+    const vh_tensor_view *qkv[3] = {&cb->mat[VH_LLM_Q], &cb->mat[VH_LLM_K], &cb->mat[VH_LLM_V]};
+    const vh_tensor_view *gate_up[2] = {&cb->mat[VH_LLM_GATE], &cb->mat[VH_LLM_UP]};
+    vh_status st = e->ops->prepare_fused(e->linear, qkv, 3, CPU_FUSE_STACK, &cb->fused_qkv, &e->weight_bytes, err,
+                                         err_size);
+    if (!st) st = e->ops->prepare_fused(e->linear, gate_up, 2, CPU_FUSE_GATED, &cb->fused_gate_up, &e->weight_bytes,
+                                        err, err_size);
+    return st;
 }
 
 void cpu_linear(vh_executor *e, const cpu_block *b, int tensor, const float *x, int64_t x_stride, int64_t rows,
@@ -81,6 +102,12 @@ void cpu_linear(vh_executor *e, const cpu_block *b, int tensor, const float *x, 
     const vh_tensor_view *w = &b->mat[tensor];
     e->failed = e->ops->linear(e->linear, x, x_stride, rows, w->shape[1], w, b->prepared[tensor], bias, y, y_stride,
                                e->failure, sizeof e->failure);
+}
+
+void cpu_linear_fused(vh_executor *e, const cpu_linear_call *call)
+{
+    if (e->failed) return;
+    e->failed = e->ops->linear_fused(e->linear, call, e->failure, sizeof e->failure);
 }
 
 static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
@@ -93,6 +120,13 @@ static uint64_t max_lora_rank(const vh_executor *e)
         for (int a = VH_LLM_Q_LORA_A; e->blocks[i].desc->kind == VH_BLOCK_LLM && a < VH_LLM_N_TENSORS; a += 2)
             if (e->blocks[i].t[a].data && (uint64_t)e->blocks[i].t[a].shape[0] > r) r = (uint64_t)e->blocks[i].t[a].shape[0];
     return r;
+}
+
+static int any_fused(const vh_executor *e)
+{
+    for (uint32_t i = 0; i < e->params.n_blocks; i++)
+        if (e->blocks[i].fused_qkv) return 1;
+    return 0;
 }
 
 /* Buffers for the block kinds this executor holds. */
@@ -156,7 +190,8 @@ static vh_status allocate_buffers(vh_executor *e, char *err, size_t err_size)
             !(s->head_in = alloc_floats(e->max_segments, l->hidden, 1, w)) ||
             !(s->lora_a = alloc_floats(R, max_lora_rank(e), 1, w)) ||
             !(s->lora_b = alloc_floats(R, q_dim > l->hidden ? q_dim : l->hidden, 1, w)) ||
-            !(s->logits = alloc_floats(e->max_segments, l->vocab, 1, w)))
+            !(s->logits = alloc_floats(e->max_segments, l->vocab, 1, w)) ||
+            (any_fused(e) && !(s->qkv = alloc_floats(R, q_dim + 2 * kv_dim, 1, w))))
             goto oom;
         s->positions = calloc(R ? R : 1, sizeof *s->positions);
         if (!s->positions) goto oom;
@@ -250,6 +285,8 @@ void cpu_executor_destroy(vh_executor *e)
                 free(e->blocks[i].vec[t]);
                 if (e->blocks[i].prepared[t]) e->ops->release(e->linear, e->blocks[i].prepared[t]);
             }
+            if (e->blocks[i].fused_qkv) e->ops->release(e->linear, e->blocks[i].fused_qkv);
+            if (e->blocks[i].fused_gate_up) e->ops->release(e->linear, e->blocks[i].fused_gate_up);
         }
         free(e->blocks);
     }
@@ -272,6 +309,7 @@ void cpu_executor_destroy(vh_executor *e)
     free(e->llm.attn);
     free(e->llm.gate);
     free(e->llm.up);
+    free(e->llm.qkv);
     free(e->llm.positions);
     free(e->llm.head_in);
     free(e->llm.lora_a);

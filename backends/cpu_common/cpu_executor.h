@@ -31,6 +31,9 @@ typedef struct cpu_block {
     vh_tensor_view mat[CPU_MAX_ROLES];        /* [role] 2-D [out, in] views; data NULL for non-matrices */
     void *prepared[CPU_MAX_ROLES];            /* the backend's form of each matrix, or NULL */
     float *vec[CPU_MAX_ROLES];                /* fp32 copies of 1-D tensors; NULL otherwise */
+    /* LLM, where the backend fuses (cpu_linear_ops.prepare_fused) and no LoRA is kept apart: q|k|v
+     * as one matrix, gate|up as a gated pair (their own prepared[] stay NULL); else NULL. */
+    void *fused_qkv, *fused_gate_up;
 } cpu_block;
 
 /* A block kind the CPU executor runs (cpu_kinds.c; a file per kind). */
@@ -70,6 +73,7 @@ typedef struct llm_scratch {
     float *k, *v;                      /* [max_rows, Hkv hd] the rows' new keys and values */
     float *attn;                       /* [max_rows, Hq hd] */
     float *gate, *up;                  /* [max_rows, F] */
+    float *qkv;                        /* [max_rows, (Hq + 2 Hkv) hd] fused q | k | v (or NULL) */
     int32_t *positions;                /* [max_rows] */
     float *head_in;                    /* [max_segments, Dl] last rows of the segments */
     float *lora_a, *lora_b;            /* [max_rows, r], [max_rows, max(q, Dl)]: LoRA kept apart */
@@ -147,6 +151,9 @@ vh_status cpu_device_info(uint32_t device, vh_device_info *info);
  * recorded in e->failed (the run reports it after the block). */
 void cpu_linear(vh_executor *e, const cpu_block *b, int tensor, const float *x, int64_t x_stride, int64_t rows,
                 const float *bias, float *y, int64_t y_stride);
+
+/* A fused linear layer of block b (cpu_linear_ops.linear_fused); a failure as cpu_linear's. */
+void cpu_linear_fused(vh_executor *e, const cpu_linear_call *call);
 
 /* Tokens of tower t for image i: [n_prefix + n_patches, D]. */
 static inline float *cpu_tower_tokens(vh_executor *e, uint32_t t, uint32_t image)

@@ -11,6 +11,32 @@
 #include "thread_pool.h"
 #include "vlahybrid/backend.h"
 
+/* How a fused matrix (prepare_fused) joins matrices that read the same input. */
+typedef enum cpu_fuse {
+    CPU_FUSE_STACK = 0,                /* outputs one after another: [W0; W1; ..] (q | k | v) */
+    CPU_FUSE_GATED = 1,                /* two of one shape, combined by CPU_EPILOGUE_SILU_MUL (gate, up) */
+} cpu_fuse;
+
+/* What a fused linear call does with each product element. */
+typedef enum cpu_epilogue {
+    CPU_EPILOGUE_STORE = 0,            /* y = x W^T + bias */
+    CPU_EPILOGUE_ADD = 1,              /* y += x W^T + bias: the residual added in place */
+    CPU_EPILOGUE_SILU_MUL = 2,         /* GATED: y = silu(x Wg^T) * (x Wu^T), out / 2 columns */
+} cpu_epilogue;
+
+/* y = epilogue(norm(x) W^T + bias), norm = RMSNorm(rms_weight, rms_eps) or none. */
+typedef struct cpu_linear_call {
+    const float *x;
+    int64_t x_stride, rows, in;
+    const float *rms_weight;           /* [in] or NULL: x as it is */
+    float rms_eps;
+    const void *prepared;              /* from prepare or prepare_fused */
+    const float *bias;                 /* or NULL */
+    cpu_epilogue epilogue;
+    float *y;
+    int64_t y_stride;
+} cpu_linear_call;
+
 typedef struct cpu_linear_ops {
     const char *backend;               /* the plugin's name, for messages */
 
@@ -36,6 +62,13 @@ typedef struct cpu_linear_ops {
     vh_status (*linear)(void *ctx, const float *x, int64_t x_stride, int64_t rows, int64_t in,
                         const vh_tensor_view *w, const void *prepared, const float *bias, float *y, int64_t y_stride,
                         char *err, size_t err_size);
+
+    /* Optional (NULL in both: the executor runs norm, each matrix and the activation apart). One
+     * matrix from n [out_i, in] matrices that read one input, joined as `fuse`; then a call with
+     * the normalisation of its input and its epilogue fused in. */
+    vh_status (*prepare_fused)(void *ctx, const vh_tensor_view *const *w, int n, cpu_fuse fuse, void **prepared,
+                               uint64_t *bytes, char *err, size_t err_size);
+    vh_status (*linear_fused)(void *ctx, const cpu_linear_call *call, char *err, size_t err_size);
 } cpu_linear_ops;
 
 #endif

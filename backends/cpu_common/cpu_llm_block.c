@@ -32,13 +32,77 @@ static void lora(vh_executor *e, const cpu_block *b, int a_role, const float *x,
     for (int64_t i = 0; i < R * out; i++) y[i] += s->lora_b[i] * b->lora_scale;
 }
 
-void cpu_llm_block(vh_executor *e, const cpu_block *b, const vh_batch *batch)
+/* Each segment's new keys and values (rows kv_stride floats apart) into its sequence's cache, then
+ * its rows' causal attention (queries q_stride apart) over the cache into s->attn. */
+static void attend(vh_executor *e, const cpu_block *b, const vh_batch *batch, const float *q, int64_t q_stride,
+                   const float *k, const float *v, int64_t kv_stride)
+{
+    const vh_llm_desc *l = &e->model->llm;
+    llm_scratch *s = &e->llm;
+    const int64_t q_dim = (int64_t)l->n_heads * l->head_dim, kv_dim = (int64_t)l->n_kv_heads * l->head_dim;
+    const uint32_t slot = b->state - e->first_state; /* this executor's first KV cache is state first_state */
+    uint32_t row = 0;
+    for (uint32_t g = 0; g < batch->n_segments; g++) {
+        const vh_segment *seg = &batch->segments[g];
+        float *k_cache = cache_at(e, e->k_cache, slot, seg->sequence);
+        float *v_cache = cache_at(e, e->v_cache, slot, seg->sequence);
+        for (uint32_t r = 0; r < seg->n_rows; r++) {
+            memcpy(k_cache + (size_t)(seg->position + r) * kv_dim, k + (size_t)(row + r) * kv_stride,
+                   sizeof(float) * kv_dim);
+            memcpy(v_cache + (size_t)(seg->position + r) * kv_dim, v + (size_t)(row + r) * kv_stride,
+                   sizeof(float) * kv_dim);
+        }
+        vhk_attention_args a = {
+            .q = q + (size_t)row * q_stride, .q_stride = q_stride, .k = k_cache, .v = v_cache,
+            .kv_stride = kv_dim, .out = s->attn + (size_t)row * q_dim, .out_stride = q_dim,
+            .n_rows = seg->n_rows, .n_kv = seg->position + seg->n_rows, .n_heads = l->n_heads,
+            .n_kv_heads = l->n_kv_heads, .head_dim = l->head_dim, .first_position = seg->position,
+            .causal = 1, .scale = (float)(1.0 / sqrt((double)l->head_dim)),
+        };
+        vhk_attention(e->pool, &a);
+        row += seg->n_rows;
+    }
+}
+
+/* The block with q|k|v and gate|up fused (cpu_block.fused_*): four GEMMs, each norm in the GEMM's
+ * input conversion, each residual added and the SiLU gate applied in the GEMM's epilogue. */
+static void llm_block_fused(vh_executor *e, const cpu_block *b, const vh_batch *batch)
 {
     const vh_llm_desc *l = &e->model->llm;
     llm_scratch *s = &e->llm;
     const int64_t R = batch->n_rows, Dl = l->hidden, F = l->intermediate;
     const int64_t q_dim = (int64_t)l->n_heads * l->head_dim, kv_dim = (int64_t)l->n_kv_heads * l->head_dim;
-    const uint32_t slot = b->state - e->first_state; /* this executor's first KV cache is state first_state */
+    const int64_t width = q_dim + 2 * kv_dim;
+
+    cpu_linear_fused(e, &(cpu_linear_call){.x = s->x, .x_stride = Dl, .rows = R, .in = Dl,
+                                           .rms_weight = b->vec[VH_LLM_ATTN_NORM], .rms_eps = l->rms_eps,
+                                           .prepared = b->fused_qkv, .epilogue = CPU_EPILOGUE_STORE, .y = s->qkv,
+                                           .y_stride = width});
+    vhk_rope(e->pool, s->qkv, width, R, l->n_heads, l->head_dim, s->positions, l->rope_theta);
+    vhk_rope(e->pool, s->qkv + q_dim, width, R, l->n_kv_heads, l->head_dim, s->positions, l->rope_theta);
+    attend(e, b, batch, s->qkv, width, s->qkv + q_dim, s->qkv + q_dim + kv_dim, width);
+    cpu_linear_fused(e, &(cpu_linear_call){.x = s->attn, .x_stride = q_dim, .rows = R, .in = q_dim,
+                                           .prepared = b->prepared[VH_LLM_O], .epilogue = CPU_EPILOGUE_ADD,
+                                           .y = s->x, .y_stride = Dl});
+    cpu_linear_fused(e, &(cpu_linear_call){.x = s->x, .x_stride = Dl, .rows = R, .in = Dl,
+                                           .rms_weight = b->vec[VH_LLM_MLP_NORM], .rms_eps = l->rms_eps,
+                                           .prepared = b->fused_gate_up, .epilogue = CPU_EPILOGUE_SILU_MUL,
+                                           .y = s->gate, .y_stride = F});
+    cpu_linear_fused(e, &(cpu_linear_call){.x = s->gate, .x_stride = F, .rows = R, .in = F,
+                                           .prepared = b->prepared[VH_LLM_DOWN], .epilogue = CPU_EPILOGUE_ADD,
+                                           .y = s->x, .y_stride = Dl});
+}
+
+void cpu_llm_block(vh_executor *e, const cpu_block *b, const vh_batch *batch)
+{
+    if (b->fused_qkv) {
+        llm_block_fused(e, b, batch);
+        return;
+    }
+    const vh_llm_desc *l = &e->model->llm;
+    llm_scratch *s = &e->llm;
+    const int64_t R = batch->n_rows, Dl = l->hidden, F = l->intermediate;
+    const int64_t q_dim = (int64_t)l->n_heads * l->head_dim, kv_dim = (int64_t)l->n_kv_heads * l->head_dim;
 
     /* attention */
     vhk_rmsnorm(e->pool, s->x, s->norm, R, Dl, b->vec[VH_LLM_ATTN_NORM], l->rms_eps);
@@ -51,23 +115,7 @@ void cpu_llm_block(vh_executor *e, const cpu_block *b, const vh_batch *batch)
     vhk_rope(e->pool, s->q, q_dim, R, l->n_heads, l->head_dim, s->positions, l->rope_theta);
     vhk_rope(e->pool, s->k, kv_dim, R, l->n_kv_heads, l->head_dim, s->positions, l->rope_theta);
 
-    uint32_t row = 0;
-    for (uint32_t g = 0; g < batch->n_segments; g++) {
-        const vh_segment *seg = &batch->segments[g];
-        float *k_cache = cache_at(e, e->k_cache, slot, seg->sequence);
-        float *v_cache = cache_at(e, e->v_cache, slot, seg->sequence);
-        memcpy(k_cache + (size_t)seg->position * kv_dim, s->k + (size_t)row * kv_dim, sizeof(float) * seg->n_rows * kv_dim);
-        memcpy(v_cache + (size_t)seg->position * kv_dim, s->v + (size_t)row * kv_dim, sizeof(float) * seg->n_rows * kv_dim);
-        vhk_attention_args a = {
-            .q = s->q + (size_t)row * q_dim, .q_stride = q_dim, .k = k_cache, .v = v_cache,
-            .kv_stride = kv_dim, .out = s->attn + (size_t)row * q_dim, .out_stride = q_dim,
-            .n_rows = seg->n_rows, .n_kv = seg->position + seg->n_rows, .n_heads = l->n_heads,
-            .n_kv_heads = l->n_kv_heads, .head_dim = l->head_dim, .first_position = seg->position,
-            .causal = 1, .scale = (float)(1.0 / sqrt((double)l->head_dim)),
-        };
-        vhk_attention(e->pool, &a);
-        row += seg->n_rows;
-    }
+    attend(e, b, batch, s->q, q_dim, s->k, s->v, kv_dim);
     cpu_linear(e, b, VH_LLM_O, s->attn, q_dim, R, NULL, s->norm, Dl);
     lora(e, b, VH_LLM_O_LORA_A, s->attn, q_dim, R, s->norm, Dl);
     vhk_add(e->pool, s->x, s->norm, R * Dl);

@@ -1,0 +1,187 @@
+/*
+ * The bf16 GEMM's driver (bf16_gemm.h): which micro-kernel, how the work is split across the
+ * pool's threads, how B stays in L2, and the epilogue.
+ *
+ * A thread's work is a range of panels (32 output columns) times a range of row blocks (32 rows;
+ * rows are split only when the panels are too few to give every thread some). Within it:
+ *   for each N block (<= 8 panels, C of its row blocks held in the thread's scratch)
+ *     for each K block (B of the N block about 1 MB: it stays in L2 across the row blocks)
+ *       for each row block, for each panel: micro-kernel over the K block, C in scratch
+ *     epilogue: C (+ bias) stored, added, or gated into y
+ * so every weight byte comes from DRAM once per call, and a decode step (one row block) reads its
+ * panels front to back.
+ */
+#include "bf16_gemm.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "bf16_microkernels.h"
+#include "cpu_features.h"
+
+#define C_BLOCKS 128                   /* 32 x 32 fp32 C blocks of a thread's scratch: 512 KB */
+#define N_BLOCK_PANELS 8               /* 256 columns */
+#define K_BLOCK_BYTES (1 << 20)        /* B of an N block kept in L2 */
+#define ARCH_REQ_XCOMP_PERM 0x1023     /* Linux: ask for an extended state component */
+#define XFEATURE_XTILEDATA 18
+
+struct bf16_gemm_scratch {
+    int n_threads;
+    float *c[];                        /* [n_threads] C_BLOCKS * 1024 floats each */
+};
+
+static cpu_bf16_features features;
+static int amx_allowed;
+static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
+
+static void detect(void)
+{
+    features = cpu_bf16_detect();
+    /* Linux hands out the 8 KB tile state only to a process that asked for it. */
+    amx_allowed = features.amx_bf16 && syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+}
+
+int bf16_gemm_has_avx512_bf16(void)
+{
+    pthread_once(&detect_once, detect);
+    return features.avx512_bf16;
+}
+
+int bf16_gemm_has_amx(void)
+{
+    pthread_once(&detect_once, detect);
+    return amx_allowed && features.avx512_bf16;
+}
+
+int64_t bf16_gemm_amx_min_rows(void)
+{
+    const char *s = getenv("VH_AMX_MIN_ROWS");
+    return s && atoi(s) > 0 ? atoi(s) : 8;
+}
+
+bf16_gemm_scratch *bf16_gemm_scratch_create(int n_threads)
+{
+    if (n_threads < 1) n_threads = 1;
+    bf16_gemm_scratch *s = calloc(1, sizeof *s + sizeof(float *) * (size_t)n_threads);
+    if (!s) return NULL;
+    s->n_threads = n_threads;
+    for (int t = 0; t < n_threads; t++)
+        if (!(s->c[t] = aligned_alloc(64, sizeof(float) * C_BLOCKS * 1024))) {
+            bf16_gemm_scratch_destroy(s);
+            return NULL;
+        }
+    return s;
+}
+
+void bf16_gemm_scratch_destroy(bf16_gemm_scratch *s)
+{
+    if (!s) return;
+    for (int t = 0; t < s->n_threads; t++) free(s->c[t]);
+    free(s);
+}
+
+typedef struct gemm_job {
+    const bf16_gemm_args *args;
+    bf16_gemm_scratch *scratch;
+    int64_t row_blocks, n_groups, m_groups;
+    int amx;
+} gemm_job;
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* C block of row block rb, panel p into y. */
+static void epilogue(const bf16_gemm_args *g, const float *c, int64_t rb, int64_t p)
+{
+    const int64_t rows = min64(32, g->a->rows - rb * 32);
+    float *y = g->y + rb * 32 * g->y_stride;
+    if (g->epilogue == BF16_EPI_SILU_MUL) { /* panel p: gate columns 16p.., then up's */
+        const int64_t width = g->w->n / 2, c0 = p * 16, n = min64(16, width - c0);
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t j = 0; j < n; j++) {
+                const float gate = c[r * 32 + j], up = c[r * 32 + 16 + j];
+                y[r * g->y_stride + c0 + j] = (gate / (1.0f + expf(-gate))) * up;
+            }
+        return;
+    }
+    const int64_t c0 = p * BF16_PANEL, n = min64(BF16_PANEL, g->w->n - c0);
+    for (int64_t r = 0; r < rows; r++) {
+        float *yr = y + r * g->y_stride + c0;
+        const float *cr = c + r * 32;
+        if (g->bias) {
+            if (g->epilogue == BF16_EPI_ADD)
+                for (int64_t j = 0; j < n; j++) yr[j] += cr[j] + g->bias[c0 + j];
+            else
+                for (int64_t j = 0; j < n; j++) yr[j] = cr[j] + g->bias[c0 + j];
+        } else if (g->epilogue == BF16_EPI_ADD) {
+            for (int64_t j = 0; j < n; j++) yr[j] += cr[j];
+        } else {
+            for (int64_t j = 0; j < n; j++) yr[j] = cr[j];
+        }
+    }
+}
+
+/* Row blocks [rb0, rb1) x panels [p0, p1) of the product, on the calling thread. */
+static void gemm_tile_range(const gemm_job *job, float *cbuf, int64_t rb0, int64_t rb1, int64_t p0, int64_t p1)
+{
+    const bf16_gemm_args *g = job->args;
+    const int64_t ks = g->w->k_steps, stride = g->a->stride;
+    for (int64_t m0 = rb0; m0 < rb1; m0 += 32) { /* at most 32 row blocks share the scratch */
+        const int64_t m1 = min64(m0 + 32, rb1), nm = m1 - m0;
+        const int64_t nb = max64(1, min64(N_BLOCK_PANELS, C_BLOCKS / nm));
+        for (int64_t n0 = p0; n0 < p1; n0 += nb) {
+            const int64_t n1 = min64(n0 + nb, p1), np = n1 - n0;
+            /* one row block (a decode step): no reuse of B to keep, so one pass over K */
+            int64_t k_len = nm == 1 ? ks : max64(1, K_BLOCK_BYTES / (np * 2048));
+            const int64_t k_blocks = (ks + k_len - 1) / k_len;
+            k_len = (ks + k_blocks - 1) / k_blocks;
+            for (int64_t k0 = 0; k0 < ks; k0 += k_len) {
+                const int64_t kl = min64(k_len, ks - k0);
+                for (int64_t rb = m0; rb < m1; rb++) {
+                    const uint16_t *a = g->a->data + rb * 32 * stride + k0 * BF16_KSTEP;
+                    const int rows = (int)min64(32, g->a->rows - rb * 32);
+                    for (int64_t p = n0; p < n1; p++) {
+                        float *c = cbuf + ((rb - m0) * np + (p - n0)) * 1024;
+                        const uint16_t *b = g->w->data + (p * ks + k0) * 1024;
+                        if (job->amx) bf16_microkernel_amx(a, stride, b, kl, c, k0 > 0);
+                        else bf16_microkernel_avx512(a, stride, b, kl, c, k0 > 0, rows);
+                    }
+                }
+            }
+            for (int64_t rb = m0; rb < m1; rb++)
+                for (int64_t p = n0; p < n1; p++) epilogue(g, cbuf + ((rb - m0) * np + (p - n0)) * 1024, rb, p);
+        }
+    }
+}
+
+static void gemm_jobs(void *ctx, int64_t begin, int64_t end, int thread_index)
+{
+    const gemm_job *job = ctx;
+    const int64_t panels = job->args->w->n_panels;
+    if (job->amx) bf16_amx_tiles_begin();
+    for (int64_t j = begin; j < end; j++) {
+        const int64_t ng = j % job->n_groups, mg = j / job->n_groups;
+        gemm_tile_range(job, job->scratch->c[thread_index], mg * job->row_blocks / job->m_groups,
+                        (mg + 1) * job->row_blocks / job->m_groups, ng * panels / job->n_groups,
+                        (ng + 1) * panels / job->n_groups);
+    }
+    if (job->amx) bf16_amx_tiles_end();
+}
+
+void bf16_gemm(vh_thread_pool *pool, bf16_gemm_scratch *scratch, const bf16_gemm_args *args, bf16_kernel kernel)
+{
+    const int64_t rows = args->a->rows;
+    if (rows <= 0) return;
+    int amx = bf16_gemm_has_amx() && kernel != BF16_KERNEL_AVX512;
+    if (kernel == BF16_KERNEL_AUTO && rows < bf16_gemm_amx_min_rows()) amx = 0;
+    int64_t threads = vh_thread_pool_size(pool);
+    if (threads > scratch->n_threads) threads = scratch->n_threads;
+    gemm_job job = {.args = args, .scratch = scratch, .row_blocks = (rows + 31) / 32, .amx = amx};
+    /* split the panels; the rows too when the panels alone leave threads idle */
+    job.n_groups = min64(threads, args->w->n_panels);
+    job.m_groups = max64(1, min64(job.row_blocks, threads / job.n_groups));
+    vh_parallel_for(pool, job.n_groups * job.m_groups, 1, gemm_jobs, &job);
+}

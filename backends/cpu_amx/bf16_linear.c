@@ -1,0 +1,135 @@
+/*
+ * cpu_amx's linear layers on its own bf16 GEMM (bf16_gemm.h): each weight matrix packed once at
+ * load (q|k|v stacked and gate|up paired when the executor fuses them), activations rounded to bf16
+ * (RMS-normalised on the way when the call asks) into the executor's one buffer, the residual add
+ * and the SiLU gate in the GEMM's epilogue. AMX tiles from bf16_gemm_amx_min_rows rows, AVX-512
+ * bf16 below (decode steps) and on CPUs without AMX.
+ */
+#include "bf16_linear.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend_error.h"
+#include "bf16_gemm.h"
+#include "thread_pool_openmp.h"
+
+struct bf16_linear {
+    vh_thread_pool *pool;
+    bf16_gemm_scratch *scratch;
+    bf16_activations act;              /* the current call's input, bf16 */
+    bf16_kernel kernel;                /* AUTO; VH_BF16_KERNEL=avx512 / amx to force one (benchmarks) */
+};
+
+void *bf16_linear_create(vh_thread_pool *pool, const vh_executor_params *params, int64_t max_in, char *err,
+                         size_t err_size)
+{
+    bf16_linear *l = calloc(1, sizeof *l);
+    if (!l) {
+        vh_backend_fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "cpu_amx: out of memory");
+        return NULL;
+    }
+    l->pool = pool;
+    const char *kernel = getenv("VH_BF16_KERNEL");
+    l->kernel = kernel && !strcmp(kernel, "avx512") ? BF16_KERNEL_AVX512
+                : kernel && !strcmp(kernel, "amx")  ? BF16_KERNEL_AMX
+                                                    : BF16_KERNEL_AUTO;
+    l->scratch = bf16_gemm_scratch_create(vh_thread_pool_size(pool));
+    /* the activation buffer at its largest now, so that no run allocates */
+    const int64_t rows = params->max_rows > 1 ? params->max_rows : 1;
+    float *zeros = calloc((size_t)max_in, sizeof(float));
+    vh_status st = zeros && l->scratch ? bf16_activations_load(pool, &l->act, zeros, 0, rows, max_in, NULL, 0.0f)
+                                       : VH_ERR_OUT_OF_MEMORY;
+    free(zeros);
+    if (st) {
+        vh_backend_fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "cpu_amx: out of memory (GEMM scratch for %lld rows)",
+                        (long long)rows);
+        bf16_linear_destroy(l);
+        return NULL;
+    }
+    return l;
+}
+
+void bf16_linear_destroy(void *ctx)
+{
+    bf16_linear *l = ctx;
+    if (!l) return;
+    bf16_gemm_scratch_destroy(l->scratch);
+    bf16_activations_free(&l->act);
+    free(l);
+}
+
+static vh_status pack(bf16_linear *l, const vh_tensor_view *const *w, int n, bf16_pack_layout layout,
+                      void **prepared, uint64_t *bytes, char *err, size_t err_size)
+{
+    *prepared = NULL;
+    bf16_packed *p = malloc(sizeof *p);
+    if (!p) return vh_backend_fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "cpu_amx: out of memory");
+    vh_status st = bf16_pack(l->pool, w, n, layout, p, err, err_size);
+    if (st) {
+        free(p);
+        return st;
+    }
+    *bytes += bf16_packed_bytes(p);
+    *prepared = p;
+    return VH_OK;
+}
+
+vh_status bf16_linear_prepare(void *ctx, const vh_tensor_view *w, void **prepared, uint64_t *bytes, char *err,
+                              size_t err_size)
+{
+    return pack(ctx, &w, 1, BF16_PACK_STACK, prepared, bytes, err, err_size);
+}
+
+vh_status bf16_linear_prepare_fused(void *ctx, const vh_tensor_view *const *w, int n, cpu_fuse fuse, void **prepared,
+                                    uint64_t *bytes, char *err, size_t err_size)
+{
+    return pack(ctx, w, n, fuse == CPU_FUSE_GATED ? BF16_PACK_GATED : BF16_PACK_STACK, prepared, bytes, err,
+                err_size);
+}
+
+void bf16_linear_release(void *ctx, void *prepared)
+{
+    (void)ctx;
+    bf16_packed_free(prepared);
+    free(prepared);
+}
+
+/* Packing ran on the creating thread's OpenMP team, which runs do not use: let it go. */
+void bf16_linear_finish_load(void *ctx)
+{
+    (void)ctx;
+    vh_openmp_release_team();
+}
+
+vh_status bf16_linear_fused(void *ctx, const cpu_linear_call *call, char *err, size_t err_size)
+{
+    bf16_linear *l = ctx;
+    const bf16_packed *w = call->prepared;
+    if (!w || w->k != call->in || (call->epilogue == CPU_EPILOGUE_SILU_MUL) != (w->layout == BF16_PACK_GATED))
+        return vh_backend_fail(err, err_size, VH_ERR_BACKEND_FAILED,
+                               "cpu_amx: linear layer of %lld inputs on a matrix that does not match it",
+                               (long long)call->in);
+    if (call->rows <= 0) return VH_OK;
+    if (bf16_activations_load(l->pool, &l->act, call->x, call->x_stride, call->rows, call->in, call->rms_weight,
+                              call->rms_eps))
+        return vh_backend_fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "cpu_amx: out of memory (%lld rows)",
+                               (long long)call->rows);
+    const bf16_epilogue epilogue = call->epilogue == CPU_EPILOGUE_ADD        ? BF16_EPI_ADD
+                                   : call->epilogue == CPU_EPILOGUE_SILU_MUL ? BF16_EPI_SILU_MUL
+                                                                             : BF16_EPI_STORE;
+    const bf16_gemm_args args = {.a = &l->act, .w = w, .bias = call->bias, .epilogue = epilogue, .y = call->y,
+                                 .y_stride = call->y_stride};
+    bf16_gemm(l->pool, l->scratch, &args, l->kernel);
+    return VH_OK;
+}
+
+vh_status bf16_linear_run(void *ctx, const float *x, int64_t x_stride, int64_t rows, int64_t in,
+                          const vh_tensor_view *w, const void *prepared, const float *bias, float *y, int64_t y_stride,
+                          char *err, size_t err_size)
+{
+    (void)w;
+    const cpu_linear_call call = {.x = x, .x_stride = x_stride, .rows = rows, .in = in, .prepared = prepared,
+                                  .bias = bias, .epilogue = CPU_EPILOGUE_STORE, .y = y, .y_stride = y_stride};
+    return bf16_linear_fused(ctx, &call, err, err_size);
+}

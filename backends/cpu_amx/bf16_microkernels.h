@@ -1,0 +1,28 @@
+/*
+ * The bf16 GEMM's two micro-kernels (bf16_microkernels.c), one contract: over k_steps K steps of
+ * 32, a 32 x 32 block of C (fp32, rows 32 floats apart) gets
+ *
+ *   c (+)= A[32 rows, k_steps * 32] . B
+ *
+ * a: bf16 rows a_stride elements apart (rows padded with zeros up to 32); b: a panel's tiles from
+ * its first step in the run (k_steps * 1024 elements, bf16_gemm.h's layout); accumulate: c holds
+ * the sums of earlier K steps. Internal to cpu_amx.
+ */
+#ifndef VH_CPU_AMX_BF16_MICROKERNELS_H
+#define VH_CPU_AMX_BF16_MICROKERNELS_H
+
+#include <stdint.h>
+
+/* AMX: 2 x 2 tiles (tmm0-3 C, tmm4-5 A, tmm6-7 B). The calling thread must have run
+ * bf16_amx_tiles_begin (and runs bf16_amx_tiles_end when its work is done). */
+void bf16_microkernel_amx(const uint16_t *a, int64_t a_stride, const uint16_t *b, int64_t k_steps, float *c,
+                          int accumulate);
+void bf16_amx_tiles_begin(void);
+void bf16_amx_tiles_end(void);
+
+/* AVX-512 bf16: only the first `rows` (1..32) rows are computed, so a decode step's single row
+ * costs one pass over B, not 32 rows of work. */
+void bf16_microkernel_avx512(const uint16_t *a, int64_t a_stride, const uint16_t *b, int64_t k_steps, float *c,
+                             int accumulate, int rows);
+
+#endif
