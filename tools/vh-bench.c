@@ -296,9 +296,10 @@ int main(int argc, char **argv)
     vh_session_info end;
     vh_session_info_init(&end);
     vh_session_get_info(s, &end);
-    double stage_ms[4] = {0}, slowest_ms = 0;
+    double stage_ms[4] = {0}, slowest_ms = 0, stage_passes[4] = {0}; /* passes a frame (packed: < tokens) */
     for (uint32_t i = 0; i < end.n_stages && i < 4 && timed; i++) {
         stage_ms[i] = (end.stages[i].busy_ns - at_warmup.stages[i].busy_ns) / 1e6 / timed;
+        stage_passes[i] = (double)(end.stages[i].passes - at_warmup.stages[i].passes) / timed;
         if (stage_ms[i] > slowest_ms) slowest_ms = stage_ms[i];
     }
     const double handoff_ms = timed ? (end.handoff_ns - at_warmup.handoff_ns) / 1e6 / timed : 0;
@@ -334,9 +335,10 @@ int main(int argc, char **argv)
         json_object_set_new(j, "overlap_efficiency", json_real(overlap));
         json_t *stages = json_array();
         for (uint32_t i = 0; i < end.n_stages && i < 4; i++)
-            json_array_append_new(stages, json_pack("{s:s, s:i, s:i, s:f, s:f, s:I, s:I}", "backend", end.stages[i].backend,
+            json_array_append_new(stages, json_pack("{s:s, s:i, s:i, s:f, s:f, s:f, s:I, s:I}", "backend", end.stages[i].backend,
                                                     "first_block", (int)end.stages[i].first_block, "n_blocks",
                                                     (int)end.stages[i].n_blocks, "busy_ms_per_frame", stage_ms[i],
+                                                    "passes_per_frame", stage_passes[i],
                                                     "handoff_ms_per_frame", timed ? (end.stages[i].handoff_ns -
                                                     at_warmup.stages[i].handoff_ns) / 1e6 / timed : 0.0,
                                                     "prefill_block_ns", (json_int_t)end.stages[i].prefill_block_ns,
@@ -364,9 +366,9 @@ int main(int argc, char **argv)
             printf("split    %d LLM blocks on %s (zone %u..%u, %u changes); GPU stage memory %.1f MB\n", end.llm_split,
                    end.stages[0].backend, end.split_min, end.split_max, end.split_changes, end.gpu_bytes / 1e6);
             for (uint32_t i = 0; i < end.n_stages && i < 4; i++)
-                printf("stage %u  %-12s blocks %u..%u, busy %.2f ms a frame; one LLM block: prefill %.3f ms, decode "
-                       "step %.3f ms\n", i, end.stages[i].backend, end.stages[i].first_block,
-                       end.stages[i].first_block + end.stages[i].n_blocks - 1, stage_ms[i],
+                printf("stage %u  %-12s blocks %u..%u, busy %.2f ms a frame in %.2f passes; one LLM block: prefill "
+                       "%.3f ms, decode step %.3f ms\n", i, end.stages[i].backend, end.stages[i].first_block,
+                       end.stages[i].first_block + end.stages[i].n_blocks - 1, stage_ms[i], stage_passes[i],
                        end.stages[i].prefill_block_ns / 1e6, end.stages[i].decode_block_ns / 1e6);
             printf("overlap  %.3f (frames/s x slowest stage's busy time); hand-off %.3f ms a frame\n", overlap,
                    handoff_ms);

@@ -149,9 +149,11 @@ void *vh_packed_stage1_main(void *arg)
         pthread_mutex_unlock(&p->lock);
         const vh_rows_timing before = g->pass.stage_time[1];
         if (!g->failed) g->failed = vh_packed_pass_stage(&g->pass, 1, &g->err);
+        pthread_mutex_lock(&p->lock);
+        account(p, g, 1, before); /* before the frames are answered: a caller's info then counts it */
+        pthread_mutex_unlock(&p->lock);
         finish_group_pass(p, g);
         pthread_mutex_lock(&p->lock);
-        account(p, g, 1, before);
         p->group_waiting[0][p->n_group_waiting[0]++] = g;
         pthread_cond_broadcast(&p->changed);
     }

@@ -26,14 +26,6 @@
 #define EXACT_ACROSS_SPLITS 1 /* the same fp32 kernels on both stages: the cut changes no bit */
 #define MIN_MARGIN 2e-3       /* fp32 against float64 (as openvla_fixtures) */
 #endif
-/* A burst packs: passes per frame at most this (7 tokens a frame would be 7 passes unpacked). On the
- * CPU a fixture model's pass outlasts the intake's preparation of the next frame, so every pass
- * admits one: about one pass per frame. On a GPU a fixture model's pass is shorter than the
- * preparation, and passes of decode rows run while the next frame is prepared (2.4 a frame
- * measured on the H200): the bound there only says that packing happened. */
-#ifndef BURST_PASSES_PER_FRAME
-#define BURST_PASSES_PER_FRAME 2
-#endif
 #define MAX_FRAMES 64
 #define THREADS 2      /* every session alike: results must not hang on thread counts */
 
@@ -299,11 +291,16 @@ START_TEST(test_packed_equals_serial)
         const uint32_t default_in_flight = strchr(runs[r].backends, ',') ? 14 : 7; /* two stages: two groups */
         ck_assert_uint_eq(got.info.frames_in_flight, runs[r].in_flight ? runs[r].in_flight : default_in_flight);
         ck_assert_uint_eq(got.info.frames_completed, f.n);
-        /* a burst packs: about one pass per frame (+ the last ones' steps), not one per token */
-        if (runs[r].how == BURST && !runs[r].in_flight)
-            ck_assert_uint_lt(got.info.stages[0].passes, BURST_PASSES_PER_FRAME * f.n);
-        if (runs[r].how == ONE_AT_A_TIME) ck_assert_uint_eq(got.info.stages[0].passes, 7 * f.n);
-        if (runs[r].in_flight == 14) ck_assert_uint_lt(got.info.stages[0].passes, BURST_PASSES_PER_FRAME * f.n);
+        /* How many frames share a pass depends on how fast the intake prepares frames against how
+         * fast a pass runs, so only what holds at any speed is asserted (vh-bench reports the
+         * passes a frame; test_packed_logits packs fixed compositions): every frame takes its 7
+         * passes, a pass carries at most `in flight` frames and at least one, and each pass
+         * visits every stage once. One frame at a time nothing can share: exactly 7 a frame. */
+        const uint64_t passes = got.info.stages[0].passes;
+        ck_assert_uint_le(passes, 7 * f.n);
+        ck_assert_uint_ge(passes * got.info.frames_in_flight, 7 * f.n);
+        if (got.info.n_stages == 2) ck_assert_uint_eq(got.info.stages[1].passes, passes);
+        if (runs[r].how == ONE_AT_A_TIME) ck_assert_uint_eq(passes, 7 * f.n);
         fprintf(stderr, "%s packed, %s: %u passes for %u frames, %u/%u frames equal to serial\n", st->model,
                 runs[r].what, (unsigned)got.info.stages[0].passes, f.n, equal, f.n);
     }
