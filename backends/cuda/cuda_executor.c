@@ -490,8 +490,11 @@ vh_status cuda_executor_create(const vh_executor_params *params, vh_executor **o
     e->profile = vhc_profile_from_env();
     /* events do not time inside graphs; the peer's copies change size every step */
     e->graphs_enabled = !(graphs && !strcmp(graphs, "0")) && !e->profile && !kv_gather_requested();
+    const char *sync = getenv("VH_CUDA_SYNC"); /* "spin": the runtime's own wait (to measure what blocking costs) */
     cudaError_t ce;
-    if ((ce = cudaSetDevice(e->device)) || (ce = cudaStreamCreateWithFlags(&e->stream, cudaStreamNonBlocking))) {
+    if ((ce = cudaSetDevice(e->device)) || (ce = cudaStreamCreateWithFlags(&e->stream, cudaStreamNonBlocking)) ||
+        (!(sync && !strcmp(sync, "spin")) &&
+         (ce = cudaEventCreateWithFlags(&e->done, cudaEventBlockingSync | cudaEventDisableTiming)))) {
         st = cuda_fail(err, err_size, ce, "device setup");
         goto fail;
     }
@@ -564,6 +567,7 @@ void cuda_executor_destroy(vh_executor *e)
     free(e->head.embed_src);
     free(e->head.embed_rows);
     free(e->head.embed_slot);
+    if (e->done) cudaEventDestroy(e->done);
     if (e->stream) cudaStreamDestroy(e->stream);
     free(e->blocks);
     free(e);
@@ -572,6 +576,16 @@ void cuda_executor_destroy(vh_executor *e)
 /* ------------------------------------------------------------------------------------------------
  * Running a batch.
  */
+
+/* Wait until the stream's work is done: asleep on the executor's blocking event (a flag of the
+ * event, not of the device, so a caller's own context flags stay as they are). */
+static cudaError_t wait_stream(vh_executor *e)
+{
+    if (!e->done) return cudaStreamSynchronize(e->stream);
+    cudaError_t ce = cudaEventRecord(e->done, e->stream);
+    return ce == cudaSuccess ? cudaEventSynchronize(e->done) : ce;
+}
+
 static vh_status validate_and_stage_rows(vh_executor *e, const vh_batch *b, char *err, size_t err_size)
 {
     const vh_executor_params *p = &e->params;
@@ -827,7 +841,7 @@ vh_status cuda_executor_run(vh_executor *e, const vh_batch *batch, uint32_t firs
                                  cudaMemcpyDeviceToHost, e->stream);
     }
     vhc_profile_run_close(e->profile, e->stream);
-    if (ce == cudaSuccess) ce = cudaStreamSynchronize(e->stream);
+    if (ce == cudaSuccess) ce = wait_stream(e);
     if (ce != cudaSuccess) return cuda_fail(err, err_size, ce, "running the blocks");
     vhc_profile_run_end(e->profile);
     if (has_head && batch->out_tokens) memcpy(batch->out_tokens, e->llm.tokens_host, sizeof(int32_t) * batch->n_segments);
@@ -848,7 +862,7 @@ vh_status cuda_read_hidden(vh_executor *e, float *dst, uint32_t n_rows, char *er
     cudaSetDevice(e->device);
     cudaError_t ce = cudaMemcpyAsync(dst, e->llm.x, sizeof(float) * n_rows * e->model->llm.hidden,
                                      cudaMemcpyDeviceToHost, e->stream);
-    if (ce == cudaSuccess) ce = cudaStreamSynchronize(e->stream);
+    if (ce == cudaSuccess) ce = wait_stream(e);
     return ce == cudaSuccess ? VH_OK : cuda_fail(err, err_size, ce, "read_hidden");
 }
 
@@ -861,6 +875,6 @@ vh_status cuda_write_hidden(vh_executor *e, const float *src, uint32_t n_rows, c
     e->x_out_rows = 0;
     cudaError_t ce = cudaMemcpyAsync(e->llm.x, src, sizeof(float) * n_rows * e->model->llm.hidden,
                                      cudaMemcpyHostToDevice, e->stream);
-    if (ce == cudaSuccess) ce = cudaStreamSynchronize(e->stream);
+    if (ce == cudaSuccess) ce = wait_stream(e);
     return ce == cudaSuccess ? VH_OK : cuda_fail(err, err_size, ce, "write_hidden");
 }

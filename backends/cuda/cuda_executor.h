@@ -147,6 +147,10 @@ struct vh_executor {
     const vh_model_desc *model;
     int device;
     cudaStream_t stream;
+    /* The host waits for the stream on this event, made with cudaEventBlockingSync: the thread
+     * sleeps instead of spinning a core (the runtime's default spins while it has fewer contexts
+     * than CPUs), which a CPU stage's team beside it needs. NULL with VH_CUDA_SYNC=spin. */
+    cudaEvent_t done;
     vhc_gemm *gemm;
     cuda_arena weights, work;
     cuda_block *blocks;                /* [params.n_blocks] */
