@@ -87,6 +87,7 @@ typedef struct gemm_job {
     const bf16_gemm_args *args;
     bf16_gemm_scratch *scratch;
     int64_t row_blocks, n_groups, m_groups;
+    int64_t decode_k_steps;            /* K steps a micro-kernel call takes with one row block */
     int amx;
 } gemm_job;
 
@@ -135,7 +136,7 @@ static void gemm_tile_range(const gemm_job *job, float *cbuf, int64_t rb0, int64
         for (int64_t n0 = p0; n0 < p1; n0 += nb) {
             const int64_t n1 = min64(n0 + nb, p1), np = n1 - n0;
             /* one row block (a decode step): no reuse of B to keep, so one pass over K */
-            int64_t k_len = nm == 1 ? ks : max64(1, K_BLOCK_BYTES / (np * 2048));
+            int64_t k_len = nm == 1 ? min64(ks, job->decode_k_steps) : max64(1, K_BLOCK_BYTES / (np * 2048));
             const int64_t k_blocks = (ks + k_len - 1) / k_len;
             k_len = (ks + k_blocks - 1) / k_blocks;
             for (int64_t k0 = 0; k0 < ks; k0 += k_len) {
@@ -179,7 +180,9 @@ void bf16_gemm(vh_thread_pool *pool, bf16_gemm_scratch *scratch, const bf16_gemm
     if (kernel == BF16_KERNEL_AUTO && rows < bf16_gemm_amx_min_rows()) amx = 0;
     int64_t threads = vh_thread_pool_size(pool);
     if (threads > scratch->n_threads) threads = scratch->n_threads;
-    gemm_job job = {.args = args, .scratch = scratch, .row_blocks = (rows + 31) / 32, .amx = amx};
+    const char *dk = getenv("VH_BF16_DECODE_KSTEPS");
+    gemm_job job = {.args = args, .scratch = scratch, .row_blocks = (rows + 31) / 32, .amx = amx,
+                    .decode_k_steps = dk && atoi(dk) > 0 ? atoi(dk) : INT64_MAX};
     /* split the panels; the rows too when the panels alone leave threads idle */
     job.n_groups = min64(threads, args->w->n_panels);
     job.m_groups = max64(1, min64(job.row_blocks, threads / job.n_groups));

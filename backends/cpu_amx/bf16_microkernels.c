@@ -18,6 +18,8 @@ typedef struct tile_config {
     uint8_t rows[16];
 } tile_config;
 
+/* LDTILECFG through an asm operand that is the whole structure: GCC 12's _tile_loadconfig names
+ * only its first 8 bytes, so the compiler drops the stores of the rest (seen: a #UD on the tiles). */
 __attribute__((target("amx-tile"))) void bf16_amx_tiles_begin(void)
 {
     tile_config cfg;
@@ -27,7 +29,7 @@ __attribute__((target("amx-tile"))) void bf16_amx_tiles_begin(void)
         cfg.colsb[i] = 64;
         cfg.rows[i] = 16;
     }
-    _tile_loadconfig(&cfg);
+    __asm__ volatile("ldtilecfg %0" ::"m"(cfg));
 }
 
 /* Give the tile state back, so the kernel need not save 8 KB of tiles at each context switch. */
@@ -42,6 +44,7 @@ __attribute__((target("amx-tile,amx-bf16"))) void bf16_microkernel_amx(const uin
 {
     const long a_bytes = (long)a_stride * 2;
     const uint16_t *a_low = a + 16 * a_stride;
+    __asm__ volatile("" ::: "memory"); /* the tile loads and stores are asm without memory operands */
     if (accumulate) {
         _tile_loadd(0, c, 128);
         _tile_loadd(1, c + 16, 128);
@@ -68,6 +71,7 @@ __attribute__((target("amx-tile,amx-bf16"))) void bf16_microkernel_amx(const uin
     _tile_stored(1, c + 16, 128);
     _tile_stored(2, c + 512, 128);
     _tile_stored(3, c + 528, 128);
+    __asm__ volatile("" ::: "memory");
 }
 
 /* ---- AVX-512 bf16 ---- */
