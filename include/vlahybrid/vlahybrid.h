@@ -136,8 +136,9 @@ typedef enum vh_execution_mode {
      * (one with the default frames_in_flight, the action's length; more with more) and one decode
      * row of each frame in flight, so the weights are read once for all of them. Higher
      * throughput, longer latency per frame; a frame's action is returned as soon as its own
-     * tokens exist, whatever arrives after it. With two backends two groups of frames alternate:
-     * stage 0 runs one group's pass while stage 1 finishes the other's. */
+     * tokens exist, whatever arrives after it. With two backends every pass carries every frame
+     * in flight (the second stage reads its weights once for all of them), and while the second
+     * stage runs a pass the first runs the new frames' vision and prefill for the next. */
     VH_EXECUTION_PACKED = 2
 } vh_execution_mode;
 
@@ -180,11 +181,12 @@ typedef struct vh_session_params {
                                     at once, each with its own KV cache slot on every stage (1..32).
                                     Default 0: pipeline, as many as stages (more hide the passes'
                                     ping-pong between the stages better); packed, the action's
-                                    length (7 for OpenVLA: a frame enters with each pass), twice
-                                    that with two stages (two groups of passes alternate over
-                                    them). Packed with more: a pass takes up to
-                                    ceil(frames_in_flight / action length) new frames at once
-                                    (vision and prefills batched). */
+                                    length (7 for OpenVLA: a frame enters with each pass); with
+                                    two stages twice (length + 1), 16 (two frames enter a pass,
+                                    and two more wait with their first stage done). Packed with
+                                    more: a pass takes up to ceil(frames_in_flight / length)
+                                    new frames at once, ceil(frames_in_flight / (length + 1))
+                                    with two stages (vision and prefills batched). */
     uint32_t deadline_ms;        /* a frame must start within this many milliseconds of its
                                     submission, else it is answered VH_ERR_EXPIRED without being
                                     computed. 0: no deadline (default). A frame's own deadline_ns

@@ -171,6 +171,32 @@ vh_status vh_packed_pass_stage(vh_packed_pass *p, uint32_t stage, vh_error *err)
     return vh_stage_run_rows(&r, stage, &p->batch, p->hidden, first, end[stage], &p->stage_time[stage], err);
 }
 
+vh_status vh_packed_pass_stage_part(vh_packed_pass *p, uint32_t stage, uint32_t first, uint32_t count, vh_error *err)
+{
+    const vh_job_context *ctx = p->ctx;
+    if (count == 0 || first + count > p->n || stage + 1 >= ctx->plan->n_stages)
+        return vh_error_set(err, VH_ERR_INTERNAL, "packed pass: segments %u..%u of %u on stage %u of %u", first,
+                            first + count, p->n, stage, ctx->plan->n_stages);
+    uint32_t row0 = 0, rows = 0, prefills = 0;
+    for (uint32_t i = 0; i < first; i++) row0 += p->segments[i].n_rows;
+    for (uint32_t i = first; i < first + count; i++) {
+        rows += p->segments[i].n_rows;
+        prefills += p->jobs[i]->pass == VH_PASS_PREFILL;
+    }
+    char name[64];
+    snprintf(name, sizeof name, "pass %llu part: %u prefill + %u steps", (unsigned long long)p->count, prefills,
+             count - prefills);
+    /* the part's own segments and rows; the head's outputs are the last stage's, never a part's */
+    vh_batch part = {.struct_size = sizeof(vh_batch), .options = p->batch.options & VH_BATCH_SEGMENT_EMBEDS,
+                     .n_segments = count, .segments = p->segments + first, .n_rows = rows, .tokens = p->tokens + row0};
+    const vh_rows_job r = {.plan = ctx->plan, .model = ctx->model, .copy_hidden = ctx->copy_hidden,
+                           .trace = ctx->trace, .name = name, .frame_id = p->jobs[first]->frame_id};
+    const uint32_t *end = p->jobs[first]->stage_end;
+    const uint32_t begin = stage == 0 ? ctx->model->llm_embed_block : end[stage - 1];
+    return vh_stage_run_rows(&r, stage, &part, p->hidden + (size_t)row0 * ctx->model->desc.llm.hidden, begin,
+                             end[stage], &p->stage_time[stage], err);
+}
+
 void vh_packed_pass_end(vh_packed_pass *p)
 {
     const uint32_t Dl = p->ctx->model->desc.llm.hidden;

@@ -8,7 +8,9 @@
  * LM head). Frames of any prompt length mix.
  *
  * A pass runs in steps (begin / each stage / end), so two passes, each with its own buffers, can
- * overlap across two stages in different threads (packed_groups.c).
+ * overlap across two stages in different threads (packed_rounds.c); a stage before the last may
+ * run the pass's segments in parts (the new frames' prefills early, the decode rows once their
+ * tokens exist), each part's rows landing in their place in the pass's buffer.
  */
 #ifndef VH_PIPELINE_PACKED_PASS_H
 #define VH_PIPELINE_PACKED_PASS_H
@@ -55,6 +57,9 @@ vh_status vh_packed_pass_run_vision(vh_packed_pass *p, vh_frame_job *const *jobs
  * vh_frame_job_advance on each. */
 vh_status vh_packed_pass_begin(vh_packed_pass *p, vh_frame_job *const *jobs, uint32_t n, vh_error *err);
 vh_status vh_packed_pass_stage(vh_packed_pass *p, uint32_t stage, vh_error *err);
+/* Segments [first, first + count) of the pass (their rows only) on a stage before the last; the
+ * parts of a stage, run in any order, compute what vh_packed_pass_stage computes there. */
+vh_status vh_packed_pass_stage_part(vh_packed_pass *p, uint32_t stage, uint32_t first, uint32_t count, vh_error *err);
 void vh_packed_pass_end(vh_packed_pass *p);
 
 #endif

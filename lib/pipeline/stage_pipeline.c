@@ -188,7 +188,7 @@ vh_status vh_stage_pipeline_start(const vh_pipeline_config *cfg, vh_stage_pipeli
         p->free_jobs[p->n_free++] = &p->jobs[j];
     }
     if (p->packed) {
-        vh_status st = vh_packed_groups_init(p, err);
+        vh_status st = vh_packed_rounds_init(p, err);
         if (st) return st;
     }
     if (cfg->ctx->trace) {
@@ -199,7 +199,7 @@ vh_status vh_stage_pipeline_start(const vh_pipeline_config *cfg, vh_stage_pipeli
         }
         vh_trace_name_track(cfg->ctx->trace, plan->n_stages, "intake (resize, tokenise)");
     }
-    for (uint32_t i = 0; p->packed && i < p->n_groups; i++) {
+    for (uint32_t i = 0; p->packed && i < p->n_rounds; i++) {
         p->stages[i] = (stage_thread){.pipeline = p, .index = i};
         if (vh_thread_start(&p->stages[i].thread, NULL, i ? vh_packed_stage1_main : vh_packed_stage0_main,
                             &p->stages[i], i ? "vh-packed1" : "vh-packed0"))
@@ -233,7 +233,7 @@ void vh_stage_pipeline_stop(vh_stage_pipeline *p)
     }
     for (uint32_t i = 0; i < p->n_stage_threads; i++) pthread_join(p->stages[i].thread, NULL);
     for (uint32_t j = 0; j < p->n_jobs_ready; j++) vh_frame_job_free(&p->jobs[j]);
-    vh_packed_groups_free(p);
+    vh_packed_rounds_free(p);
     if (p->has_scheduler) vh_split_scheduler_destroy(&p->scheduler);
     pthread_cond_destroy(&p->changed);
     pthread_mutex_destroy(&p->lock);

@@ -10,9 +10,10 @@
  * stage runs frame t+1's. Stage queues hold at most frames_in_flight jobs (bounded by
  * construction); at stage 0 a waiting token step goes before a new frame's prefill.
  *
- * Packed (pipeline/packed_pass.h): the intake thread runs passes that each carry at most one new
- * frame's prefill and one decode row of every other frame in flight (frames_in_flight jobs, each
- * its own KV slot), the stages of each pass in turn; a frame leaves with its last token.
+ * Packed (pipeline/packed_pass.h, packed_rounds.c): passes that each carry the prefills of a few
+ * new frames and one decode row of every other frame in flight (frames_in_flight jobs, each its
+ * own KV slot); a frame leaves with its last token. With two stages stage 0 runs the next pass's
+ * new frames while the last stage runs the current pass.
  *
  * Results go to the frame queue's records (in submission order for pollers, whatever order the
  * frames finish in). The pipeline's per-pass calls are those of the serial mode, so results are

@@ -1,7 +1,7 @@
 /*
  * The stage pipeline's insides, shared by its two files: stage_pipeline.c (the intake thread, the
- * serial and pipelined drivers, start / stop / statistics) and packed_groups.c (the packed
- * passes' groups and threads). Not part of any interface beyond lib/pipeline.
+ * serial and pipelined drivers, start / stop / statistics) and packed_rounds.c (the packed
+ * passes and their threads). Not part of any interface beyond lib/pipeline.
  */
 #ifndef VH_PIPELINE_STAGE_PIPELINE_INTERNAL_H
 #define VH_PIPELINE_STAGE_PIPELINE_INTERNAL_H
@@ -21,28 +21,26 @@ typedef struct stage_thread {
     pthread_t thread;
 } stage_thread;
 
-/* A packed pass and the frames it carries from pass to pass. With two stages two groups
- * alternate, so stage 0 runs one group's pass while stage 1 finishes the other's. */
-typedef struct pass_group {
+/* One packed pass's buffers and frames: being built on stage 0, or run by the last stage. */
+typedef struct packed_round {
     vh_packed_pass pass;
-    uint32_t capacity;                 /* frames the group holds at most */
-    vh_frame_job *active[MAX_JOBS];    /* frames between passes (at a decode step) */
-    uint32_t n_active;
-    vh_frame_job *in_pass[MAX_JOBS];   /* the current pass: new frames first, then active ones */
+    vh_frame_job *in_pass[MAX_JOBS];   /* the pass: new frames first, then frames at a decode step */
     uint32_t n_in_pass;
-    vh_status failed;                  /* the current pass failed on a stage */
+    uint32_t n_staged;                 /* two stages: the new frames whose stage 0 already ran */
+    vh_rows_timing before;             /* the pass's stage-0 time when the previous pass was counted */
+    vh_status failed;                  /* the pass failed on a stage */
     vh_error err;
-} pass_group;
+} packed_round;
 
 struct vh_stage_pipeline {
     vh_pipeline_config cfg;
     uint32_t n_stages, n_jobs;
     int pipelined;
-    int packed;                        /* packed passes (pass groups) */
-    pass_group groups[2];              /* one doing every stage, or two alternating over two stages */
-    uint32_t n_groups;
-    pass_group *group_waiting[VH_MAX_STAGES][2]; /* per stage, oldest first */
-    uint32_t n_group_waiting[VH_MAX_STAGES];
+    int packed;                        /* packed passes (packed_rounds.c) */
+    packed_round rounds[2];            /* one stage: one; two: one built on stage 0 while the other runs
+                                          on stage 1 */
+    uint32_t n_rounds;                 /* also the packed mode's threads */
+    uint32_t max_new;                  /* new frames a pass at most */
     int has_scheduler;
     vh_split_scheduler scheduler;
     vh_frame_job jobs[MAX_JOBS];
@@ -54,6 +52,9 @@ struct vh_stage_pipeline {
     uint32_t n_free;
     vh_frame_job *waiting[VH_MAX_STAGES][MAX_JOBS]; /* per stage, oldest first */
     uint32_t n_waiting[VH_MAX_STAGES];
+    vh_frame_job *active[MAX_JOBS];    /* packed: frames between passes (at a decode step) */
+    uint32_t n_active;
+    packed_round *on_last_stage;       /* packed, two stages: the pass the last stage runs; NULL: none */
     int stopping;
 
     pthread_t intake;
@@ -75,9 +76,9 @@ void vh_pipeline_complete(vh_stage_pipeline *p, vh_frame_job *job, vh_status st,
 /* The next job waiting at `stage`. Lock held; the stage's queue is not empty. */
 vh_frame_job *vh_pipeline_pop_waiting(vh_stage_pipeline *p, uint32_t stage);
 
-/* Packed mode (packed_groups.c): the groups' passes and the threads that run them. */
-vh_status vh_packed_groups_init(vh_stage_pipeline *p, vh_error *err);
-void vh_packed_groups_free(vh_stage_pipeline *p);
+/* Packed mode (packed_rounds.c): the passes and the threads that run them. */
+vh_status vh_packed_rounds_init(vh_stage_pipeline *p, vh_error *err);
+void vh_packed_rounds_free(vh_stage_pipeline *p);
 void *vh_packed_stage0_main(void *arg);
 void *vh_packed_stage1_main(void *arg);
 

@@ -176,14 +176,14 @@ static vh_status load_session(vh_session *s, const vh_session_params *p, vh_erro
 
     const uint32_t n_backends = count_backends(p->backends);
     uint32_t in_flight = 1; /* serial, or a pipeline of one stage */
-    if (p->execution_mode == VH_EXECUTION_PACKED) /* two stages: two groups of passes alternate */
-        in_flight = p->frames_in_flight ? p->frames_in_flight : passes * (n_backends > 1 ? 2 : 1);
+    if (p->execution_mode == VH_EXECUTION_PACKED) /* two stages: two new frames a pass, each staged a pass ahead */
+        in_flight = p->frames_in_flight ? p->frames_in_flight : n_backends > 1 ? 2 * (passes + 1) : passes;
     else if (p->execution_mode == VH_EXECUTION_PIPELINE && n_backends > 1)
         in_flight = p->frames_in_flight ? p->frames_in_flight : n_backends;
     if (in_flight > VH_MAX_FRAMES_IN_FLIGHT) in_flight = VH_MAX_FRAMES_IN_FLIGHT;
     const uint32_t zone = p->split_zone >= 0 ? (uint32_t)p->split_zone : p->llm_split >= 0 ? 0 : 2;
     /* packed: a frame stays `passes` passes, so in_flight frames admit up to in_flight / passes a
-     * pass (an upper bound with two groups, which share them) */
+     * pass (an upper bound with two stages, where it is staged one pass more) */
     const uint32_t per_pass = p->execution_mode == VH_EXECUTION_PACKED ? (in_flight + passes - 1) / passes : 1;
     vh_plan_request req = {.backends = p->backends, .plugin_path = p->plugin_path, .n_threads = p->n_threads,
                            .max_context = s->max_context, .max_sequences = in_flight, .images_per_pass = per_pass,

@@ -3,7 +3,9 @@
  * fails that frame's result and nothing else: the frame is answered with VH_ERR_BACKEND_FAILED and
  * the backend's message, every other frame's action equals a clean session's (the failure left no
  * stale KV or hidden state behind), and the session goes on. Serial (one stage), and pipelined
- * over two stages with several frames in flight.
+ * over two stages with several frames in flight. Packed over two stages (a failed run fails every
+ * frame of its pass, or the new frames it staged): every frame is answered, OK or with the
+ * backend's failure, and the session goes on.
  */
 #include <check.h>
 #include <stdio.h>
@@ -33,6 +35,12 @@ static void run(const char *backends, vh_execution_mode mode, const char *fail_e
     p.queue_policy = VH_QUEUE_BLOCK;
     p.queue_capacity = 4;
     if (strchr(backends, ',')) p.llm_split = 1;
+    if (mode == VH_EXECUTION_PACKED) {
+        /* runs a frame depend on how frames pack: no warm-up, which could meet the failing run (the
+         * count goes on over the process), and 2 in flight, so a failure fails at most 2 frames */
+        p.warmup_frames = 0;
+        p.frames_in_flight = 2;
+    }
     vh_session *s;
     ck_assert_msg(vh_session_create(&p, &s) == VH_OK, "%s", vh_last_error());
     enum { W = 40, H = 30 };
@@ -73,8 +81,11 @@ static void check(const char *backends, vh_execution_mode mode, const char *what
 {
     outcome clean = {0}, flaky = {0};
     run(backends, mode, "0", &clean);
-    run(backends, mode, "23", &flaky); /* a frame is 8+ runs: about one frame in three fails */
-    int failed = 0;
+    /* serial, pipelined: a frame is 8+ runs, about one frame in three fails. Packed, 2 in flight:
+     * 2 runs a frame staged (vision, prefill rows) and 2..3 a pass (stage 0's decode rows, stage 1,
+     * head) over 84..168 passes: 216..552 runs, 2..5 failures of at most 2 frames each */
+    run(backends, mode, mode == VH_EXECUTION_PACKED ? "97" : "23", &flaky);
+    int failed = 0, differ = 0;
     for (int i = 1; i <= FRAMES; i++) {
         ck_assert_int_eq(clean.status[i], VH_OK);
         if (flaky.status[i] != VH_OK) {
@@ -82,13 +93,16 @@ static void check(const char *backends, vh_execution_mode mode, const char *what
             failed++;
             continue;
         }
-        ck_assert_msg(!memcmp(flaky.ids[i], clean.ids[i], sizeof clean.ids[i]),
-                      "%s: frame %d after a failure differs from the clean session's", what, i);
+        const int same = !memcmp(flaky.ids[i], clean.ids[i], sizeof clean.ids[i]);
+        differ += !same;
+        /* packed: the frames beside one in a pass depend on timing, which may change its last bits */
+        if (mode != VH_EXECUTION_PACKED)
+            ck_assert_msg(same, "%s: frame %d after a failure differs from the clean session's", what, i);
     }
     ck_assert_int_gt(failed, 0);
     ck_assert_int_lt(failed, FRAMES);
-    fprintf(stderr, "%s: %d of %d frames failed by injection, the other %d equal to the clean session's\n", what,
-            failed, FRAMES, FRAMES - failed);
+    fprintf(stderr, "%s: %d of %d frames failed by injection, %d of the other %d differ from the clean session's\n",
+            what, failed, FRAMES, differ, FRAMES - failed);
 }
 
 START_TEST(test_serial_failure_fails_one_frame)
@@ -103,6 +117,12 @@ START_TEST(test_pipelined_failure_fails_one_frame)
 }
 END_TEST
 
+START_TEST(test_packed_failure_fails_its_pass)
+{
+    check("flaky,flaky", VH_EXECUTION_PACKED, "two stages, packed");
+}
+END_TEST
+
 int main(void)
 {
     setenv("VH_BACKEND_PATH", FLAKY_PLUGIN_DIR, 1);
@@ -112,6 +132,7 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_serial_failure_fails_one_frame);
     tcase_add_test(tc, test_pipelined_failure_fails_one_frame);
+    tcase_add_test(tc, test_packed_failure_fails_its_pass);
     suite_add_tcase(suite, tc);
     return vh_test_run_suite(suite);
 }

@@ -272,8 +272,9 @@ START_TEST(test_packed_equals_serial)
         {ONE_STAGE, -1, 14, BURST, "burst, 14 in flight (2 new frames a pass)"},
         {ONE_STAGE, -1, 20, GROUPS_WITH_GAPS, "groups with gaps, 20 in flight (3 new frames a pass)"},
         {PIPELINE_STAGES, 1, 0, BURST, "two stages, burst"},
-        {PIPELINE_STAGES, 1, 1, BURST, "two stages, 1 in flight (one group)"},
-        {PIPELINE_STAGES, 1, 3, GROUPS_WITH_GAPS, "two stages, 3 in flight (groups of 2 and 1)"},
+        {PIPELINE_STAGES, 1, 1, BURST, "two stages, 1 in flight (nothing staged beside a pass)"},
+        {PIPELINE_STAGES, 1, 3, GROUPS_WITH_GAPS, "two stages, 3 in flight (one staged beside a pass of 2)"},
+        {PIPELINE_STAGES, 1, 24, GROUPS_WITH_GAPS, "two stages, 24 in flight (3 new frames a pass)"},
     };
     for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
         run_stream(st, &f, runs[r].backends, runs[r].split, -1, VH_EXECUTION_PACKED, runs[r].in_flight, runs[r].how,
@@ -288,7 +289,7 @@ START_TEST(test_packed_equals_serial)
         }
         ck_assert_uint_gt(compared, 0);
         ck_assert_int_eq(got.info.execution_mode, VH_EXECUTION_PACKED);
-        const uint32_t default_in_flight = strchr(runs[r].backends, ',') ? 14 : 7; /* two stages: two groups */
+        const uint32_t default_in_flight = strchr(runs[r].backends, ',') ? 16 : 7; /* two stages: 2 x (7 + 1) */
         ck_assert_uint_eq(got.info.frames_in_flight, runs[r].in_flight ? runs[r].in_flight : default_in_flight);
         ck_assert_uint_eq(got.info.frames_completed, f.n);
         /* How many frames share a pass depends on how fast the intake prepares frames against how
@@ -310,7 +311,7 @@ END_TEST
 
 /* The trace: valid JSON, spans on both stage tracks, and a stage-0 span of one frame overlapping
  * in time a stage-1 span of another (the cross-frame overlap the pipeline exists for): pipelined
- * frames, and packed passes of two groups alternating over the stages. */
+ * frames, and packed passes (the next pass's new frames staged on stage 0 while stage 1 runs). */
 START_TEST(test_trace_shows_the_overlap)
 {
     const int packed = _i == 1;
