@@ -2,12 +2,12 @@
  * The bf16 GEMM's driver (bf16_gemm.h): which micro-kernel, how the work is split across the
  * pool's threads, how B stays in L2, and the epilogue.
  *
- * A thread's work is a range of panels (32 output columns) times a range of row blocks (32 rows;
- * rows are split only when the panels are too few to give every thread some). Within it:
- *   for each N block (<= 8 panels, C of its row blocks held in the thread's scratch)
- *     for each K block (B of the N block about 1 MB: it stays in L2 across the row blocks)
- *       for each row block, for each panel: micro-kernel over the K block, C in scratch
- *     epilogue: C (+ bias) stored, added, or gated into y
+ * The work is cut into units, a range of panels (32 output columns, an N block of <= 8) times a
+ * range of row blocks (32 rows), at least two a thread where the shape allows; threads take the
+ * next unit in turn, so a core the OS lends elsewhere for a while delays nobody. In a unit:
+ *   for each K block (B of the N block about 1 MB: it stays in L2 across the row blocks)
+ *     for each row block, for each panel: micro-kernel over the K block, C in the scratch
+ *   epilogue: C (+ bias) stored, added, or gated into y
  * so every weight byte comes from DRAM once per call, and a decode step (one row block) reads its
  * panels front to back.
  */
@@ -15,6 +15,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -86,8 +87,11 @@ void bf16_gemm_scratch_destroy(bf16_gemm_scratch *s)
 typedef struct gemm_job {
     const bf16_gemm_args *args;
     bf16_gemm_scratch *scratch;
-    int64_t row_blocks, n_groups, m_groups;
+    int64_t row_blocks;
+    int64_t panels_per_unit, rows_per_unit; /* a unit of work: panels x row blocks */
+    int64_t n_units_n, n_units;
     int64_t decode_k_steps;            /* K steps a micro-kernel call takes with one row block */
+    _Atomic int64_t next_unit;         /* threads take units in turn: a slow core delays none */
     int amx;
 } gemm_job;
 
@@ -125,7 +129,8 @@ static void epilogue(const bf16_gemm_args *g, const float *c, int64_t rb, int64_
     }
 }
 
-/* Row blocks [rb0, rb1) x panels [p0, p1) of the product, on the calling thread. */
+/* Row blocks [rb0, rb1) x panels [p0, p1) of the product (their C blocks fit the scratch), on the
+ * calling thread. */
 static void gemm_tile_range(const gemm_job *job, float *cbuf, int64_t rb0, int64_t rb1, int64_t p0, int64_t p1)
 {
     const bf16_gemm_args *g = job->args;
@@ -158,16 +163,18 @@ static void gemm_tile_range(const gemm_job *job, float *cbuf, int64_t rb0, int64
     }
 }
 
-static void gemm_jobs(void *ctx, int64_t begin, int64_t end, int thread_index)
+static void gemm_units(void *ctx, int64_t begin, int64_t end, int thread_index)
 {
-    const gemm_job *job = ctx;
+    (void)begin;
+    (void)end;
+    gemm_job *job = ctx;
     const int64_t panels = job->args->w->n_panels;
     if (job->amx) bf16_amx_tiles_begin();
-    for (int64_t j = begin; j < end; j++) {
-        const int64_t ng = j % job->n_groups, mg = j / job->n_groups;
-        gemm_tile_range(job, job->scratch->c[thread_index], mg * job->row_blocks / job->m_groups,
-                        (mg + 1) * job->row_blocks / job->m_groups, ng * panels / job->n_groups,
-                        (ng + 1) * panels / job->n_groups);
+    for (int64_t u; (u = atomic_fetch_add(&job->next_unit, 1)) < job->n_units;) {
+        const int64_t un = u % job->n_units_n, um = u / job->n_units_n;
+        const int64_t p0 = un * job->panels_per_unit, rb0 = um * job->rows_per_unit;
+        gemm_tile_range(job, job->scratch->c[thread_index], rb0, min64(rb0 + job->rows_per_unit, job->row_blocks), p0,
+                        min64(p0 + job->panels_per_unit, panels));
     }
     if (job->amx) bf16_amx_tiles_end();
 }
@@ -183,8 +190,17 @@ void bf16_gemm(vh_thread_pool *pool, bf16_gemm_scratch *scratch, const bf16_gemm
     const char *dk = getenv("VH_BF16_DECODE_KSTEPS");
     gemm_job job = {.args = args, .scratch = scratch, .row_blocks = (rows + 31) / 32, .amx = amx,
                     .decode_k_steps = dk && atoi(dk) > 0 ? atoi(dk) : INT64_MAX};
-    /* split the panels; the rows too when the panels alone leave threads idle */
-    job.n_groups = min64(threads, args->w->n_panels);
-    job.m_groups = max64(1, min64(job.row_blocks, threads / job.n_groups));
-    vh_parallel_for(pool, job.n_groups * job.m_groups, 1, gemm_jobs, &job);
+    /* Units of an N block (<= 8 panels, B kept in L2 across its row blocks) times a run of row
+     * blocks (their C in the scratch); smaller, while there are fewer than two units a thread. */
+    const int64_t panels = args->w->n_panels;
+    int64_t np = N_BLOCK_PANELS;
+    while (np > 1 && (panels + np - 1) / np < 2 * threads) np /= 2;
+    int64_t nm = min64(job.row_blocks, C_BLOCKS / np);
+    job.n_units_n = (panels + np - 1) / np;
+    while (nm > 1 && job.n_units_n * ((job.row_blocks + nm - 1) / nm) < threads) nm = (nm + 1) / 2;
+    job.panels_per_unit = np;
+    job.rows_per_unit = nm;
+    job.n_units = job.n_units_n * ((job.row_blocks + nm - 1) / nm);
+    atomic_init(&job.next_unit, 0);
+    vh_parallel_for(pool, min64(threads, job.n_units), 1, gemm_units, &job);
 }

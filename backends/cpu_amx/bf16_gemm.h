@@ -58,12 +58,12 @@ typedef enum bf16_epilogue {
     BF16_EPI_SILU_MUL = 2,             /* GATED: y[:, j] = silu(gate_j) * up_j, n / 2 columns */
 } bf16_epilogue;
 
-/* The activations in the kernels' form: bf16 rows of k_steps * 32 (zero-padded), rows padded
- * to a multiple of 32 with zeros. Made from fp32 rows, optionally RMS-normalised on the way
+/* The activations in the kernels' form: bf16 rows of k_steps * 32 (zero-padded) and one cache
+ * line more (stride), rows padded to a multiple of 32 with zeros. Made from fp32 rows, optionally RMS-normalised on the way
  * (Llama's RMSNorm: x * rsqrt(mean(x^2) + eps) * weight, in fp32, then rounded to bf16). */
 typedef struct bf16_activations {
     uint16_t *data;
-    int64_t rows, k, stride;           /* stride = k_steps * 32 elements */
+    int64_t rows, k, stride;           /* stride = k_steps * 32 + 32 elements */
     size_t capacity;                   /* elements allocated */
 } bf16_activations;
 

@@ -155,7 +155,9 @@ static void load_rows(void *ctx, int64_t begin, int64_t end, int thread_index)
 vh_status bf16_activations_load(vh_thread_pool *pool, bf16_activations *a, const float *x, int64_t x_stride,
                                 int64_t rows, int64_t k, const float *rms_weight, float rms_eps)
 {
-    const int64_t stride = round_up(k, BF16_KSTEP), padded_rows = round_up(rows > 0 ? rows : 1, 32);
+    /* rows one cache line more than the K steps: a tile's 16 rows at a multiple of 4 KB apart
+     * would all fall in one L1 set */
+    const int64_t stride = round_up(k, BF16_KSTEP) + 32, padded_rows = round_up(rows > 0 ? rows : 1, 32);
     const size_t need = (size_t)padded_rows * (size_t)stride;
     if (need > a->capacity) {
         uint16_t *grown = aligned_alloc(64, round_up((int64_t)need * 2, 64));

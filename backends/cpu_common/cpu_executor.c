@@ -240,6 +240,7 @@ vh_status cpu_executor_create(const vh_executor_params *params, const cpu_linear
     e->params = *params;
     e->model = m;
     e->ops = ops;
+    cpu_profile_init(&e->profile);
     vh_status st = VH_ERR_OUT_OF_MEMORY;
     e->pool = ops->create_pool(params->n_threads);
     if (!e->pool) {
@@ -278,6 +279,7 @@ fail:
 void cpu_executor_destroy(vh_executor *e)
 {
     if (!e) return;
+    cpu_profile_report(&e->profile, e->ops->backend);
     if (e->blocks) {
         for (uint32_t i = 0; i < e->params.n_blocks; i++) {
             free(e->blocks[i].scratch);

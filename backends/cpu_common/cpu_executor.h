@@ -9,6 +9,7 @@
 
 #include "cpu_kernels.h"
 #include "cpu_linear.h"
+#include "cpu_profile.h"
 #include "thread_pool.h"
 #include "vlahybrid/backend.h"
 
@@ -107,6 +108,7 @@ struct vh_executor {
     uint32_t max_segments;
 
     uint64_t weight_bytes, cache_bytes, work_bytes;
+    cpu_profile profile;               /* VH_CPU_PROFILE=1: where the LLM blocks' time goes */
 };
 
 /* The executor functions of the plugin ABI; a CPU plugin passes its linear ops to create. */

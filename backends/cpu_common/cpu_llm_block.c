@@ -73,24 +73,32 @@ static void llm_block_fused(vh_executor *e, const cpu_block *b, const vh_batch *
     const int64_t R = batch->n_rows, Dl = l->hidden, F = l->intermediate;
     const int64_t q_dim = (int64_t)l->n_heads * l->head_dim, kv_dim = (int64_t)l->n_kv_heads * l->head_dim;
     const int64_t width = q_dim + 2 * kv_dim;
+    cpu_profile *prof = &e->profile;
 
+    cpu_profile_begin(prof, (uint64_t)R);
     cpu_linear_fused(e, &(cpu_linear_call){.x = s->x, .x_stride = Dl, .rows = R, .in = Dl,
                                            .rms_weight = b->vec[VH_LLM_ATTN_NORM], .rms_eps = l->rms_eps,
                                            .prepared = b->fused_qkv, .epilogue = CPU_EPILOGUE_STORE, .y = s->qkv,
                                            .y_stride = width});
+    cpu_profile_mark(prof, CPU_PROF_QKV);
     vhk_rope(e->pool, s->qkv, width, R, l->n_heads, l->head_dim, s->positions, l->rope_theta);
     vhk_rope(e->pool, s->qkv + q_dim, width, R, l->n_kv_heads, l->head_dim, s->positions, l->rope_theta);
+    cpu_profile_mark(prof, CPU_PROF_ROPE);
     attend(e, b, batch, s->qkv, width, s->qkv + q_dim, s->qkv + q_dim + kv_dim, width);
+    cpu_profile_mark(prof, CPU_PROF_ATTENTION);
     cpu_linear_fused(e, &(cpu_linear_call){.x = s->attn, .x_stride = q_dim, .rows = R, .in = q_dim,
                                            .prepared = b->prepared[VH_LLM_O], .epilogue = CPU_EPILOGUE_ADD,
                                            .y = s->x, .y_stride = Dl});
+    cpu_profile_mark(prof, CPU_PROF_O);
     cpu_linear_fused(e, &(cpu_linear_call){.x = s->x, .x_stride = Dl, .rows = R, .in = Dl,
                                            .rms_weight = b->vec[VH_LLM_MLP_NORM], .rms_eps = l->rms_eps,
                                            .prepared = b->fused_gate_up, .epilogue = CPU_EPILOGUE_SILU_MUL,
                                            .y = s->gate, .y_stride = F});
+    cpu_profile_mark(prof, CPU_PROF_GATE_UP);
     cpu_linear_fused(e, &(cpu_linear_call){.x = s->gate, .x_stride = F, .rows = R, .in = F,
                                            .prepared = b->prepared[VH_LLM_DOWN], .epilogue = CPU_EPILOGUE_ADD,
                                            .y = s->x, .y_stride = Dl});
+    cpu_profile_mark(prof, CPU_PROF_DOWN);
 }
 
 void cpu_llm_block(vh_executor *e, const cpu_block *b, const vh_batch *batch)

@@ -352,7 +352,8 @@ static void free_inputs(inputs *in)
 static void check_activations(const char *what, const bf16_activations *a, const inputs *in, int64_t rows,
                               int64_t k)
 {
-    int64_t stride = (k + 31) / 32 * 32, padded_rows = (rows + 31) / 32 * 32;
+    /* bf16_gemm.h: K steps of 32, one cache line (32 bf16) more, rows to a multiple of 32 */
+    int64_t stride = (k + 31) / 32 * 32 + 32, padded_rows = (rows + 31) / 32 * 32;
     ck_assert_msg(a->rows == rows && a->k == k && a->stride == stride,
                   "%s: activations rows %lld k %lld stride %lld, expected %lld %lld %lld", what, (long long)a->rows,
                   (long long)a->k, (long long)a->stride, (long long)rows, (long long)k, (long long)stride);
