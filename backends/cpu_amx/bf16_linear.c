@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "avx512_attention.h"
 #include "backend_error.h"
 #include "bf16_gemm.h"
 #include "thread_pool_openmp.h"
@@ -19,7 +20,15 @@ struct bf16_linear {
     bf16_gemm_scratch *scratch;
     bf16_activations act;              /* the current call's input, bf16 */
     bf16_kernel kernel;                /* AUTO; VH_BF16_KERNEL=avx512 / amx to force one (benchmarks) */
+    avx512_attention *attention;       /* prefill attention's scratch (executors with LLM blocks) */
 };
+
+static int holds_llm_blocks(const vh_executor_params *p)
+{
+    for (uint32_t i = p->first_block; i < p->first_block + p->n_blocks && i < p->model->n_blocks; i++)
+        if (p->model->blocks[i].kind == VH_BLOCK_LLM) return 1;
+    return 0;
+}
 
 void *bf16_linear_create(vh_thread_pool *pool, const vh_executor_params *params, int64_t max_in, char *err,
                          size_t err_size)
@@ -41,6 +50,10 @@ void *bf16_linear_create(vh_thread_pool *pool, const vh_executor_params *params,
     vh_status st = zeros && l->scratch ? bf16_activations_load(pool, &l->act, zeros, 0, rows, max_in, NULL, 0.0f)
                                        : VH_ERR_OUT_OF_MEMORY;
     free(zeros);
+    const vh_llm_desc *llm = &params->model->llm;
+    if (!st && holds_llm_blocks(params) &&
+        !(l->attention = avx512_attention_create(params->max_context, (int64_t)llm->n_kv_heads * llm->head_dim)))
+        st = VH_ERR_OUT_OF_MEMORY;
     if (st) {
         vh_backend_fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "cpu_amx: out of memory (GEMM scratch for %lld rows)",
                         (long long)rows);
@@ -56,6 +69,7 @@ void bf16_linear_destroy(void *ctx)
     if (!l) return;
     bf16_gemm_scratch_destroy(l->scratch);
     bf16_activations_free(&l->act);
+    avx512_attention_destroy(l->attention);
     free(l);
 }
 
@@ -122,6 +136,14 @@ vh_status bf16_linear_fused(void *ctx, const cpu_linear_call *call, char *err, s
                                  .y_stride = call->y_stride};
     bf16_gemm(l->pool, l->scratch, &args, l->kernel);
     return VH_OK;
+}
+
+int bf16_linear_attention(void *ctx, const vhk_attention_args *args)
+{
+    bf16_linear *l = ctx;
+    if (!avx512_attention_fits(l->attention, args)) return 0;
+    avx512_attention_run(l->attention, l->pool, args);
+    return 1;
 }
 
 vh_status bf16_linear_run(void *ctx, const float *x, int64_t x_stride, int64_t rows, int64_t in,

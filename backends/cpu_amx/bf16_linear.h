@@ -19,5 +19,7 @@ vh_status bf16_linear_run(void *ctx, const float *x, int64_t x_stride, int64_t r
                           const vh_tensor_view *w, const void *prepared, const float *bias, float *y, int64_t y_stride,
                           char *err, size_t err_size);
 vh_status bf16_linear_fused(void *ctx, const cpu_linear_call *call, char *err, size_t err_size);
+/* The AVX-512 attention where it fits (prefill rows); 0: not taken. */
+int bf16_linear_attention(void *ctx, const vhk_attention_args *args);
 
 #endif

@@ -25,6 +25,7 @@ static const cpu_linear_ops own_linear_ops = {
     .linear = bf16_linear_run,
     .prepare_fused = bf16_linear_prepare_fused,
     .linear_fused = bf16_linear_fused,
+    .attention = bf16_linear_attention,
 };
 
 static const cpu_linear_ops onednn_linear_ops = {

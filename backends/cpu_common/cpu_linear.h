@@ -1,6 +1,7 @@
 /*
  * How a CPU backend computes its linear layers: the one thing cpu_generic (OpenBLAS / direct bf16
- * GEMM) and cpu_amx (oneDNN, AMX) do differently. Everything else of the CPU block executor
+ * GEMM) and cpu_amx (its own AMX GEMM, or oneDNN) do differently; optionally fused with the norm
+ * before and the activation or residual after, and the backend's own attention. Everything else of the CPU block executor
  * (cpu_executor.c, cpu_vit.c, cpu_llama.c) is shared.
  *
  *   y[rows, out] = x[rows, in] W^T + bias,   W a [out, in] view in the checkpoint's dtype
@@ -8,6 +9,7 @@
 #ifndef VH_CPU_LINEAR_H
 #define VH_CPU_LINEAR_H
 
+#include "cpu_kernels.h"
 #include "thread_pool.h"
 #include "vlahybrid/backend.h"
 
@@ -69,6 +71,10 @@ typedef struct cpu_linear_ops {
     vh_status (*prepare_fused)(void *ctx, const vh_tensor_view *const *w, int n, cpu_fuse fuse, void **prepared,
                                uint64_t *bytes, char *err, size_t err_size);
     vh_status (*linear_fused)(void *ctx, const cpu_linear_call *call, char *err, size_t err_size);
+
+    /* Optional: the backend's own attention (vhk_attention's contract); returns 0 where it does
+     * not take the call (the executor then runs vhk_attention). NULL: always vhk_attention. */
+    int (*attention)(void *ctx, const vhk_attention_args *args);
 } cpu_linear_ops;
 
 #endif

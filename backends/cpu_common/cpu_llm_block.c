@@ -59,7 +59,7 @@ static void attend(vh_executor *e, const cpu_block *b, const vh_batch *batch, co
             .n_kv_heads = l->n_kv_heads, .head_dim = l->head_dim, .first_position = seg->position,
             .causal = 1, .scale = (float)(1.0 / sqrt((double)l->head_dim)),
         };
-        vhk_attention(e->pool, &a);
+        if (!e->ops->attention || !e->ops->attention(e->linear, &a)) vhk_attention(e->pool, &a);
         row += seg->n_rows;
     }
 }

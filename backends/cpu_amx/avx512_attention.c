@@ -1,0 +1,191 @@
+/*
+ * cpu_amx's attention for many query rows (a prefill), hand-written for AVX-512 (fp32 in, fp32
+ * out, FMA): the portable kernel (backends/cpu_kernels/attention.c) reduces every query-key dot
+ * product across lanes, 7 ms a Llama-2-7B block at 276 rows on the Xeon; here the keys lie along
+ * the lanes instead.
+ *
+ * The keys of each KV head are first transposed, Kt[d][j] (one parallel pass). A task is one head
+ * and a tile of 8 query rows; it walks the keys 16 at a time with an online softmax:
+ *   scores s[r] (16 lanes) = sum_d q[r][d] Kt[d][j..j+15]      (8 x 16 FMAs a d)
+ *   m' = max(m, max s), p = e^(s - m'), l = l e^(m - m') + sum p
+ *   out[r] = out[r] e^(m - m') + sum_j p[r][j] v_j             (out in the caller's rows)
+ * then divides by l. Causal rows see keys up to their own position; masked lanes weigh 0. Tasks
+ * are taken in turn, the longest (last rows) first. Fewer rows, or a head size that is not a
+ * multiple of 16, go to the portable kernel.
+ */
+#include "avx512_attention.h"
+
+#include <immintrin.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TILE 8                         /* query rows a task */
+#define KEYS 16                        /* keys a step: one zmm of scores a row */
+#define MASKED (-1e30f)                /* a masked score: e^(MASKED - m) is 0 */
+#define AVX512 __attribute__((target("avx512f")))
+
+struct avx512_attention {
+    float *kt;                         /* [n_kv_heads][head_dim][capacity] transposed keys */
+    size_t capacity;                   /* keys a head the buffer holds (a multiple of 16) */
+    size_t floats;
+};
+
+avx512_attention *avx512_attention_create(int64_t max_keys, int64_t kv_dim)
+{
+    avx512_attention *a = calloc(1, sizeof *a);
+    if (!a) return NULL;
+    a->capacity = (size_t)((max_keys + KEYS - 1) / KEYS * KEYS);
+    a->floats = a->capacity * (size_t)kv_dim;
+    a->kt = aligned_alloc(64, sizeof(float) * (a->floats ? a->floats : 16));
+    if (!a->kt) {
+        free(a);
+        return NULL;
+    }
+    return a;
+}
+
+void avx512_attention_destroy(avx512_attention *a)
+{
+    if (!a) return;
+    free(a->kt);
+    free(a);
+}
+
+/* e^x on 16 lanes for x <= 0 (the softmax weights): x = n ln2 + r, |r| <= ln2 / 2, e^r by its
+ * degree-7 Taylor polynomial, 2^n in the exponent bits; x < -87.3 gives 0. */
+AVX512 static inline __m512 exp_nonpositive(__m512 x)
+{
+    const __m512 log2e = _mm512_set1_ps(1.44269504088896341f);
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440054690583e-4f), r);
+    __m512 p = _mm512_set1_ps(1.0f / 5040);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_GE_OQ);
+    const __m512i n_clamped = _mm512_max_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(-126));
+    const __m512 scale = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n_clamped, _mm512_set1_epi32(127)), 23));
+    return _mm512_maskz_mul_ps(keep, p, scale);
+}
+
+typedef struct attention_job {
+    const vhk_attention_args *args;
+    avx512_attention *a;
+    int64_t n_tiles, n_tasks;
+    _Atomic int64_t next;
+} attention_job;
+
+/* Kt of KV head h: Kt[d][j] = k[j][h hd + d], keys past n_kv zero. */
+AVX512 static void transpose_keys(void *ctx, int64_t begin, int64_t end, int thread_index)
+{
+    (void)thread_index;
+    const attention_job *job = ctx;
+    const vhk_attention_args *g = job->args;
+    const int64_t hd = g->head_dim, cap = (int64_t)job->a->capacity, n_kv = g->n_kv;
+    for (int64_t h = begin; h < end; h++) {
+        float *kt = job->a->kt + h * hd * cap;
+        for (int64_t j = 0; j < n_kv; j++) {
+            const float *key = g->k + j * g->kv_stride + h * hd;
+            for (int64_t d = 0; d < hd; d++) kt[d * cap + j] = key[d];
+        }
+        const int64_t padded = (n_kv + KEYS - 1) / KEYS * KEYS;
+        for (int64_t d = 0; d < hd; d++) memset(kt + d * cap + n_kv, 0, sizeof(float) * (size_t)(padded - n_kv));
+    }
+}
+
+/* One task: head h, query rows [r0, r0 + n). */
+AVX512 static void attend_tile(const attention_job *job, int64_t h, int64_t r0, int n)
+{
+    const vhk_attention_args *g = job->args;
+    const int64_t hd = g->head_dim, cap = (int64_t)job->a->capacity, kvh = h / (g->n_heads / g->n_kv_heads);
+    const float *kt = job->a->kt + kvh * hd * cap;
+    const float *q[TILE];
+    float *out[TILE];
+    int64_t n_keys[TILE];
+    __m512 m[TILE], l[TILE];
+    int64_t keys_max = 0;
+    for (int r = 0; r < TILE; r++) {
+        const int64_t row = r0 + (r < n ? r : n - 1); /* padding rows repeat the last one */
+        q[r] = g->q + row * g->q_stride + h * hd;
+        out[r] = g->out + row * g->out_stride + h * hd;
+        n_keys[r] = g->causal ? g->first_position + row + 1 : g->n_kv;
+        if (n_keys[r] > g->n_kv) n_keys[r] = g->n_kv;
+        if (n_keys[r] > keys_max) keys_max = n_keys[r];
+        m[r] = _mm512_set1_ps(MASKED);
+        l[r] = _mm512_setzero_ps();
+    }
+    for (int r = 0; r < n; r++) memset(out[r], 0, sizeof(float) * (size_t)hd);
+    const __m512 scale = _mm512_set1_ps(g->scale);
+    float p[TILE][KEYS] __attribute__((aligned(64)));
+    for (int64_t j0 = 0; j0 < keys_max; j0 += KEYS) {
+        __m512 s[TILE];
+        for (int r = 0; r < TILE; r++) s[r] = _mm512_setzero_ps();
+        for (int64_t d = 0; d < hd; d++) {
+            const __m512 k = _mm512_load_ps(kt + d * cap + j0);
+            for (int r = 0; r < TILE; r++) s[r] = _mm512_fmadd_ps(_mm512_set1_ps(q[r][d]), k, s[r]);
+        }
+        __m512 correction[TILE];
+        for (int r = 0; r < TILE; r++) {
+            const int64_t valid = n_keys[r] - j0;
+            const __mmask16 in = valid >= KEYS ? (__mmask16)0xffff : valid > 0 ? (__mmask16)((1u << valid) - 1) : 0;
+            const __m512 sr = _mm512_mask_mov_ps(_mm512_set1_ps(MASKED), in, _mm512_mul_ps(s[r], scale));
+            const __m512 m_new = _mm512_max_ps(m[r], _mm512_set1_ps(_mm512_reduce_max_ps(sr)));
+            correction[r] = exp_nonpositive(_mm512_sub_ps(m[r], m_new));
+            const __m512 pr = exp_nonpositive(_mm512_sub_ps(sr, m_new));
+            l[r] = _mm512_add_ps(_mm512_mul_ps(l[r], correction[r]), _mm512_set1_ps(_mm512_reduce_add_ps(pr)));
+            m[r] = m_new;
+            _mm512_store_ps(p[r], pr);
+        }
+        const int64_t keys = keys_max - j0 < KEYS ? keys_max - j0 : KEYS;
+        for (int64_t d = 0; d < hd; d += 16) {
+            __m512 o[TILE];
+            for (int r = 0; r < TILE; r++) o[r] = _mm512_mul_ps(_mm512_loadu_ps(out[r] + d), correction[r]);
+            for (int64_t j = 0; j < keys; j++) {
+                const __m512 v = _mm512_loadu_ps(g->v + (j0 + j) * g->kv_stride + kvh * hd + d);
+                for (int r = 0; r < TILE; r++) o[r] = _mm512_fmadd_ps(_mm512_set1_ps(p[r][j]), v, o[r]);
+            }
+            for (int r = 0; r < n; r++) _mm512_storeu_ps(out[r] + d, o[r]);
+        }
+    }
+    for (int r = 0; r < n; r++) {
+        const __m512 inv = _mm512_div_ps(_mm512_set1_ps(1.0f), l[r]);
+        for (int64_t d = 0; d < hd; d += 16) _mm512_storeu_ps(out[r] + d, _mm512_mul_ps(_mm512_loadu_ps(out[r] + d), inv));
+    }
+}
+
+static void attend_tasks(void *ctx, int64_t begin, int64_t end, int thread_index)
+{
+    (void)begin;
+    (void)end;
+    (void)thread_index;
+    attention_job *job = ctx;
+    const vhk_attention_args *g = job->args;
+    for (int64_t t; (t = atomic_fetch_add(&job->next, 1)) < job->n_tasks;) {
+        const int64_t tile = job->n_tiles - 1 - t / g->n_heads, h = t % g->n_heads; /* longest first */
+        const int64_t r0 = tile * TILE;
+        attend_tile(job, h, r0, (int)(g->n_rows - r0 < TILE ? g->n_rows - r0 : TILE));
+    }
+}
+
+int avx512_attention_fits(const avx512_attention *a, const vhk_attention_args *g)
+{
+    return a && g->n_rows >= AVX512_ATTENTION_MIN_ROWS && g->head_dim % 16 == 0 && g->n_kv_heads > 0 &&
+           g->n_heads % g->n_kv_heads == 0 && g->n_kv <= (int64_t)a->capacity &&
+           (size_t)(g->n_kv_heads * g->head_dim) * a->capacity <= a->floats;
+}
+
+void avx512_attention_run(avx512_attention *a, vh_thread_pool *pool, const vhk_attention_args *g)
+{
+    attention_job job = {.args = g, .a = a, .n_tiles = (g->n_rows + TILE - 1) / TILE};
+    job.n_tasks = job.n_tiles * g->n_heads;
+    atomic_init(&job.next, 0);
+    vh_parallel_for(pool, g->n_kv_heads, 1, transpose_keys, &job);
+    const int64_t threads = vh_thread_pool_size(pool);
+    vh_parallel_for(pool, threads < job.n_tasks ? threads : job.n_tasks, 1, attend_tasks, &job);
+}
