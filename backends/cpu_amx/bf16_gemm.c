@@ -105,11 +105,7 @@ static void epilogue(const bf16_gemm_args *g, const float *c, int64_t rb, int64_
     float *y = g->y + rb * 32 * g->y_stride;
     if (g->epilogue == BF16_EPI_SILU_MUL) { /* panel p: gate columns 16p.., then up's */
         const int64_t width = g->w->n / 2, c0 = p * 16, n = min64(16, width - c0);
-        for (int64_t r = 0; r < rows; r++)
-            for (int64_t j = 0; j < n; j++) {
-                const float gate = c[r * 32 + j], up = c[r * 32 + 16 + j];
-                y[r * g->y_stride + c0 + j] = (gate / (1.0f + expf(-gate))) * up;
-            }
+        for (int64_t r = 0; r < rows; r++) bf16_silu_mul_row(c + r * 32, c + r * 32 + 16, y + r * g->y_stride + c0, n);
         return;
     }
     const int64_t c0 = p * BF16_PANEL, n = min64(BF16_PANEL, g->w->n - c0);
@@ -152,7 +148,7 @@ static void gemm_tile_range(const gemm_job *job, float *cbuf, int64_t rb0, int64
                     for (int64_t p = n0; p < n1; p++) {
                         float *c = cbuf + ((rb - m0) * np + (p - n0)) * 1024;
                         const uint16_t *b = g->w->data + (p * ks + k0) * 1024;
-                        if (job->amx) bf16_microkernel_amx(a, stride, b, kl, c, k0 > 0);
+                        if (job->amx) bf16_microkernel_amx(a, stride, b, kl, c, k0 > 0, rb == m0);
                         else bf16_microkernel_avx512(a, stride, b, kl, c, k0 > 0, rows);
                     }
                 }

@@ -38,9 +38,11 @@ __attribute__((target("amx-tile"))) void bf16_amx_tiles_end(void)
     _tile_release();
 }
 
+#define AMX_PREFETCH_STEPS 4
+
 __attribute__((target("amx-tile,amx-bf16"))) void bf16_microkernel_amx(const uint16_t *a, int64_t a_stride,
                                                                         const uint16_t *b, int64_t k_steps, float *c,
-                                                                        int accumulate)
+                                                                        int accumulate, int prefetch_b)
 {
     const long a_bytes = (long)a_stride * 2;
     const uint16_t *a_low = a + 16 * a_stride;
@@ -58,6 +60,9 @@ __attribute__((target("amx-tile,amx-bf16"))) void bf16_microkernel_amx(const uin
     }
     for (int64_t s = 0; s < k_steps; s++) {
         const uint16_t *bs = b + s * 1024;
+        if (prefetch_b)
+            for (int line = 0; line < 32; line++)
+                _mm_prefetch((const char *)(bs + AMX_PREFETCH_STEPS * 1024 + line * 32), _MM_HINT_T1);
         _tile_loadd(4, a + s * 32, a_bytes);
         _tile_loadd(6, bs, 64);
         _tile_loadd(7, bs + 512, 64);
@@ -138,5 +143,80 @@ void bf16_microkernel_avx512(const uint16_t *a, int64_t a_stride, const uint16_t
     for (int r0 = 0; r0 < rows; r0 += 8) {
         const int n = rows - r0 < 8 ? rows - r0 : 8;
         rows_fns[n](a + r0 * a_stride, a_stride, b, k_steps, c + r0 * 32, accumulate);
+    }
+}
+
+/* ---- the driver's vector parts ---- */
+
+#define AVX512F __attribute__((target("avx512f,avx512bw,avx512vl")))
+
+/* vh_f32_to_bf16 on 16 lanes: round to nearest even, NaN kept a (quiet) NaN. */
+AVX512F static inline __m256i round16(__m512 v)
+{
+    const __m512i u = _mm512_castps_si512(v);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
+    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+    return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(rounded, nan, quiet));
+}
+
+AVX512F void bf16_round_row(const float *x, const float *w, float rs, uint16_t *dst, int64_t n)
+{
+    const __m512 scale = _mm512_set1_ps(rs);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 v = _mm512_loadu_ps(x + i);
+        if (w) v = _mm512_mul_ps(_mm512_loadu_ps(w + i), _mm512_mul_ps(v, scale)); /* w * (x * rs), as vhk_rmsnorm */
+        _mm256_storeu_si256((__m256i *)(dst + i), round16(v));
+    }
+    if (i < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+        if (w) v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, w + i), _mm512_mul_ps(v, scale));
+        _mm256_mask_storeu_epi16(dst + i, m, round16(v));
+    }
+}
+
+/* e^x for x <= 0 on 16 lanes (Cody-Waite reduction, degree-7 Taylor polynomial; x < -87.3: 0). */
+AVX512F static inline __m512 exp_nonpositive(__m512 x)
+{
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440054690583e-4f), r);
+    __m512 p = _mm512_set1_ps(1.0f / 5040);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_GE_OQ);
+    const __m512i e = _mm512_max_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(-126));
+    const __m512 two_n = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(e, _mm512_set1_epi32(127)), 23));
+    return _mm512_maskz_mul_ps(keep, p, two_n);
+}
+
+/* silu(g) = g sigmoid(g), sigmoid from e = e^-|g| (never overflows): 1 / (1 + e) for g >= 0,
+ * e / (1 + e) below. */
+AVX512F static inline __m512 silu_mul16(__m512 g, __m512 u)
+{
+    const __m512 e = exp_nonpositive(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_abs_ps(g)));
+    const __m512 inv = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+    const __mmask16 negative = _mm512_cmp_ps_mask(g, _mm512_setzero_ps(), _CMP_LT_OQ);
+    const __m512 sigmoid = _mm512_mask_mul_ps(inv, negative, inv, e);
+    return _mm512_mul_ps(_mm512_mul_ps(g, sigmoid), u);
+}
+
+AVX512F void bf16_silu_mul_row(const float *gate, const float *up, float *y, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, silu_mul16(_mm512_loadu_ps(gate + i), _mm512_loadu_ps(up + i)));
+    if (i < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(y + i, m, silu_mul16(_mm512_maskz_loadu_ps(m, gate + i), _mm512_maskz_loadu_ps(m, up + i)));
     }
 }

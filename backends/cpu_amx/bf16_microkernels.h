@@ -13,10 +13,11 @@
 
 #include <stdint.h>
 
-/* AMX: 2 x 2 tiles (tmm0-3 C, tmm4-5 A, tmm6-7 B). The calling thread must have run
+/* AMX: 2 x 2 tiles (tmm0-3 C, tmm4-5 A, tmm6-7 B). prefetch_b: hint B's lines a few steps ahead
+ * into L2 (the first row block's pass, which brings B from memory). The calling thread must have run
  * bf16_amx_tiles_begin (and runs bf16_amx_tiles_end when its work is done). */
 void bf16_microkernel_amx(const uint16_t *a, int64_t a_stride, const uint16_t *b, int64_t k_steps, float *c,
-                          int accumulate);
+                          int accumulate, int prefetch_b);
 void bf16_amx_tiles_begin(void);
 void bf16_amx_tiles_end(void);
 
@@ -24,5 +25,12 @@ void bf16_amx_tiles_end(void);
  * costs one pass over B, not 32 rows of work. */
 void bf16_microkernel_avx512(const uint16_t *a, int64_t a_stride, const uint16_t *b, int64_t k_steps, float *c,
                              int accumulate, int rows);
+
+/* The vector parts of the driver (AVX-512 F), bit for bit what their scalar forms give except
+ * bf16_silu_mul_row's e^x (a polynomial within a few ulp of expf):
+ *   bf16_round_row: dst[i] = bf16(x[i] * rs * w[i]) (w NULL: bf16(x[i])), round to nearest even;
+ *   bf16_silu_mul_row: y[i] = silu(gate[i]) * up[i]. */
+void bf16_round_row(const float *x, const float *w, float rs, uint16_t *dst, int64_t n);
+void bf16_silu_mul_row(const float *gate, const float *up, float *y, int64_t n);
 
 #endif

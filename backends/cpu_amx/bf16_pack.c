@@ -10,6 +10,7 @@
 
 #include "backend_error.h"
 #include "bf16_gemm.h"
+#include "bf16_microkernels.h"
 
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
@@ -144,9 +145,9 @@ static void load_rows(void *ctx, int64_t begin, int64_t end, int thread_index)
             }
             for (; i < j->k; i++) s0 += (double)x[i] * x[i];
             const float rs = (float)(1.0 / sqrt(((s0 + s1) + (s2 + s3)) / (double)j->k + (double)j->rms_eps));
-            for (int64_t c = 0; c < j->k; c++) dst[c] = vh_f32_to_bf16(j->rms_weight[c] * (x[c] * rs));
+            bf16_round_row(x, j->rms_weight, rs, dst, j->k);
         } else {
-            for (int64_t c = 0; c < j->k; c++) dst[c] = vh_f32_to_bf16(x[c]);
+            bf16_round_row(x, NULL, 1.0f, dst, j->k);
         }
         memset(dst + j->k, 0, sizeof(uint16_t) * (size_t)(j->a->stride - j->k));
     }
