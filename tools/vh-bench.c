@@ -15,8 +15,8 @@
  * per phase (vision = preprocessing + towers + projector,
  * prefill, decode) and end to end (submitted -> action ready), the mean, p50, p95 and max in
  * milliseconds. With two stages it also reports each stage's busy time per frame, the hand-off
- * time per frame, the overlap efficiency (frames/s x the slower stage's time per frame) and the
- * GPU stage's memory. Defaults: the bundled tiny model and its first frame.
+ * time per frame, the overlap efficiency (frames/s x the slower stage's time per frame: the share
+ * of the time that stage works) and the GPU stage's memory, over the same window as frames/s. Defaults: the bundled tiny model and its first frame.
  *
  * An Orion model (config.json model_type "orion", tools/orion/convert_orion.py's format or
  * vh-synth-checkpoint --family orion) runs on synthetic frames instead of the image: vision tokens
@@ -204,7 +204,7 @@ int main(int argc, char **argv)
         return 2;
     }
     t_load = now_s() - t_load;
-    vh_session_info info, at_warmup;
+    vh_session_info info, at_warmup, at_last_submit;
     vh_session_info_init(&info);
     vh_session_get_info(s, &info);
     at_warmup = info;
@@ -255,6 +255,8 @@ int main(int argc, char **argv)
             if (submitted == total) {
                 t_last_submit = now_s();
                 finished_by_last_submit = timed;
+                vh_session_info_init(&at_last_submit);
+                vh_session_get_info(s, &at_last_submit);
             }
         }
         if (submitted == polled && (o.rate <= 0 || submitted == total)) break;
@@ -292,17 +294,24 @@ int main(int argc, char **argv)
                      ? finished_by_last_submit / (t_last_submit - t_first)
                      : timed && t_last > t_first ? timed / (t_last - t_first) : 0;
 
-    /* per-stage busy time per frame over the timed frames, and how well the stages overlap */
+    /* Per-stage busy time per frame and how well the stages overlap, over the window frames/s is
+     * counted in (the last warm-up frame's answer to the last submission, the frames finished in
+     * it): with many frames in flight, the run's end would count the work of frames begun before
+     * the window and the drain after it. Short runs (no frame finished in the window): the whole
+     * run after the warm-up, over the timed frames. */
     vh_session_info end;
     vh_session_info_init(&end);
     vh_session_get_info(s, &end);
+    const int in_window = finished_by_last_submit > 0 && t_last_submit > t_first;
+    const vh_session_info *stop = in_window ? &at_last_submit : &end;
+    const int frames = in_window ? finished_by_last_submit : timed;
     double stage_ms[4] = {0}, slowest_ms = 0, stage_passes[4] = {0}; /* passes a frame (packed: < tokens) */
-    for (uint32_t i = 0; i < end.n_stages && i < 4 && timed; i++) {
-        stage_ms[i] = (end.stages[i].busy_ns - at_warmup.stages[i].busy_ns) / 1e6 / timed;
-        stage_passes[i] = (double)(end.stages[i].passes - at_warmup.stages[i].passes) / timed;
+    for (uint32_t i = 0; i < end.n_stages && i < 4 && frames; i++) {
+        stage_ms[i] = (stop->stages[i].busy_ns - at_warmup.stages[i].busy_ns) / 1e6 / frames;
+        stage_passes[i] = (double)(stop->stages[i].passes - at_warmup.stages[i].passes) / frames;
         if (stage_ms[i] > slowest_ms) slowest_ms = stage_ms[i];
     }
-    const double handoff_ms = timed ? (end.handoff_ns - at_warmup.handoff_ns) / 1e6 / timed : 0;
+    const double handoff_ms = frames ? (stop->handoff_ns - at_warmup.handoff_ns) / 1e6 / frames : 0;
     const double overlap = fps * slowest_ms / 1e3; /* 1: the slowest stage never waits */
     const char *mode = end.execution_mode == VH_EXECUTION_PIPELINE ? "pipeline"
                        : end.execution_mode == VH_EXECUTION_PACKED ? "packed" : "serial";
@@ -339,8 +348,8 @@ int main(int argc, char **argv)
                                                     "first_block", (int)end.stages[i].first_block, "n_blocks",
                                                     (int)end.stages[i].n_blocks, "busy_ms_per_frame", stage_ms[i],
                                                     "passes_per_frame", stage_passes[i],
-                                                    "handoff_ms_per_frame", timed ? (end.stages[i].handoff_ns -
-                                                    at_warmup.stages[i].handoff_ns) / 1e6 / timed : 0.0,
+                                                    "handoff_ms_per_frame", frames ? (stop->stages[i].handoff_ns -
+                                                    at_warmup.stages[i].handoff_ns) / 1e6 / frames : 0.0,
                                                     "prefill_block_ns", (json_int_t)end.stages[i].prefill_block_ns,
                                                     "decode_block_ns", (json_int_t)end.stages[i].decode_block_ns));
         json_object_set_new(j, "stages", stages);
