@@ -48,23 +48,35 @@ static const vh_tensor_view *column_source(const pack_job *j, int64_t col, int64
     return NULL;
 }
 
-/* Panels [begin, end): each column's K values as bf16 pairs, tile by tile. */
+/* Panels [begin, end): each column's K values as bf16 pairs, tile by tile, one K step at a time
+ * (32 values of each of the panel's 32 rows of W into the step's 2 KB: reads and writes stay
+ * near each other). */
 static void pack_panels(void *ctx, int64_t begin, int64_t end, int thread_index)
 {
     (void)thread_index;
     const pack_job *j = ctx;
     const bf16_packed *p = j->out;
     for (int64_t panel = begin; panel < end; panel++) {
+        const vh_tensor_view *w[BF16_PANEL];
+        int64_t row[BF16_PANEL];
+        for (int64_t c = 0; c < BF16_PANEL; c++) w[c] = column_source(j, panel * BF16_PANEL + c, &row[c]);
         uint16_t *dst = p->data + (size_t)panel * p->k_steps * 1024;
         memset(dst, 0, sizeof(uint16_t) * (size_t)p->k_steps * 1024);
-        for (int64_t c = 0; c < BF16_PANEL; c++) {
-            int64_t row;
-            const vh_tensor_view *w = column_source(j, panel * BF16_PANEL + c, &row);
-            if (!w) continue;
-            /* column c of the panel: tile c / 16, column c % 16 of that tile */
-            uint16_t *col = dst + (c / 16) * 512 + (c % 16) * 2;
-            for (int64_t k = 0; k < p->k; k++)
-                col[(k / BF16_KSTEP) * 1024 + ((k % BF16_KSTEP) / 2) * 32 + (k & 1)] = element_bf16(w, row * p->k + k);
+        for (int64_t s = 0; s < p->k_steps; s++) {
+            uint16_t *step = dst + s * 1024;
+            const int64_t k0 = s * BF16_KSTEP, n = p->k - k0 < BF16_KSTEP ? p->k - k0 : BF16_KSTEP;
+            for (int64_t c = 0; c < BF16_PANEL; c++) {
+                if (!w[c]) continue;
+                /* column c of the panel: tile c / 16, column c % 16 of that tile */
+                uint16_t *col = step + (c / 16) * 512 + (c % 16) * 2;
+                const int64_t at = row[c] * p->k + k0;
+                if (w[c]->dtype == VH_DTYPE_BF16) {
+                    const uint16_t *src = (const uint16_t *)w[c]->data + at;
+                    for (int64_t k = 0; k < n; k++) col[(k / 2) * 32 + (k & 1)] = src[k];
+                } else {
+                    for (int64_t k = 0; k < n; k++) col[(k / 2) * 32 + (k & 1)] = element_bf16(w[c], at + k);
+                }
+            }
         }
     }
 }
