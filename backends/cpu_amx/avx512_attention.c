@@ -1,8 +1,8 @@
 /*
- * cpu_amx's attention for many query rows (a prefill), hand-written for AVX-512 (fp32 in, fp32
- * out, FMA): the portable kernel (backends/cpu_kernels/attention.c) reduces every query-key dot
- * product across lanes, 7 ms a Llama-2-7B block at 276 rows on the Xeon; here the keys lie along
- * the lanes instead.
+ * cpu_amx's attention for many query rows (an LLM prefill, a ViT's tokens), hand-written for
+ * AVX-512 (fp32 in, fp32 out, FMA): the portable kernel (backends/cpu_kernels/attention.c)
+ * reduces every query-key dot product across lanes, 7 ms a Llama-2-7B block at 276 rows on the
+ * Xeon; here the keys lie along the lanes instead.
  *
  * The keys of each KV head are first transposed, Kt[d][j] (one parallel pass). A task is one head
  * and a tile of 8 query rows; it walks the keys 16 at a time with an online softmax:
@@ -10,8 +10,8 @@
  *   m' = max(m, max s), p = e^(s - m'), l = l e^(m - m') + sum p
  *   out[r] = out[r] e^(m - m') + sum_j p[r][j] v_j             (out in the caller's rows)
  * then divides by l. Causal rows see keys up to their own position; masked lanes weigh 0. Tasks
- * are taken in turn, the longest (last rows) first. Fewer rows, or a head size that is not a
- * multiple of 16, go to the portable kernel.
+ * are taken in turn, the longest (last rows) first. Fewer rows go to the portable kernel. Heads
+ * of any size (SigLIP's 72: the last 16 lanes masked).
  */
 #include "avx512_attention.h"
 
@@ -99,6 +99,12 @@ AVX512 static void transpose_keys(void *ctx, int64_t begin, int64_t end, int thr
     }
 }
 
+/* The lanes of head dimensions [d, d + 16) that exist (a head of 72: the last 8). */
+static inline __mmask16 lanes_at(int64_t head_dim, int64_t d)
+{
+    return head_dim - d >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (head_dim - d)) - 1);
+}
+
 /* One task: head h, query rows [r0, r0 + n). */
 AVX512 static void attend_tile(const attention_job *job, int64_t h, int64_t r0, int n)
 {
@@ -144,18 +150,22 @@ AVX512 static void attend_tile(const attention_job *job, int64_t h, int64_t r0, 
         }
         const int64_t keys = keys_max - j0 < KEYS ? keys_max - j0 : KEYS;
         for (int64_t d = 0; d < hd; d += 16) {
+            const __mmask16 lanes = lanes_at(hd, d);
             __m512 o[TILE];
-            for (int r = 0; r < TILE; r++) o[r] = _mm512_mul_ps(_mm512_loadu_ps(out[r] + d), correction[r]);
+            for (int r = 0; r < TILE; r++) o[r] = _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, out[r] + d), correction[r]);
             for (int64_t j = 0; j < keys; j++) {
-                const __m512 v = _mm512_loadu_ps(g->v + (j0 + j) * g->kv_stride + kvh * hd + d);
+                const __m512 v = _mm512_maskz_loadu_ps(lanes, g->v + (j0 + j) * g->kv_stride + kvh * hd + d);
                 for (int r = 0; r < TILE; r++) o[r] = _mm512_fmadd_ps(_mm512_set1_ps(p[r][j]), v, o[r]);
             }
-            for (int r = 0; r < n; r++) _mm512_storeu_ps(out[r] + d, o[r]);
+            for (int r = 0; r < n; r++) _mm512_mask_storeu_ps(out[r] + d, lanes, o[r]);
         }
     }
     for (int r = 0; r < n; r++) {
         const __m512 inv = _mm512_div_ps(_mm512_set1_ps(1.0f), l[r]);
-        for (int64_t d = 0; d < hd; d += 16) _mm512_storeu_ps(out[r] + d, _mm512_mul_ps(_mm512_loadu_ps(out[r] + d), inv));
+        for (int64_t d = 0; d < hd; d += 16) {
+            const __mmask16 lanes = lanes_at(hd, d);
+            _mm512_mask_storeu_ps(out[r] + d, lanes, _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, out[r] + d), inv));
+        }
     }
 }
 
@@ -175,7 +185,7 @@ static void attend_tasks(void *ctx, int64_t begin, int64_t end, int thread_index
 
 int avx512_attention_fits(const avx512_attention *a, const vhk_attention_args *g)
 {
-    return a && g->n_rows >= AVX512_ATTENTION_MIN_ROWS && g->head_dim % 16 == 0 && g->n_kv_heads > 0 &&
+    return a && g->n_rows >= AVX512_ATTENTION_MIN_ROWS && g->head_dim > 0 && g->n_kv_heads > 0 &&
            g->n_heads % g->n_kv_heads == 0 && g->n_kv <= (int64_t)a->capacity &&
            (size_t)(g->n_kv_heads * g->head_dim) * a->capacity <= a->floats;
 }

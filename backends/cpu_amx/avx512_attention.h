@@ -15,7 +15,7 @@ typedef struct avx512_attention avx512_attention;
 /* Scratch for the transposed keys of up to max_keys keys of kv_dim floats. NULL: out of memory. */
 avx512_attention *avx512_attention_create(int64_t max_keys, int64_t kv_dim);
 void avx512_attention_destroy(avx512_attention *a);
-/* Whether this kernel takes the call (enough rows, a head size of 16s, keys within the scratch). */
+/* Whether this kernel takes the call (enough rows, keys within the scratch). */
 int avx512_attention_fits(const avx512_attention *a, const vhk_attention_args *args);
 /* vhk_attention's contract (cpu_kernels.h) on the pool; the CPU must have AVX-512 F. */
 void avx512_attention_run(avx512_attention *a, vh_thread_pool *pool, const vhk_attention_args *args);

@@ -20,14 +20,30 @@ struct bf16_linear {
     bf16_gemm_scratch *scratch;
     bf16_activations act;              /* the current call's input, bf16 */
     bf16_kernel kernel;                /* AUTO; VH_BF16_KERNEL=avx512 / amx to force one (benchmarks) */
-    avx512_attention *attention;       /* prefill attention's scratch (executors with LLM blocks) */
+    avx512_attention *attention;       /* many-row attention's scratch (executors with LLM or ViT blocks) */
 };
 
-static int holds_llm_blocks(const vh_executor_params *p)
+/* The keys and the key width the attention of the held blocks needs at most: an LLM block's
+ * context and KV width, a ViT block's tokens and width (0, 0: no attention here). */
+static void attention_needs(const vh_executor_params *p, int64_t *keys, int64_t *width)
 {
-    for (uint32_t i = p->first_block; i < p->first_block + p->n_blocks && i < p->model->n_blocks; i++)
-        if (p->model->blocks[i].kind == VH_BLOCK_LLM) return 1;
-    return 0;
+    *keys = *width = 0;
+    const vh_model_desc *m = p->model;
+    for (uint32_t i = p->first_block; i < p->first_block + p->n_blocks && i < m->n_blocks; i++) {
+        const vh_block_desc *d = &m->blocks[i];
+        int64_t k = 0, w = 0;
+        if (d->kind == VH_BLOCK_LLM) {
+            k = p->max_context;
+            w = (int64_t)m->llm.n_kv_heads * m->llm.head_dim;
+        } else if (d->kind == VH_BLOCK_VIT) {
+            const uint32_t t = ((const vh_vit_params *)d->params)->tower;
+            if (t >= m->n_towers) continue;
+            k = (int64_t)m->towers[t].n_prefix + m->towers[t].n_patches;
+            w = m->towers[t].embed_dim;
+        }
+        if (k > *keys) *keys = k;
+        if (w > *width) *width = w;
+    }
 }
 
 void *bf16_linear_create(vh_thread_pool *pool, const vh_executor_params *params, int64_t max_in, char *err,
@@ -50,10 +66,9 @@ void *bf16_linear_create(vh_thread_pool *pool, const vh_executor_params *params,
     vh_status st = zeros && l->scratch ? bf16_activations_load(pool, &l->act, zeros, 0, rows, max_in, NULL, 0.0f)
                                        : VH_ERR_OUT_OF_MEMORY;
     free(zeros);
-    const vh_llm_desc *llm = &params->model->llm;
-    if (!st && holds_llm_blocks(params) &&
-        !(l->attention = avx512_attention_create(params->max_context, (int64_t)llm->n_kv_heads * llm->head_dim)))
-        st = VH_ERR_OUT_OF_MEMORY;
+    int64_t keys, width;
+    attention_needs(params, &keys, &width);
+    if (!st && keys && !(l->attention = avx512_attention_create(keys, width))) st = VH_ERR_OUT_OF_MEMORY;
     if (st) {
         vh_backend_fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "cpu_amx: out of memory (GEMM scratch for %lld rows)",
                         (long long)rows);

@@ -27,7 +27,7 @@ void cpu_vit_block(vh_executor *e, const cpu_block *b, const vh_batch *batch)
             .n_kv_heads = v->n_heads, .head_dim = v->head_dim, .first_position = 0, .causal = 0,
             .scale = (float)(1.0 / sqrt((double)v->head_dim)),
         };
-        vhk_attention(e->pool, &a);
+        if (!e->ops->attention || !e->ops->attention(e->linear, &a)) vhk_attention(e->pool, &a);
         cpu_linear(e, b, VH_VIT_PROJ_W, s->attn, D, T, b->vec[VH_VIT_PROJ_B], s->proj, D);
         vhk_add_scaled(e->pool, x, s->proj, b->vec[VH_VIT_LS1], T, D);
 

@@ -10,7 +10,8 @@
  * magnitude 8. Every case runs on OpenMP pools of 1, 2 and 16 threads, which must give the same
  * bits (each row's arithmetic is fixed-order whatever thread takes its tile); the output rows'
  * padding must stay untouched and the inputs unchanged. avx512_attention_fits must take every case
- * and refuse too few rows, a head size that is not a multiple of 16, more keys or a wider KV row
+ * (any head size: the ViTs' 64 and SigLIP's 72, masked lanes) and refuse too few rows, an empty
+ * head, more keys or a wider KV row
  * than the scratch holds, a head count that is not a multiple of the KV heads, no scratch.
  *
  * Tolerance, per output value (first-order error analysis of fp32 with FMA, u = 2^-24; doubled for
@@ -276,6 +277,10 @@ static const attn_case cases[] = {
     {"causal window clamped to n_kv (first 8, 20 rows, n_kv 24)", 20, 24, 2, 2, 16, 8, 1, PACKED, 0, 8.0f, 8.0f,
      0, 0},
     {"rising max in every key block, n_kv 300, MQA 2/1", 16, 300, 2, 1, 32, 0, 0, PACKED, 2, 1.0f, 8.0f, 1, 0},
+    {"SigLIP: 256 tokens, 16 heads x 72 (masked lanes), non-causal", 256, 256, 16, 16, 72, 0, 0, FUSED, 0, 2.0f,
+     8.0f, 0, 0},
+    {"DINOv2-L: 257 tokens, 16 heads x 64, non-causal", 257, 257, 16, 16, 64, 0, 0, FUSED, 0, 2.0f, 8.0f, 0, 0},
+    {"odd head size 40, 33 rows, causal", 33, 33, 3, 3, 40, 0, 1, PACKED, 1, 4.0f, 8.0f, 0, 0},
 };
 
 START_TEST(test_avx512_attention_cases)
@@ -302,12 +307,12 @@ START_TEST(test_avx512_attention_fits)
     ck_assert(avx512_attention_fits(a, &g));
     g = base;
     g.n_heads = g.n_kv_heads = 2;
-    g.head_dim = 72; /* 144 floats a KV row: within the scratch, but not 16s */
-    ck_assert_msg(!avx512_attention_fits(a, &g), "takes head_dim 72");
+    g.head_dim = 72; /* SigLIP's heads: any size is taken (the last lanes masked) */
+    ck_assert_msg(avx512_attention_fits(a, &g), "refuses head_dim 72");
     g.head_dim = 8;
-    ck_assert_msg(!avx512_attention_fits(a, &g), "takes head_dim 8");
-    g.head_dim = 40;
-    ck_assert_msg(!avx512_attention_fits(a, &g), "takes head_dim 40");
+    ck_assert_msg(avx512_attention_fits(a, &g), "refuses head_dim 8");
+    g.head_dim = 0;
+    ck_assert_msg(!avx512_attention_fits(a, &g), "takes head_dim 0");
     g.n_heads = g.n_kv_heads = 4;
     g.head_dim = 16;
     ck_assert(avx512_attention_fits(a, &g));
