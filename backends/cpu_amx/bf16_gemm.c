@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -38,8 +39,27 @@ static cpu_bf16_features features;
 static int amx_allowed;
 static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
 
+/* The blocking, and knobs to measure it by (benchmarks; read once):
+ * VH_BF16_NBLOCK panels an N block (8), VH_BF16_KBLOCK_KB KB of B a K block (1024),
+ * VH_BF16_PREFETCH=0 no B prefetch, VH_BF16_DECODE_KSTEPS K steps a decode-row call (all). */
+static struct {
+    int64_t n_block, k_block_bytes, decode_k_steps;
+    int prefetch;
+} tuning;
+
+static int64_t env_int(const char *name, int64_t fallback)
+{
+    const char *s = getenv(name);
+    return s && atol(s) > 0 ? atol(s) : fallback;
+}
+
 static void detect(void)
 {
+    tuning.n_block = env_int("VH_BF16_NBLOCK", N_BLOCK_PANELS);
+    tuning.k_block_bytes = env_int("VH_BF16_KBLOCK_KB", K_BLOCK_BYTES >> 10) << 10;
+    tuning.decode_k_steps = env_int("VH_BF16_DECODE_KSTEPS", INT64_MAX);
+    const char *prefetch = getenv("VH_BF16_PREFETCH");
+    tuning.prefetch = !(prefetch && !strcmp(prefetch, "0"));
     features = cpu_bf16_detect();
     /* Linux hands out the 8 KB tile state only to a process that asked for it. */
     amx_allowed = features.amx_bf16 && syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
@@ -91,8 +111,9 @@ typedef struct gemm_job {
     int64_t panels_per_unit, rows_per_unit; /* a unit of work: panels x row blocks */
     int64_t n_units_n, n_units;
     int64_t decode_k_steps;            /* K steps a micro-kernel call takes with one row block */
+    int64_t k_block_bytes;
     _Atomic int64_t next_unit;         /* threads take units in turn: a slow core delays none */
-    int amx;
+    int amx, prefetch;
 } gemm_job;
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -130,26 +151,30 @@ static void epilogue(const bf16_gemm_args *g, const float *c, int64_t rb, int64_
 static void gemm_tile_range(const gemm_job *job, float *cbuf, int64_t rb0, int64_t rb1, int64_t p0, int64_t p1)
 {
     const bf16_gemm_args *g = job->args;
-    const int64_t ks = g->w->k_steps, stride = g->a->stride;
+    const int64_t ks = g->w->k_steps;
+    const bf16_activations *act = g->a;
     for (int64_t m0 = rb0; m0 < rb1; m0 += 32) { /* at most 32 row blocks share the scratch */
         const int64_t m1 = min64(m0 + 32, rb1), nm = m1 - m0;
-        const int64_t nb = max64(1, min64(N_BLOCK_PANELS, C_BLOCKS / nm));
+        const int64_t nb = max64(1, C_BLOCKS / nm);
         for (int64_t n0 = p0; n0 < p1; n0 += nb) {
             const int64_t n1 = min64(n0 + nb, p1), np = n1 - n0;
             /* one row block (a decode step): no reuse of B to keep, so one pass over K */
-            int64_t k_len = nm == 1 ? min64(ks, job->decode_k_steps) : max64(1, K_BLOCK_BYTES / (np * 2048));
+            int64_t k_len = nm == 1 ? min64(ks, job->decode_k_steps) : max64(1, job->k_block_bytes / (np * 2048));
             const int64_t k_blocks = (ks + k_len - 1) / k_len;
             k_len = (ks + k_blocks - 1) / k_blocks;
             for (int64_t k0 = 0; k0 < ks; k0 += k_len) {
                 const int64_t kl = min64(k_len, ks - k0);
                 for (int64_t rb = m0; rb < m1; rb++) {
-                    const uint16_t *a = g->a->data + rb * 32 * stride + k0 * BF16_KSTEP;
+                    const uint16_t *a = act->data + rb * act->block_stride + k0 * act->step_stride;
                     const int rows = (int)min64(32, g->a->rows - rb * 32);
                     for (int64_t p = n0; p < n1; p++) {
                         float *c = cbuf + ((rb - m0) * np + (p - n0)) * 1024;
                         const uint16_t *b = g->w->data + (p * ks + k0) * 1024;
-                        if (job->amx) bf16_microkernel_amx(a, stride, b, kl, c, k0 > 0, rb == m0);
-                        else bf16_microkernel_avx512(a, stride, b, kl, c, k0 > 0, rows);
+                        if (job->amx)
+                            bf16_microkernel_amx(a, act->row_stride, act->step_stride, b, kl, c, k0 > 0,
+                                                 job->prefetch && rb == m0);
+                        else
+                            bf16_microkernel_avx512(a, act->row_stride, act->step_stride, b, kl, c, k0 > 0, rows);
                     }
                 }
             }
@@ -183,13 +208,13 @@ void bf16_gemm(vh_thread_pool *pool, bf16_gemm_scratch *scratch, const bf16_gemm
     if (kernel == BF16_KERNEL_AUTO && rows < bf16_gemm_amx_min_rows()) amx = 0;
     int64_t threads = vh_thread_pool_size(pool);
     if (threads > scratch->n_threads) threads = scratch->n_threads;
-    const char *dk = getenv("VH_BF16_DECODE_KSTEPS");
     gemm_job job = {.args = args, .scratch = scratch, .row_blocks = (rows + 31) / 32, .amx = amx,
-                    .decode_k_steps = dk && atoi(dk) > 0 ? atoi(dk) : INT64_MAX};
+                    .decode_k_steps = tuning.decode_k_steps, .k_block_bytes = tuning.k_block_bytes,
+                    .prefetch = tuning.prefetch};
     /* Units of an N block (<= 8 panels, B kept in L2 across its row blocks) times a run of row
      * blocks (their C in the scratch); smaller, while there are fewer than two units a thread. */
     const int64_t panels = args->w->n_panels;
-    int64_t np = N_BLOCK_PANELS;
+    int64_t np = min64(tuning.n_block, C_BLOCKS);
     while (np > 1 && (panels + np - 1) / np < 2 * threads) np /= 2;
     int64_t nm = min64(job.row_blocks, C_BLOCKS / np);
     job.n_units_n = (panels + np - 1) / np;

@@ -58,12 +58,20 @@ typedef enum bf16_epilogue {
     BF16_EPI_SILU_MUL = 2,             /* GATED: y[:, j] = silu(gate_j) * up_j, n / 2 columns */
 } bf16_epilogue;
 
-/* The activations in the kernels' form: bf16 rows of k_steps * 32 (zero-padded) and one cache
- * line more (stride), rows padded to a multiple of 32 with zeros. Made from fp32 rows, optionally RMS-normalised on the way
- * (Llama's RMSNorm: x * rsqrt(mean(x^2) + eps) * weight, in fp32, then rounded to bf16). */
+/* The activations in the kernels' form, bf16, K zero-padded to whole steps of 32 and rows to a
+ * multiple of 32 (zeros). Element (r, k) is at
+ *   data[(r / 32) block_stride + (r % 32) row_stride + (k / 32) step_stride + k % 32]
+ * in one of two layouts (VH_BF16_A_LAYOUT=rows|tiles, for measuring; tiles by default):
+ *   tiles: each row block's K step is one 2 KB tile pair (row_stride 32, step_stride 1024), so a
+ *          tile load reads 1 KB in a row, one page;
+ *   rows:  plain rows one cache line longer than their K steps (stride; row_stride = stride,
+ *          step_stride 32): 16 tile rows at a multiple of 4 KB apart would fall in one L1 set. */
 typedef struct bf16_activations {
     uint16_t *data;
-    int64_t rows, k, stride;           /* stride = k_steps * 32 + 32 elements */
+    int64_t rows, k;
+    int tiled;
+    int64_t stride;                    /* rows: elements a row (k_steps * 32 + 32); tiles: k_steps * 32 */
+    int64_t row_stride, step_stride, block_stride;
     size_t capacity;                   /* elements allocated */
 } bf16_activations;
 

@@ -41,8 +41,9 @@ __attribute__((target("amx-tile"))) void bf16_amx_tiles_end(void)
 #define AMX_PREFETCH_STEPS 4
 
 __attribute__((target("amx-tile,amx-bf16"))) void bf16_microkernel_amx(const uint16_t *a, int64_t a_stride,
-                                                                        const uint16_t *b, int64_t k_steps, float *c,
-                                                                        int accumulate, int prefetch_b)
+                                                                        int64_t a_step, const uint16_t *b,
+                                                                        int64_t k_steps, float *c, int accumulate,
+                                                                        int prefetch_b)
 {
     const long a_bytes = (long)a_stride * 2;
     const uint16_t *a_low = a + 16 * a_stride;
@@ -63,12 +64,12 @@ __attribute__((target("amx-tile,amx-bf16"))) void bf16_microkernel_amx(const uin
         if (prefetch_b)
             for (int line = 0; line < 32; line++)
                 _mm_prefetch((const char *)(bs + AMX_PREFETCH_STEPS * 1024 + line * 32), _MM_HINT_T1);
-        _tile_loadd(4, a + s * 32, a_bytes);
+        _tile_loadd(4, a + s * a_step, a_bytes);
         _tile_loadd(6, bs, 64);
         _tile_loadd(7, bs + 512, 64);
         _tile_dpbf16ps(0, 4, 6);
         _tile_dpbf16ps(1, 4, 7);
-        _tile_loadd(5, a_low + s * 32, a_bytes);
+        _tile_loadd(5, a_low + s * a_step, a_bytes);
         _tile_dpbf16ps(2, 5, 6);
         _tile_dpbf16ps(3, 5, 7);
     }
@@ -87,8 +88,8 @@ __attribute__((target("amx-tile,amx-bf16"))) void bf16_microkernel_amx(const uin
  * a step (16 columns' pairs) is one zmm; row r's pair (k = 2j, 2j + 1) is broadcast. The loads of
  * the step PREFETCH_STEPS ahead are hinted, for the weight stream of a decode step. */
 #define PREFETCH_STEPS 4
-AVX512_BF16 void avx512_rows(const uint16_t *a, int64_t a_stride, const uint16_t *b, int64_t k_steps, float *c,
-                             int accumulate, const int R)
+AVX512_BF16 void avx512_rows(const uint16_t *a, int64_t a_stride, int64_t a_step, const uint16_t *b,
+                             int64_t k_steps, float *c, int accumulate, const int R)
 {
     __m512 acc[8][2];
     for (int r = 0; r < R; r++) {
@@ -97,7 +98,7 @@ AVX512_BF16 void avx512_rows(const uint16_t *a, int64_t a_stride, const uint16_t
     }
     for (int64_t s = 0; s < k_steps; s++) {
         const uint16_t *bs = b + s * 1024;
-        const uint16_t *as = a + s * 32;
+        const uint16_t *as = a + s * a_step;
         for (int j = 0; j < 16; j++) {
             _mm_prefetch((const char *)(bs + PREFETCH_STEPS * 1024 + j * 32), _MM_HINT_T0);
             _mm_prefetch((const char *)(bs + PREFETCH_STEPS * 1024 + 512 + j * 32), _MM_HINT_T0);
@@ -120,9 +121,10 @@ AVX512_BF16 void avx512_rows(const uint16_t *a, int64_t a_stride, const uint16_t
 
 #define ROWS_FN(R)                                                                                                 \
     __attribute__((target("avx512f,avx512bf16"))) static void avx512_rows_##R(                                     \
-        const uint16_t *a, int64_t a_stride, const uint16_t *b, int64_t k_steps, float *c, int accumulate)          \
+        const uint16_t *a, int64_t a_stride, int64_t a_step, const uint16_t *b, int64_t k_steps, float *c,          \
+        int accumulate)                                                                                            \
     {                                                                                                              \
-        avx512_rows(a, a_stride, b, k_steps, c, accumulate, R);                                                    \
+        avx512_rows(a, a_stride, a_step, b, k_steps, c, accumulate, R);                                            \
     }
 ROWS_FN(1)
 ROWS_FN(2)
@@ -133,16 +135,16 @@ ROWS_FN(6)
 ROWS_FN(7)
 ROWS_FN(8)
 
-typedef void (*rows_fn)(const uint16_t *, int64_t, const uint16_t *, int64_t, float *, int);
+typedef void (*rows_fn)(const uint16_t *, int64_t, int64_t, const uint16_t *, int64_t, float *, int);
 static const rows_fn rows_fns[9] = {NULL,          avx512_rows_1, avx512_rows_2, avx512_rows_3, avx512_rows_4,
                                     avx512_rows_5, avx512_rows_6, avx512_rows_7, avx512_rows_8};
 
-void bf16_microkernel_avx512(const uint16_t *a, int64_t a_stride, const uint16_t *b, int64_t k_steps, float *c,
-                             int accumulate, int rows)
+void bf16_microkernel_avx512(const uint16_t *a, int64_t a_stride, int64_t a_step, const uint16_t *b,
+                             int64_t k_steps, float *c, int accumulate, int rows)
 {
     for (int r0 = 0; r0 < rows; r0 += 8) {
         const int n = rows - r0 < 8 ? rows - r0 : 8;
-        rows_fns[n](a + r0 * a_stride, a_stride, b, k_steps, c + r0 * 32, accumulate);
+        rows_fns[n](a + r0 * a_stride, a_stride, a_step, b, k_steps, c + r0 * 32, accumulate);
     }
 }
 

@@ -4,7 +4,8 @@
  *
  *   c (+)= A[32 rows, k_steps * 32] . B
  *
- * a: bf16 rows a_stride elements apart (rows padded with zeros up to 32); b: a panel's tiles from
+ * a: bf16, row r's K step s at a + r a_stride + s a_step (bf16_activations' layouts; rows padded
+ * with zeros up to 32); b: a panel's tiles from
  * its first step in the run (k_steps * 1024 elements, bf16_gemm.h's layout); accumulate: c holds
  * the sums of earlier K steps. Internal to cpu_amx.
  */
@@ -16,15 +17,15 @@
 /* AMX: 2 x 2 tiles (tmm0-3 C, tmm4-5 A, tmm6-7 B). prefetch_b: hint B's lines a few steps ahead
  * into L2 (the first row block's pass, which brings B from memory). The calling thread must have run
  * bf16_amx_tiles_begin (and runs bf16_amx_tiles_end when its work is done). */
-void bf16_microkernel_amx(const uint16_t *a, int64_t a_stride, const uint16_t *b, int64_t k_steps, float *c,
-                          int accumulate, int prefetch_b);
+void bf16_microkernel_amx(const uint16_t *a, int64_t a_stride, int64_t a_step, const uint16_t *b, int64_t k_steps,
+                          float *c, int accumulate, int prefetch_b);
 void bf16_amx_tiles_begin(void);
 void bf16_amx_tiles_end(void);
 
 /* AVX-512 bf16: only the first `rows` (1..32) rows are computed, so a decode step's single row
  * costs one pass over B, not 32 rows of work. */
-void bf16_microkernel_avx512(const uint16_t *a, int64_t a_stride, const uint16_t *b, int64_t k_steps, float *c,
-                             int accumulate, int rows);
+void bf16_microkernel_avx512(const uint16_t *a, int64_t a_stride, int64_t a_step, const uint16_t *b,
+                             int64_t k_steps, float *c, int accumulate, int rows);
 
 /* The vector parts of the driver (AVX-512 F), bit for bit what their scalar forms give except
  * bf16_silu_mul_row's e^x (a polynomial within a few ulp of expf):

@@ -138,6 +138,30 @@ typedef struct load_job {
     bf16_activations *a;
 } load_job;
 
+/* Where row r's K step s starts. */
+static uint16_t *step_at(const bf16_activations *a, int64_t r, int64_t s)
+{
+    return a->data + (r / 32) * a->block_stride + (r % 32) * a->row_stride + s * a->step_stride;
+}
+
+/* Row r of x (scaled by rs and w: RMSNorm) rounded into its place, K padded with zeros. */
+static void store_row(const bf16_activations *a, int64_t r, const float *x, const float *w, float rs)
+{
+    const int64_t steps = (a->k + BF16_KSTEP - 1) / BF16_KSTEP;
+    if (!a->tiled) {
+        uint16_t *dst = step_at(a, r, 0);
+        bf16_round_row(x, w, rs, dst, a->k);
+        memset(dst + a->k, 0, sizeof(uint16_t) * (size_t)(a->stride - a->k));
+        return;
+    }
+    for (int64_t s = 0; s < steps; s++) {
+        const int64_t k0 = s * BF16_KSTEP, n = a->k - k0 < BF16_KSTEP ? a->k - k0 : BF16_KSTEP;
+        uint16_t *dst = step_at(a, r, s);
+        bf16_round_row(x + k0, w ? w + k0 : NULL, rs, dst, n);
+        if (n < BF16_KSTEP) memset(dst + n, 0, sizeof(uint16_t) * (size_t)(BF16_KSTEP - n));
+    }
+}
+
 /* Rows [begin, end): RMSNorm as vhk_rmsnorm computes it (mean of squares in double), then bf16. */
 static void load_rows(void *ctx, int64_t begin, int64_t end, int thread_index)
 {
@@ -145,7 +169,7 @@ static void load_rows(void *ctx, int64_t begin, int64_t end, int thread_index)
     const load_job *j = ctx;
     for (int64_t r = begin; r < end; r++) {
         const float *x = j->x + r * j->x_stride;
-        uint16_t *dst = j->a->data + r * j->a->stride;
+        float rs = 1.0f;
         if (j->rms_weight) {
             double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
             int64_t i = 0;
@@ -156,21 +180,24 @@ static void load_rows(void *ctx, int64_t begin, int64_t end, int thread_index)
                 s3 += (double)x[i + 3] * x[i + 3];
             }
             for (; i < j->k; i++) s0 += (double)x[i] * x[i];
-            const float rs = (float)(1.0 / sqrt(((s0 + s1) + (s2 + s3)) / (double)j->k + (double)j->rms_eps));
-            bf16_round_row(x, j->rms_weight, rs, dst, j->k);
-        } else {
-            bf16_round_row(x, NULL, 1.0f, dst, j->k);
+            rs = (float)(1.0 / sqrt(((s0 + s1) + (s2 + s3)) / (double)j->k + (double)j->rms_eps));
         }
-        memset(dst + j->k, 0, sizeof(uint16_t) * (size_t)(j->a->stride - j->k));
+        store_row(j->a, r, x, j->rms_weight, rs);
     }
+}
+
+static int tiles_by_default(void)
+{
+    const char *layout = getenv("VH_BF16_A_LAYOUT");
+    return !(layout && !strcmp(layout, "rows"));
 }
 
 vh_status bf16_activations_load(vh_thread_pool *pool, bf16_activations *a, const float *x, int64_t x_stride,
                                 int64_t rows, int64_t k, const float *rms_weight, float rms_eps)
 {
-    /* rows one cache line more than the K steps: a tile's 16 rows at a multiple of 4 KB apart
-     * would all fall in one L1 set */
-    const int64_t stride = round_up(k, BF16_KSTEP) + 32, padded_rows = round_up(rows > 0 ? rows : 1, 32);
+    const int tiled = tiles_by_default();
+    const int64_t steps = round_up(k, BF16_KSTEP) / BF16_KSTEP, padded_rows = round_up(rows > 0 ? rows : 1, 32);
+    const int64_t stride = steps * BF16_KSTEP + (tiled ? 0 : 32);
     const size_t need = (size_t)padded_rows * (size_t)stride;
     if (need > a->capacity) {
         uint16_t *grown = aligned_alloc(64, round_up((int64_t)need * 2, 64));
@@ -181,10 +208,16 @@ vh_status bf16_activations_load(vh_thread_pool *pool, bf16_activations *a, const
     }
     a->rows = rows;
     a->k = k;
+    a->tiled = tiled;
     a->stride = stride;
+    a->row_stride = tiled ? BF16_KSTEP : stride;
+    a->step_stride = tiled ? 1024 : BF16_KSTEP;
+    a->block_stride = 32 * stride;
     load_job job = {x, x_stride, k, rms_weight, rms_eps, a};
     vh_parallel_for(pool, rows, 4, load_rows, &job);
-    memset(a->data + rows * stride, 0, sizeof(uint16_t) * (size_t)(padded_rows - rows) * (size_t)stride);
+    for (int64_t r = rows; r < padded_rows; r++) /* the last row block's padding rows: zeros */
+        for (int64_t s = 0; s < (tiled ? steps : 1); s++)
+            memset(step_at(a, r, s), 0, sizeof(uint16_t) * (size_t)(tiled ? BF16_KSTEP : stride));
     return VH_OK;
 }
 

@@ -2,7 +2,8 @@
  * cpu_amx's bf16 GEMM (backends/cpu_amx/bf16_gemm.h) against a float64 naive reference written
  * here: packing (bf16, f16 and f32 sources; STACK and GATED layouts, checked element by element
  * against the documented tile layout), the activations (fp32 rows, optional RMSNorm prologue,
- * checked against the test's own bf16 rounding), and y = epilogue(x . W^T) for every epilogue
+ * checked against the test's own bf16 rounding, in the tiled layout and, on the small cases, the
+ * plain rows one), and y = epilogue(x . W^T) for every epilogue
  * (STORE with and without bias, ADD onto a non-zero y, SILU_MUL of a gated pair), row strides on
  * x and y (y a column slice of a wider buffer whose other columns must stay untouched), both
  * micro-kernels (AVX-512 bf16 always; AMX where the CPU has it; AUTO), pools of 1, 2 and 16
@@ -234,6 +235,7 @@ static const gemm_case cases[] = {
      BF16_EPI_ADD, 1, 1, 2, 0, 3, 0, 1},
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
+#define N_SMALL_CASES 9 /* the last ones: small and uneven */
 
 /* ---- the packed matrix, against the documented layout ---------------------------------------- */
 
@@ -349,20 +351,36 @@ static void free_inputs(inputs *in)
     free(in->xr); free(in->dx); free(in->lo); free(in->hi);
 }
 
+/* Where bf16_gemm.h's layouts put element (r, kk); kk < k_steps * 32. */
+static int64_t act_index(const bf16_activations *a, int64_t r, int64_t kk)
+{
+    return (r / 32) * a->block_stride + (r % 32) * a->row_stride + (kk / 32) * a->step_stride + kk % 32;
+}
+
 static void check_activations(const char *what, const bf16_activations *a, const inputs *in, int64_t rows,
                               int64_t k)
 {
-    /* bf16_gemm.h: K steps of 32, one cache line (32 bf16) more, rows to a multiple of 32 */
-    int64_t stride = (k + 31) / 32 * 32 + 32, padded_rows = (rows + 31) / 32 * 32;
+    /* bf16_gemm.h: K steps of 32, rows to a multiple of 32; tiles: a row block's step is one 2 KB
+     * pair of tiles; rows: plain rows one cache line (32 bf16) longer than their steps */
+    const int64_t width = (k + 31) / 32 * 32, padded_rows = (rows + 31) / 32 * 32;
+    const int64_t stride = a->tiled ? width : width + 32;
     ck_assert_msg(a->rows == rows && a->k == k && a->stride == stride,
                   "%s: activations rows %lld k %lld stride %lld, expected %lld %lld %lld", what, (long long)a->rows,
                   (long long)a->k, (long long)a->stride, (long long)rows, (long long)k, (long long)stride);
+    if (a->tiled)
+        ck_assert_msg(a->row_stride == 32 && a->step_stride == 1024 && a->block_stride == 32 * width,
+                      "%s: tiled strides %lld %lld %lld", what, (long long)a->row_stride, (long long)a->step_stride,
+                      (long long)a->block_stride);
+    else
+        ck_assert_msg(a->row_stride == stride && a->step_stride == 32 && a->block_stride == 32 * stride,
+                      "%s: row strides %lld %lld %lld", what, (long long)a->row_stride, (long long)a->step_stride,
+                      (long long)a->block_stride);
     ck_assert_msg(a->capacity >= (size_t)(padded_rows * stride), "%s: capacity %zu below %lld rows of %lld", what,
                   a->capacity, (long long)padded_rows, (long long)stride);
-    int64_t bad = 0, bad_pad = 0, first = -1;
+    int64_t bad = 0, bad_pad = 0, first_r = -1, first_k = -1;
     for (int64_t r = 0; r < padded_rows; r++) {
-        for (int64_t kk = 0; kk < stride; kk++) {
-            uint16_t got = a->data[r * stride + kk];
+        for (int64_t kk = 0; kk < width; kk++) {
+            uint16_t got = a->data[act_index(a, r, kk)];
             if (r >= rows || kk >= k) {
                 bad_pad += got != 0;
                 continue;
@@ -370,17 +388,19 @@ static void check_activations(const char *what, const bf16_activations *a, const
             int64_t i = r * k + kk;
             int zeros = (got & 0x7FFF) == 0 && (in->lo[i] & 0x7FFF) == 0; /* +0 and -0 alike */
             if (got != in->lo[i] && got != in->hi[i] && !zeros) {
-                if (first < 0) first = r * stride + kk;
+                if (first_r < 0) first_r = r, first_k = kk;
                 bad++;
             }
         }
+        for (int64_t kk = width; !a->tiled && kk < stride; kk++) bad_pad += a->data[r * stride + kk] != 0;
     }
     if (bad) {
-        int64_t r = first / stride, kk = first % stride, i = r * k + kk;
+        const int64_t i = first_r * k + first_k;
+        const uint16_t got = a->data[act_index(a, first_r, first_k)];
         ck_abort_msg("%s: %lld activations differ from the bf16 rounding (first row %lld col %lld: got %#06x = %.9g,"
                      " expected %#06x or %#06x = %.9g)",
-                     what, (long long)bad, (long long)r, (long long)kk, a->data[first],
-                     test_bf16_value(a->data[first]), in->lo[i], in->hi[i], (double)in->xr[i]);
+                     what, (long long)bad, (long long)first_r, (long long)first_k, got, test_bf16_value(got),
+                     in->lo[i], in->hi[i], (double)in->xr[i]);
     }
     ck_assert_msg(bad_pad == 0, "%s: %lld padding activations (columns >= k or rows up to a multiple of 32) not zero",
                   what, (long long)bad_pad);
@@ -606,7 +626,7 @@ static const char *kernel_name(bf16_kernel k)
     return k == BF16_KERNEL_AMX ? "amx" : k == BF16_KERNEL_AVX512 ? "avx512" : "auto";
 }
 
-START_TEST(test_gemm_cases)
+static void run_gemm_case(int _i)
 {
     const gemm_case *c = &cases[_i];
     double t_start = now_s();
@@ -754,6 +774,20 @@ START_TEST(test_gemm_cases)
     free(ctx.bias);
     free(ctx.g);
 }
+
+START_TEST(test_gemm_cases)
+{
+    run_gemm_case(_i);
+}
+END_TEST
+
+/* The activations' other layout (plain rows, VH_BF16_A_LAYOUT=rows) on the small and uneven cases
+ * (each test runs in its own process: the variable stays there). */
+START_TEST(test_gemm_cases_rows_layout)
+{
+    setenv("VH_BF16_A_LAYOUT", "rows", 1);
+    run_gemm_case(N_CASES - N_SMALL_CASES + _i);
+}
 END_TEST
 
 /* ---- bad input ---------------------------------------------------------------------------------- */
@@ -841,6 +875,7 @@ static Suite *bf16_gemm_suite(void)
     tcase_add_test(tc, test_amx_min_rows);
     tcase_add_test(tc, test_pack_bad_input);
     tcase_add_loop_test(tc, test_gemm_cases, 0, N_CASES);
+    tcase_add_loop_test(tc, test_gemm_cases_rows_layout, 0, N_SMALL_CASES);
     suite_add_tcase(s, tc);
     return s;
 }
