@@ -15,7 +15,7 @@
  *  - AVX-512 bf16 (VDPBF16PS), for the few-row products (decode steps: memory-bound, streaming
  *    the packed weight once) and for CPUs with AVX-512 bf16 but no AMX.
  * The driver splits the output columns (and, when they are few, the rows) across the pool's
- * threads, keeps about 1 MB of B per core in L2 across the row blocks (K blocking), and applies the
+ * threads, keeps 512 KB of B per core in L2 across the row blocks (K blocking), and applies the
  * epilogue once per element: store, add (a residual), bias, or SiLU(gate) * up of a gated pair.
  */
 #ifndef VH_CPU_AMX_BF16_GEMM_H
