@@ -32,6 +32,22 @@ static void lora(vh_executor *e, const cpu_block *b, int a_role, const float *x,
     for (int64_t i = 0; i < R * out; i++) y[i] += s->lora_b[i] * b->lora_scale;
 }
 
+typedef struct kv_write_job {
+    float *k_cache, *v_cache;          /* the segment's first new position */
+    const float *k, *v;                /* its first row */
+    int64_t kv_stride, kv_dim;
+} kv_write_job;
+
+static void write_kv_rows(void *ctx, int64_t begin, int64_t end, int thread_index)
+{
+    (void)thread_index;
+    const kv_write_job *j = ctx;
+    for (int64_t r = begin; r < end; r++) {
+        memcpy(j->k_cache + r * j->kv_dim, j->k + r * j->kv_stride, sizeof(float) * (size_t)j->kv_dim);
+        memcpy(j->v_cache + r * j->kv_dim, j->v + r * j->kv_stride, sizeof(float) * (size_t)j->kv_dim);
+    }
+}
+
 /* Each segment's new keys and values (rows kv_stride floats apart) into its sequence's cache, then
  * its rows' causal attention (queries q_stride apart) over the cache into s->attn. */
 static void attend(vh_executor *e, const cpu_block *b, const vh_batch *batch, const float *q, int64_t q_stride,
@@ -46,12 +62,10 @@ static void attend(vh_executor *e, const cpu_block *b, const vh_batch *batch, co
         const vh_segment *seg = &batch->segments[g];
         float *k_cache = cache_at(e, e->k_cache, slot, seg->sequence);
         float *v_cache = cache_at(e, e->v_cache, slot, seg->sequence);
-        for (uint32_t r = 0; r < seg->n_rows; r++) {
-            memcpy(k_cache + (size_t)(seg->position + r) * kv_dim, k + (size_t)(row + r) * kv_stride,
-                   sizeof(float) * kv_dim);
-            memcpy(v_cache + (size_t)(seg->position + r) * kv_dim, v + (size_t)(row + r) * kv_stride,
-                   sizeof(float) * kv_dim);
-        }
+        kv_write_job w = {k_cache + (size_t)seg->position * kv_dim, v_cache + (size_t)seg->position * kv_dim,
+                          k + (size_t)row * kv_stride, v + (size_t)row * kv_stride, kv_stride, kv_dim};
+        vh_parallel_for(e->pool, seg->n_rows, 16, write_kv_rows, &w); /* a prefill's: megabytes */
+        cpu_profile_mark(&e->profile, CPU_PROF_ROPE); /* (the KV write counts with the rope) */
         vhk_attention_args a = {
             .q = q + (size_t)row * q_stride, .q_stride = q_stride, .k = k_cache, .v = v_cache,
             .kv_stride = kv_dim, .out = s->attn + (size_t)row * q_dim, .out_stride = q_dim,
@@ -60,6 +74,7 @@ static void attend(vh_executor *e, const cpu_block *b, const vh_batch *batch, co
             .causal = 1, .scale = (float)(1.0 / sqrt((double)l->head_dim)),
         };
         if (!e->ops->attention || !e->ops->attention(e->linear, &a)) vhk_attention(e->pool, &a);
+        cpu_profile_mark(&e->profile, CPU_PROF_ATTENTION);
         row += seg->n_rows;
     }
 }
