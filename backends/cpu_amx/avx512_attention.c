@@ -16,6 +16,7 @@
  * of any size (SigLIP's 72: the last 16 lanes masked).
  */
 #include "avx512_attention.h"
+#include "avx512_exp.h"
 
 #include <immintrin.h>
 #include <stdatomic.h>
@@ -59,28 +60,6 @@ void avx512_attention_destroy(avx512_attention *a)
     free(a->kt);
     free(a->v);
     free(a);
-}
-
-/* e^x on 16 lanes for x <= 0 (the softmax weights): x = n ln2 + r, |r| <= ln2 / 2, e^r by its
- * degree-7 Taylor polynomial, 2^n in the exponent bits; x < -87.3 gives 0. */
-AVX512 static inline __m512 exp_nonpositive(__m512 x)
-{
-    const __m512 log2e = _mm512_set1_ps(1.44269504088896341f);
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440054690583e-4f), r);
-    __m512 p = _mm512_set1_ps(1.0f / 5040);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_GE_OQ);
-    const __m512i n_clamped = _mm512_max_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(-126));
-    const __m512 scale = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n_clamped, _mm512_set1_epi32(127)), 23));
-    return _mm512_maskz_mul_ps(keep, p, scale);
 }
 
 typedef struct attention_job {
@@ -152,8 +131,8 @@ AVX512 static void attend_tile(const attention_job *job, int64_t h, int64_t r0, 
             const __mmask16 in = valid >= KEYS ? (__mmask16)0xffff : valid > 0 ? (__mmask16)((1u << valid) - 1) : 0;
             const __m512 sr = _mm512_mask_mov_ps(_mm512_set1_ps(MASKED), in, _mm512_mul_ps(s[r], scale));
             const __m512 m_new = _mm512_max_ps(m[r], _mm512_set1_ps(_mm512_reduce_max_ps(sr)));
-            correction[r] = exp_nonpositive(_mm512_sub_ps(m[r], m_new));
-            const __m512 pr = exp_nonpositive(_mm512_sub_ps(sr, m_new));
+            correction[r] = avx512_exp_nonpositive(_mm512_sub_ps(m[r], m_new));
+            const __m512 pr = avx512_exp_nonpositive(_mm512_sub_ps(sr, m_new));
             l[r] = _mm512_add_ps(_mm512_mul_ps(l[r], correction[r]), _mm512_set1_ps(_mm512_reduce_add_ps(pr)));
             m[r] = m_new;
             _mm512_store_ps(p[r], pr);

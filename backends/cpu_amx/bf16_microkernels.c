@@ -4,6 +4,7 @@
  * run only where bf16_gemm.c found the instructions.
  */
 #include "bf16_microkernels.h"
+#include "avx512_exp.h"
 
 #include <immintrin.h>
 #include <string.h>
@@ -180,32 +181,11 @@ AVX512F void bf16_round_row(const float *x, const float *w, float rs, uint16_t *
     }
 }
 
-/* e^x for x <= 0 on 16 lanes (Cody-Waite reduction, degree-7 Taylor polynomial; x < -87.3: 0). */
-AVX512F static inline __m512 exp_nonpositive(__m512 x)
-{
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440054690583e-4f), r);
-    __m512 p = _mm512_set1_ps(1.0f / 5040);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_GE_OQ);
-    const __m512i e = _mm512_max_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(-126));
-    const __m512 two_n = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(e, _mm512_set1_epi32(127)), 23));
-    return _mm512_maskz_mul_ps(keep, p, two_n);
-}
-
 /* silu(g) = g sigmoid(g), sigmoid from e = e^-|g| (never overflows): 1 / (1 + e) for g >= 0,
  * e / (1 + e) below. */
 AVX512F static inline __m512 silu_mul16(__m512 g, __m512 u)
 {
-    const __m512 e = exp_nonpositive(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_abs_ps(g)));
+    const __m512 e = avx512_exp_nonpositive(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_abs_ps(g)));
     const __m512 inv = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_add_ps(_mm512_set1_ps(1.0f), e));
     const __mmask16 negative = _mm512_cmp_ps_mask(g, _mm512_setzero_ps(), _CMP_LT_OQ);
     const __m512 sigmoid = _mm512_mask_mul_ps(inv, negative, inv, e);
