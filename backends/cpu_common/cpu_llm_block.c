@@ -126,8 +126,10 @@ void cpu_llm_block(vh_executor *e, const cpu_block *b, const vh_batch *batch)
     llm_scratch *s = &e->llm;
     const int64_t R = batch->n_rows, Dl = l->hidden, F = l->intermediate;
     const int64_t q_dim = (int64_t)l->n_heads * l->head_dim, kv_dim = (int64_t)l->n_kv_heads * l->head_dim;
+    cpu_profile *prof = &e->profile; /* (the profile's rows name the fused path's steps: norms count with them) */
 
     /* attention */
+    cpu_profile_begin(prof, (uint64_t)R);
     vhk_rmsnorm(e->pool, s->x, s->norm, R, Dl, b->vec[VH_LLM_ATTN_NORM], l->rms_eps);
     cpu_linear(e, b, VH_LLM_Q, s->norm, Dl, R, NULL, s->q, q_dim);
     cpu_linear(e, b, VH_LLM_K, s->norm, Dl, R, NULL, s->k, kv_dim);
@@ -135,6 +137,7 @@ void cpu_llm_block(vh_executor *e, const cpu_block *b, const vh_batch *batch)
     lora(e, b, VH_LLM_Q_LORA_A, s->norm, Dl, R, s->q, q_dim);
     lora(e, b, VH_LLM_K_LORA_A, s->norm, Dl, R, s->k, kv_dim);
     lora(e, b, VH_LLM_V_LORA_A, s->norm, Dl, R, s->v, kv_dim);
+    cpu_profile_mark(prof, CPU_PROF_QKV);
     vhk_rope(e->pool, s->q, q_dim, R, l->n_heads, l->head_dim, s->positions, l->rope_theta);
     vhk_rope(e->pool, s->k, kv_dim, R, l->n_kv_heads, l->head_dim, s->positions, l->rope_theta);
 
@@ -142,13 +145,16 @@ void cpu_llm_block(vh_executor *e, const cpu_block *b, const vh_batch *batch)
     cpu_linear(e, b, VH_LLM_O, s->attn, q_dim, R, NULL, s->norm, Dl);
     lora(e, b, VH_LLM_O_LORA_A, s->attn, q_dim, R, s->norm, Dl);
     vhk_add(e->pool, s->x, s->norm, R * Dl);
+    cpu_profile_mark(prof, CPU_PROF_O);
 
     /* MLP */
     vhk_rmsnorm(e->pool, s->x, s->norm, R, Dl, b->vec[VH_LLM_MLP_NORM], l->rms_eps);
     cpu_linear(e, b, VH_LLM_GATE, s->norm, Dl, R, NULL, s->gate, F);
     cpu_linear(e, b, VH_LLM_UP, s->norm, Dl, R, NULL, s->up, F);
     vhk_silu_mul(e->pool, s->gate, s->up, s->gate, R * F);
+    cpu_profile_mark(prof, CPU_PROF_GATE_UP);
     cpu_linear(e, b, VH_LLM_DOWN, s->gate, F, R, NULL, s->norm, Dl);
     vhk_add(e->pool, s->x, s->norm, R * Dl);
+    cpu_profile_mark(prof, CPU_PROF_DOWN);
 }
 
