@@ -13,7 +13,6 @@
  */
 #include "bf16_gemm.h"
 
-#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
