@@ -7,7 +7,7 @@
  * next unit in turn, so a core the OS lends elsewhere for a while delays nobody. In a unit:
  *   for each K block (B of the N block 512 KB: it stays in L2 across the row blocks)
  *     for each row block, for each panel: micro-kernel over the K block, C in the scratch
- *   epilogue: C (+ bias) stored, added, or gated into y
+ *   epilogue: C (+ bias) stored, added, through GELU, or gated into y
  * so every weight byte comes from DRAM once per call, and a decode step (one row block) reads its
  * panels front to back.
  */
@@ -129,6 +129,11 @@ static void epilogue(const bf16_gemm_args *g, const float *c, int64_t rb, int64_
         return;
     }
     const int64_t c0 = p * BF16_PANEL, n = min64(BF16_PANEL, g->w->n - c0);
+    if (g->epilogue == BF16_EPI_GELU) {
+        for (int64_t r = 0; r < rows; r++)
+            bf16_bias_gelu_row(c + r * 32, g->bias ? g->bias + c0 : NULL, y + r * g->y_stride + c0, n);
+        return;
+    }
     for (int64_t r = 0; r < rows; r++) {
         float *yr = y + r * g->y_stride + c0;
         const float *cr = c + r * 32;

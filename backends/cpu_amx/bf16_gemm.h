@@ -16,7 +16,8 @@
  *    the packed weight once) and for CPUs with AVX-512 bf16 but no AMX.
  * The driver splits the output columns (and, when they are few, the rows) across the pool's
  * threads, keeps 512 KB of B per core in L2 across the row blocks (K blocking), and applies the
- * epilogue once per element: store, add (a residual), bias, or SiLU(gate) * up of a gated pair.
+ * epilogue once per element: store, add (a residual), bias, exact GELU, or SiLU(gate) * up of a
+ * gated pair.
  */
 #ifndef VH_CPU_AMX_BF16_GEMM_H
 #define VH_CPU_AMX_BF16_GEMM_H
@@ -56,6 +57,7 @@ typedef enum bf16_epilogue {
     BF16_EPI_STORE = 0,                /* y = C (+ bias) */
     BF16_EPI_ADD = 1,                  /* y += C (+ bias): a residual */
     BF16_EPI_SILU_MUL = 2,             /* GATED: y[:, j] = silu(gate_j) * up_j, n / 2 columns */
+    BF16_EPI_GELU = 3,                 /* y = gelu(C (+ bias)), exact (erf) GELU: a ViT's fc1 */
 } bf16_epilogue;
 
 /* The activations in the kernels' form, bf16, K zero-padded to whole steps of 32 and rows to a

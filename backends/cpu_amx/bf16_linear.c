@@ -146,6 +146,7 @@ vh_status bf16_linear_fused(void *ctx, const cpu_linear_call *call, char *err, s
                                (long long)call->rows);
     const bf16_epilogue epilogue = call->epilogue == CPU_EPILOGUE_ADD        ? BF16_EPI_ADD
                                    : call->epilogue == CPU_EPILOGUE_SILU_MUL ? BF16_EPI_SILU_MUL
+                                   : call->epilogue == CPU_EPILOGUE_GELU     ? BF16_EPI_GELU
                                                                              : BF16_EPI_STORE;
     const bf16_gemm_args args = {.a = &l->act, .w = w, .bias = call->bias, .epilogue = epilogue, .y = call->y,
                                  .y_stride = call->y_stride};

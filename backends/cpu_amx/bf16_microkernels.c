@@ -202,3 +202,38 @@ AVX512F void bf16_silu_mul_row(const float *gate, const float *up, float *y, int
         _mm512_mask_storeu_ps(y + i, m, silu_mul16(_mm512_maskz_loadu_ps(m, gate + i), _mm512_maskz_loadu_ps(m, up + i)));
     }
 }
+
+/* erfc(z) for z >= 0 (Numerical Recipes' erfcc: t = 1 / (1 + z / 2), t e^(-z^2 + P(t)), fractional
+ * error < 1.2e-7); the exponent is <= 0 but for rounding at z ~ 0, where e^x's reduction is exact. */
+AVX512F static inline __m512 erfc_nonnegative(__m512 z)
+{
+    const __m512 one = _mm512_set1_ps(1.0f);
+    const __m512 t = _mm512_div_ps(one, _mm512_fmadd_ps(_mm512_set1_ps(0.5f), z, one));
+    static const float c[10] = {-1.26551223f, 1.00002368f, 0.37409196f, 0.09678418f, -0.18628806f,
+                                0.27886807f,  -1.13520398f, 1.48851587f, -0.82215223f, 0.17087277f};
+    __m512 p = _mm512_set1_ps(c[9]);
+    for (int i = 8; i >= 0; i--) p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(c[i]));
+    const __m512 exponent = _mm512_fnmadd_ps(z, z, p); /* -z^2 + P(t) */
+    return _mm512_mul_ps(t, avx512_exp_nonpositive(_mm512_min_ps(exponent, _mm512_setzero_ps())));
+}
+
+/* (x / 2) (1 + erf(x / sqrt 2)): 1 + erf(u) is 2 - erfc(u) for u >= 0 and erfc(-u) below, so it
+ * keeps its relative accuracy where GELU vanishes (large negative x). */
+AVX512F static inline __m512 gelu16(__m512 x)
+{
+    const __m512 u = _mm512_mul_ps(x, _mm512_set1_ps(0.70710678118654752f));
+    const __m512 e = erfc_nonnegative(_mm512_abs_ps(u));
+    const __mmask16 negative = _mm512_cmp_ps_mask(u, _mm512_setzero_ps(), _CMP_LT_OQ);
+    const __m512 one_plus_erf = _mm512_mask_mov_ps(_mm512_sub_ps(_mm512_set1_ps(2.0f), e), negative, e);
+    return _mm512_mul_ps(_mm512_mul_ps(x, _mm512_set1_ps(0.5f)), one_plus_erf);
+}
+
+AVX512F void bf16_bias_gelu_row(const float *c, const float *bias, float *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512 v = _mm512_maskz_loadu_ps(m, c + i);
+        if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, bias + i));
+        _mm512_mask_storeu_ps(y + i, m, gelu16(v));
+    }
+}

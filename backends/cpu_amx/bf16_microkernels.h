@@ -28,10 +28,14 @@ void bf16_microkernel_avx512(const uint16_t *a, int64_t a_stride, int64_t a_step
                              int64_t k_steps, float *c, int accumulate, int rows);
 
 /* The vector parts of the driver (AVX-512 F), bit for bit what their scalar forms give except
- * bf16_silu_mul_row's e^x (a polynomial within a few ulp of expf):
+ * bf16_silu_mul_row's e^x (a polynomial within a few ulp of expf) and bf16_bias_gelu_row's erf:
  *   bf16_round_row: dst[i] = bf16(x[i] * rs * w[i]) (w NULL: bf16(x[i])), round to nearest even;
  *   bf16_silu_mul_row: y[i] = silu(gate[i]) * up[i]. */
 void bf16_round_row(const float *x, const float *w, float rs, uint16_t *dst, int64_t n);
 void bf16_silu_mul_row(const float *gate, const float *up, float *y, int64_t n);
+/* y[i] = gelu(c[i] + bias[i]) (bias NULL: none), exact GELU (x / 2) (1 + erf(x / sqrt 2)) with
+ * 1 + erf from erfc's Chebyshev fit (fractional error < 1.2e-7, Numerical Recipes' erfcc): within
+ * a few ulp where GELU is large and to its own relative accuracy where it vanishes. */
+void bf16_bias_gelu_row(const float *c, const float *bias, float *y, int64_t n);
 
 #endif

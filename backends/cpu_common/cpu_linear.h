@@ -24,6 +24,7 @@ typedef enum cpu_epilogue {
     CPU_EPILOGUE_STORE = 0,            /* y = x W^T + bias */
     CPU_EPILOGUE_ADD = 1,              /* y += x W^T + bias: the residual added in place */
     CPU_EPILOGUE_SILU_MUL = 2,         /* GATED: y = silu(x Wg^T) * (x Wu^T), out / 2 columns */
+    CPU_EPILOGUE_GELU = 3,             /* y = gelu(x W^T + bias), exact (erf) GELU */
 } cpu_epilogue;
 
 /* y = epilogue(norm(x) W^T + bias), norm = RMSNorm(rms_weight, rms_eps) or none. */

@@ -32,8 +32,14 @@ void cpu_vit_block(vh_executor *e, const cpu_block *b, const vh_batch *batch)
         vhk_add_scaled(e->pool, x, s->proj, b->vec[VH_VIT_LS1], T, D);
 
         vhk_layernorm(e->pool, x, s->norm, T, D, b->vec[VH_VIT_NORM2_W], b->vec[VH_VIT_NORM2_B], v->norm_eps);
-        cpu_linear(e, b, VH_VIT_FC1_W, s->norm, D, T, b->vec[VH_VIT_FC1_B], s->mlp, H);
-        vhk_gelu_exact(e->pool, s->mlp, T * H);
+        if (e->ops->linear_fused) { /* the GELU in the GEMM's epilogue */
+            cpu_linear_fused(e, &(cpu_linear_call){.x = s->norm, .x_stride = D, .rows = T, .in = D,
+                                                   .prepared = b->prepared[VH_VIT_FC1_W], .bias = b->vec[VH_VIT_FC1_B],
+                                                   .epilogue = CPU_EPILOGUE_GELU, .y = s->mlp, .y_stride = H});
+        } else {
+            cpu_linear(e, b, VH_VIT_FC1_W, s->norm, D, T, b->vec[VH_VIT_FC1_B], s->mlp, H);
+            vhk_gelu_exact(e->pool, s->mlp, T * H);
+        }
         cpu_linear(e, b, VH_VIT_FC2_W, s->mlp, H, T, b->vec[VH_VIT_FC2_B], s->proj, D);
         vhk_add_scaled(e->pool, x, s->proj, b->vec[VH_VIT_LS2], T, D);
     }

@@ -4,7 +4,7 @@
  * against the documented tile layout), the activations (fp32 rows, optional RMSNorm prologue,
  * checked against the test's own bf16 rounding, in the tiled layout and, on the small cases, the
  * plain rows one), and y = epilogue(x . W^T) for every epilogue
- * (STORE with and without bias, ADD onto a non-zero y, SILU_MUL of a gated pair), row strides on
+ * (STORE with and without bias, ADD onto a non-zero y, GELU, SILU_MUL of a gated pair), row strides on
  * x and y (y a column slice of a wider buffer whose other columns must stay untouched), both
  * micro-kernels (AVX-512 bf16 always; AMX where the CPU has it; AUTO), pools of 1, 2 and 16
  * OpenMP threads, on the shapes of Llama-2-7B, DINOv2-L, SigLIP so400m and small uneven ones.
@@ -32,6 +32,10 @@
  * activations themselves are checked the same way: each element must be the rounding of v_k, or
  * one of the two candidates where ambiguous (+0 and -0 alike), and their padding (columns up to
  * k_steps * 32, rows up to a multiple of 32) zero, also after a load of more rows.
+ *
+ * GELU: y = gelu(v), v the sum (+ bias) with its bound e_v; GELU's slope is at most 1.129 (at
+ * x = sqrt 2), so the bound is 1.13 e_v plus GELU_REL = 1e-5 of |y| (erfc's fit, 1.2e-7, e^x and
+ * the products in fp32); the reference is (v / 2) erfc(-v / sqrt 2), exact where GELU vanishes.
  *
  * SILU_MUL: y = silu(g) u from the gate and up sums, each with its bound e_g, e_u above. silu's
  * slope is at most 1.0999 (at g ~ 2.4), so |silu(g') u' - silu(g) u| <= 1.1 e_g (|u| + e_u) +
@@ -61,6 +65,7 @@
 
 #define TOL 1e-5
 #define SILU_REL 1e-5
+#define GELU_REL 1e-5
 #define ABS_FLOOR 1e-30
 #define RMS_EPS 1e-5f
 #define SENTINEL -4242.0f
@@ -200,15 +205,15 @@ static const gemm_case cases[] = {
     /* DINOv2-L */
     {"dinov2 qkv 1024->3x1024", BF16_PACK_STACK, 3, {1024, 1024, 1024}, 1024, VH_DTYPE_BF16, {1124},
      BF16_EPI_STORE, 1, 0, 0, 0, 7, 2, 1},
-    {"dinov2 fc1 1024->4096", BF16_PACK_STACK, 1, {4096}, 1024, VH_DTYPE_F16, {276},
-     BF16_EPI_STORE, 1, 0, 2, 1, 2, 1, 0},
+    {"dinov2 fc1 1024->4096 gelu", BF16_PACK_STACK, 1, {4096}, 1024, VH_DTYPE_F16, {276},
+     BF16_EPI_GELU, 1, 0, 2, 1, 2, 1, 0},
     {"dinov2 fc2 4096->1024", BF16_PACK_STACK, 1, {1024}, 4096, VH_DTYPE_BF16, {64},
      BF16_EPI_ADD, 1, 0, 0, 0, 16, 2, 0},
     /* SigLIP so400m (4304 is not a multiple of 32) */
     {"siglip qkv 1152->3x1152", BF16_PACK_STACK, 3, {1152, 1152, 1152}, 1152, VH_DTYPE_F32, {276},
      BF16_EPI_STORE, 1, 0, 1, 0, 2, 2, 0},
-    {"siglip fc1 1152->4304", BF16_PACK_STACK, 1, {4304}, 1152, VH_DTYPE_BF16, {16},
-     BF16_EPI_STORE, 1, 0, 0, 3, 1, 2, 0},
+    {"siglip fc1 1152->4304 gelu", BF16_PACK_STACK, 1, {4304}, 1152, VH_DTYPE_BF16, {16},
+     BF16_EPI_GELU, 1, 0, 0, 3, 1, 2, 0},
     {"siglip fc2 4304->1152", BF16_PACK_STACK, 1, {1152}, 4304, VH_DTYPE_BF16, {1124},
      BF16_EPI_ADD, 1, 0, 3, 0, 2, 2, 0},
     /* the ViTs' patch embedding as a GEMM: 14 x 14 x 3 = 588 inputs */
@@ -231,6 +236,8 @@ static const gemm_case cases[] = {
      BF16_EPI_STORE, 1, 0, 0, 0, 1, 0, 1},
     {"odd 33x33", BF16_PACK_STACK, 1, {33}, 33, VH_DTYPE_BF16, {17, 1, 96},
      BF16_EPI_STORE, 0, 1, 1, 1, 0, 0, 1},
+    {"gelu 70 k50 (every lane count)", BF16_PACK_STACK, 1, {70}, 50, VH_DTYPE_F32, {1, 33, 5},
+     BF16_EPI_GELU, 1, 1, 0, 0, 1, 0, 1},
     {"long k 100x4099", BF16_PACK_STACK, 2, {60, 40}, 4099, VH_DTYPE_F16, {3, 40},
      BF16_EPI_ADD, 1, 1, 2, 0, 3, 0, 1},
 };
@@ -429,6 +436,11 @@ static double silu(double g)
     return g / (1 + exp(-g));
 }
 
+static double gelu(double x)
+{
+    return 0.5 * x * erfc(-x / sqrt(2.0)); /* (x / 2) (1 + erf(x / sqrt 2)), accurate where it vanishes */
+}
+
 /* The expected value at one (row, y column) from the sums of the weight row(s). */
 static expect expected(bf16_epilogue epi, const double s[3], const double su[3], double bias, double y0)
 {
@@ -439,6 +451,12 @@ static expect expected(bf16_epilogue epi, const double s[3], const double su[3],
         e.ref = sg * u;
         e.allowed = 1.1 * eg * (fabs(u) + eu) + fabs(sg) * eu +
                     SILU_REL * (fabs(sg) + 1.1 * eg) * (fabs(u) + eu) + ABS_FLOOR;
+        return e;
+    }
+    if (epi == BF16_EPI_GELU) {
+        const double v = s[0] + bias, ev = TOL * (s[1] + fabs(bias)) + s[2];
+        e.ref = gelu(v);
+        e.allowed = 1.13 * ev + GELU_REL * (fabs(e.ref) + 1.13 * ev) + ABS_FLOOR;
         return e;
     }
     e.ref = s[0] + bias + (epi == BF16_EPI_ADD ? y0 : 0);
