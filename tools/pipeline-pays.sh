@@ -8,7 +8,8 @@
 #
 #   tools/pipeline-pays.sh [BUILD]    BUILD: a build folder with tools/vh-bench and
 #                                     tools/vh-synth-checkpoint (default build-gpu)
-# Environment: NS ("2 4 8 16"), MODES ("serial pipeline packed"), THREADS (CPU stage threads;
+# Environment: NS ("2 4 8 16"), MODES ("serial pipeline packed"), REPEATS (1: each mode once a
+# split; more: the modes again, in alternating order, and the table's medians), THREADS (CPU stage threads;
 # default the library's: all cores but one beside a GPU stage), FRAMES (timed frames, serial and
 # pipelined: 12; packed: FRAMES + 16, since throughput counts to the last submission and 16 are
 # in flight), SPIN=1 (also pipelined with VH_CUDA_SYNC=spin, the GPU thread's old wait),
@@ -81,34 +82,48 @@ PY
   [ "$rc" -eq 0 ] || tail -n 2 "$RESULTS/$name.err"
 }
 
+REPEATS=${REPEATS:-1}
 for n in $NS; do
   step "N = $n LLM blocks on the CPU"
-  for mode in $MODES; do run "$mode-$n" "$n" "$mode"; done
-  if [ "${SPIN:-0}" = 1 ]; then sync=spin; run "pipeline_spin-$n" "$n" pipeline; sync=""; fi
+  r=1
+  while [ "$r" -le "$REPEATS" ]; do
+    # repeats alternate the order of the modes, so a drift of the machine does not favour one
+    order=$MODES
+    [ $((r % 2)) -eq 0 ] && order=$(echo "$MODES" | tr ' ' '\n' | sed -n '1!G;h;$p' | tr '\n' ' ')
+    for mode in $order; do run "$mode-$n-r$r" "$n" "$mode"; done
+    r=$((r + 1))
+  done
+  if [ "${SPIN:-0}" = 1 ]; then sync=spin; run "pipeline_spin-$n-r1" "$n" pipeline; sync=""; fi
 done
 
 step "table"
-python3 - "$RESULTS" "$NS" <<'PY'
-import json, os, sys
-results, ns = sys.argv[1], sys.argv[2].split()
+python3 - "$RESULTS" "$NS" "$REPEATS" <<'PY'
+import json, os, statistics, sys
+results, ns, repeats = sys.argv[1], sys.argv[2].split(), int(sys.argv[3])
 def load(name):
     try:
         return json.loads(open(os.path.join(results, name + ".json")).read().strip().splitlines()[-1])
     except Exception:
         return None
-print("%3s  %-14s %10s %9s %9s %8s %8s" % ("N", "mode", "actions/s", "GPU ms", "CPU ms", "CPU pas", "overlap"))
+fps, gpu, cpu = (lambda j: j["frames_per_s"]), (lambda j: j["stages"][0]["busy_ms_per_frame"]), \
+    (lambda j: j["stages"][1]["busy_ms_per_frame"])
+med = lambda xs: statistics.median(xs) if xs else float("nan")
+print("medians of %d repeat(s); actions/s min-max across them" % repeats)
+print("%3s  %-14s %10s %15s %9s %9s %8s %8s" % ("N", "mode", "actions/s", "min-max", "GPU ms", "CPU ms", "CPU pas",
+                                                "overlap"))
 for n in ns:
     runs = {}
     for mode in ("serial", "pipeline", "packed", "pipeline_spin"):
-        j = load("%s-%s" % (mode, n))
-        if not j:
+        js = [j for j in (load("%s-%s-r%d" % (mode, n, r)) for r in range(1, repeats + 1)) if j]
+        if not js:
             continue
-        runs[mode] = j
-        s = j["stages"]
-        print("%3s  %-14s %10.3f %9.1f %9.1f %8.2f %8.3f" % (n, mode, j["frames_per_s"], s[0]["busy_ms_per_frame"],
-              s[1]["busy_ms_per_frame"], s[1].get("passes_per_frame", 0), j["overlap_efficiency"]))
-    ratio = lambda a, b, f: f(runs[a]) / f(runs[b]) if a in runs and b in runs and f(runs[b]) else float("nan")
-    fps, cpu = (lambda j: j["frames_per_s"]), (lambda j: j["stages"][1]["busy_ms_per_frame"])
+        runs[mode] = js
+        f = [fps(j) for j in js]
+        print("%3s  %-14s %10.3f %7.3f-%-7.3f %9.1f %9.1f %8.2f %8.3f" % (
+            n, mode, med(f), min(f), max(f), med([gpu(j) for j in js]), med([cpu(j) for j in js]),
+            med([j["stages"][1].get("passes_per_frame", 0) for j in js]), med([j["overlap_efficiency"] for j in js])))
+    ratio = lambda a, b, g: med([g(j) for j in runs[a]]) / med([g(j) for j in runs[b]]) \
+        if a in runs and b in runs else float("nan")
     print("%3s  pipelined/serial %.2fx (goal >= 1), packed/serial %.2fx; CPU ms pipelined/serial %.2f (goal 1)"
           % (n, ratio("pipeline", "serial", fps), ratio("packed", "serial", fps), ratio("pipeline", "serial", cpu)))
 print("goals: overlap >= 0.95 pipelined and packed; packed >= 4 actions/s at N = 16, >= 12 at N = 4")
