@@ -1,9 +1,10 @@
 /*
  * cpu_amx's linear layers on its own bf16 GEMM (bf16_gemm.h): each weight matrix packed once at
  * load (q|k|v stacked and gate|up paired when the executor fuses them), activations rounded to bf16
- * (RMS-normalised on the way when the call asks) into the executor's one buffer, the residual add
- * and the SiLU gate in the GEMM's epilogue. AMX tiles from bf16_gemm_amx_min_rows rows, AVX-512
- * bf16 below (decode steps) and on CPUs without AMX.
+ * (RMS-normalised on the way when the call asks) into the executor's one buffer, the residual add,
+ * the SiLU gate and the ViT's GELU in the GEMM's epilogue. AMX tiles from bf16_gemm_amx_min_rows
+ * rows, AVX-512 bf16 below (decode steps) and on CPUs without AMX. Also the AVX-512 attention for
+ * many rows (avx512_attention.h), with its scratch.
  */
 #include "bf16_linear.h"
 
