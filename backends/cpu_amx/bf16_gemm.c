@@ -42,7 +42,7 @@ static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
  * VH_BF16_NBLOCK panels an N block (8), VH_BF16_KBLOCK_KB KB of B a K block (512),
  * VH_BF16_PREFETCH=0 no B prefetch, VH_BF16_DECODE_KSTEPS K steps a decode-row call (all). */
 static struct {
-    int64_t n_block, k_block_bytes, decode_k_steps;
+    int64_t n_block, k_block_bytes, decode_k_steps, amx_min_rows;
     int prefetch;
 } tuning;
 
@@ -57,6 +57,7 @@ static void detect(void)
     tuning.n_block = env_int("VH_BF16_NBLOCK", N_BLOCK_PANELS);
     tuning.k_block_bytes = env_int("VH_BF16_KBLOCK_KB", K_BLOCK_BYTES >> 10) << 10;
     tuning.decode_k_steps = env_int("VH_BF16_DECODE_KSTEPS", INT64_MAX);
+    tuning.amx_min_rows = env_int("VH_AMX_MIN_ROWS", 8);
     const char *prefetch = getenv("VH_BF16_PREFETCH");
     tuning.prefetch = !(prefetch && !strcmp(prefetch, "0"));
     features = cpu_bf16_detect();
@@ -78,8 +79,8 @@ int bf16_gemm_has_amx(void)
 
 int64_t bf16_gemm_amx_min_rows(void)
 {
-    const char *s = getenv("VH_AMX_MIN_ROWS");
-    return s && atoi(s) > 0 ? atoi(s) : 8;
+    pthread_once(&detect_once, detect);
+    return tuning.amx_min_rows;
 }
 
 bf16_gemm_scratch *bf16_gemm_scratch_create(int n_threads)
@@ -150,42 +151,35 @@ static void epilogue(const bf16_gemm_args *g, const float *c, int64_t rb, int64_
     }
 }
 
-/* Row blocks [rb0, rb1) x panels [p0, p1) of the product (their C blocks fit the scratch), on the
- * calling thread. */
-static void gemm_tile_range(const gemm_job *job, float *cbuf, int64_t rb0, int64_t rb1, int64_t p0, int64_t p1)
+/* A unit: row blocks [rb0, rb1) x panels [p0, p1) of the product, on the calling thread; its C
+ * blocks fit the scratch (bf16_gemm sizes units so). */
+static void gemm_unit(const gemm_job *job, float *cbuf, int64_t rb0, int64_t rb1, int64_t p0, int64_t p1)
 {
     const bf16_gemm_args *g = job->args;
-    const int64_t ks = g->w->k_steps;
+    const int64_t ks = g->w->k_steps, nm = rb1 - rb0, np = p1 - p0;
     const bf16_activations *act = g->a;
-    for (int64_t m0 = rb0; m0 < rb1; m0 += 32) { /* at most 32 row blocks share the scratch */
-        const int64_t m1 = min64(m0 + 32, rb1), nm = m1 - m0;
-        const int64_t nb = max64(1, C_BLOCKS / nm);
-        for (int64_t n0 = p0; n0 < p1; n0 += nb) {
-            const int64_t n1 = min64(n0 + nb, p1), np = n1 - n0;
-            /* one row block (a decode step): no reuse of B to keep, so one pass over K */
-            int64_t k_len = nm == 1 ? min64(ks, job->decode_k_steps) : max64(1, job->k_block_bytes / (np * 2048));
-            const int64_t k_blocks = (ks + k_len - 1) / k_len;
-            k_len = (ks + k_blocks - 1) / k_blocks;
-            for (int64_t k0 = 0; k0 < ks; k0 += k_len) {
-                const int64_t kl = min64(k_len, ks - k0);
-                for (int64_t rb = m0; rb < m1; rb++) {
-                    const uint16_t *a = act->data + rb * act->block_stride + k0 * act->step_stride;
-                    const int rows = (int)min64(32, g->a->rows - rb * 32);
-                    for (int64_t p = n0; p < n1; p++) {
-                        float *c = cbuf + ((rb - m0) * np + (p - n0)) * 1024;
-                        const uint16_t *b = g->w->data + (p * ks + k0) * 1024;
-                        if (job->amx)
-                            bf16_microkernel_amx(a, act->row_stride, act->step_stride, b, kl, c, k0 > 0,
-                                                 job->prefetch && rb == m0);
-                        else
-                            bf16_microkernel_avx512(a, act->row_stride, act->step_stride, b, kl, c, k0 > 0, rows);
-                    }
-                }
+    /* one row block (a decode step): no reuse of B to keep, so one pass over K */
+    int64_t k_len = nm == 1 ? min64(ks, job->decode_k_steps) : max64(1, job->k_block_bytes / (np * 2048));
+    const int64_t k_blocks = (ks + k_len - 1) / k_len;
+    k_len = (ks + k_blocks - 1) / k_blocks;
+    for (int64_t k0 = 0; k0 < ks; k0 += k_len) {
+        const int64_t kl = min64(k_len, ks - k0);
+        for (int64_t rb = rb0; rb < rb1; rb++) {
+            const uint16_t *a = act->data + rb * act->block_stride + k0 * act->step_stride;
+            const int rows = (int)min64(32, act->rows - rb * 32);
+            for (int64_t p = p0; p < p1; p++) {
+                float *c = cbuf + ((rb - rb0) * np + (p - p0)) * 1024;
+                const uint16_t *b = g->w->data + (p * ks + k0) * 1024;
+                if (job->amx)
+                    bf16_microkernel_amx(a, act->row_stride, act->step_stride, b, kl, c, k0 > 0,
+                                         job->prefetch && rb == rb0);
+                else
+                    bf16_microkernel_avx512(a, act->row_stride, act->step_stride, b, kl, c, k0 > 0, rows);
             }
-            for (int64_t rb = m0; rb < m1; rb++)
-                for (int64_t p = n0; p < n1; p++) epilogue(g, cbuf + ((rb - m0) * np + (p - n0)) * 1024, rb, p);
         }
     }
+    for (int64_t rb = rb0; rb < rb1; rb++)
+        for (int64_t p = p0; p < p1; p++) epilogue(g, cbuf + ((rb - rb0) * np + (p - p0)) * 1024, rb, p);
 }
 
 static void gemm_units(void *ctx, int64_t begin, int64_t end, int thread_index)
@@ -198,8 +192,8 @@ static void gemm_units(void *ctx, int64_t begin, int64_t end, int thread_index)
     for (int64_t u; (u = atomic_fetch_add(&job->next_unit, 1)) < job->n_units;) {
         const int64_t un = u % job->n_units_n, um = u / job->n_units_n;
         const int64_t p0 = un * job->panels_per_unit, rb0 = um * job->rows_per_unit;
-        gemm_tile_range(job, job->scratch->c[thread_index], rb0, min64(rb0 + job->rows_per_unit, job->row_blocks), p0,
-                        min64(p0 + job->panels_per_unit, panels));
+        gemm_unit(job, job->scratch->c[thread_index], rb0, min64(rb0 + job->rows_per_unit, job->row_blocks), p0,
+                  min64(p0 + job->panels_per_unit, panels));
     }
     if (job->amx) bf16_amx_tiles_end();
 }

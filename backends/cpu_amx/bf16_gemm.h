@@ -81,6 +81,9 @@ typedef struct bf16_activations {
  * normalisation. VH_ERR_OUT_OF_MEMORY when it cannot grow. */
 vh_status bf16_activations_load(vh_thread_pool *pool, bf16_activations *a, const float *x, int64_t x_stride,
                                 int64_t rows, int64_t k, const float *rms_weight, float rms_eps);
+/* Room for `rows` rows of k (written now, so no call faults or allocates below it).
+ * VH_ERR_OUT_OF_MEMORY when it cannot. */
+vh_status bf16_activations_reserve(bf16_activations *a, int64_t rows, int64_t k);
 void bf16_activations_free(bf16_activations *a);
 
 /* Per-thread scratch of the GEMM (the C blocks of a thread's columns), made once a pool. */
@@ -108,7 +111,7 @@ typedef enum bf16_kernel {
  * tile data state, asked for once per process). */
 int bf16_gemm_has_avx512_bf16(void);
 int bf16_gemm_has_amx(void);
-/* Rows from which AUTO takes AMX (env VH_AMX_MIN_ROWS, default 8). */
+/* Rows from which AUTO takes AMX (env VH_AMX_MIN_ROWS, default 8; read once). */
 int64_t bf16_gemm_amx_min_rows(void);
 
 /* Run y = epilogue(a . W^T) on the pool. The CPU must have AVX-512 bf16 (bf16_gemm_has_avx512_bf16). */

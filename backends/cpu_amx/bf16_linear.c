@@ -63,10 +63,7 @@ void *bf16_linear_create(vh_thread_pool *pool, const vh_executor_params *params,
     l->scratch = bf16_gemm_scratch_create(vh_thread_pool_size(pool));
     /* the activation buffer at its largest now, so that no run allocates */
     const int64_t rows = params->max_rows > 1 ? params->max_rows : 1;
-    float *zeros = calloc((size_t)max_in, sizeof(float));
-    vh_status st = zeros && l->scratch ? bf16_activations_load(pool, &l->act, zeros, 0, rows, max_in, NULL, 0.0f)
-                                       : VH_ERR_OUT_OF_MEMORY;
-    free(zeros);
+    vh_status st = l->scratch ? bf16_activations_reserve(&l->act, rows, max_in) : VH_ERR_OUT_OF_MEMORY;
     int64_t keys, width;
     attention_needs(params, &keys, &width);
     if (!st && keys && !(l->attention = avx512_attention_create(keys, width))) st = VH_ERR_OUT_OF_MEMORY;

@@ -4,6 +4,7 @@
  * into zero-padded rows at every call.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,26 +187,48 @@ static void load_rows(void *ctx, int64_t begin, int64_t end, int thread_index)
     }
 }
 
-static int tiles_by_default(void)
+static int tiled_layout;
+static pthread_once_t layout_once = PTHREAD_ONCE_INIT;
+
+static void read_layout(void)
 {
     const char *layout = getenv("VH_BF16_A_LAYOUT");
-    return !(layout && !strcmp(layout, "rows"));
+    tiled_layout = !(layout && !strcmp(layout, "rows"));
+}
+
+/* Elements a row takes in the layout (steps of 32; plain rows one cache line more). */
+static int64_t row_width(int tiled, int64_t k)
+{
+    return round_up(k, BF16_KSTEP) + (tiled ? 0 : 32);
+}
+
+/* The buffer grown to `need` elements (its pages written). */
+static vh_status grow(bf16_activations *a, size_t need)
+{
+    if (need <= a->capacity) return VH_OK;
+    uint16_t *grown = aligned_alloc(64, round_up((int64_t)need * 2, 64));
+    if (!grown) return VH_ERR_OUT_OF_MEMORY;
+    memset(grown, 0, need * 2);
+    free(a->data);
+    a->data = grown;
+    a->capacity = need;
+    return VH_OK;
+}
+
+vh_status bf16_activations_reserve(bf16_activations *a, int64_t rows, int64_t k)
+{
+    pthread_once(&layout_once, read_layout);
+    return grow(a, (size_t)round_up(rows > 0 ? rows : 1, 32) * (size_t)row_width(tiled_layout, k));
 }
 
 vh_status bf16_activations_load(vh_thread_pool *pool, bf16_activations *a, const float *x, int64_t x_stride,
                                 int64_t rows, int64_t k, const float *rms_weight, float rms_eps)
 {
-    const int tiled = tiles_by_default();
+    pthread_once(&layout_once, read_layout);
+    const int tiled = tiled_layout;
     const int64_t steps = round_up(k, BF16_KSTEP) / BF16_KSTEP, padded_rows = round_up(rows > 0 ? rows : 1, 32);
-    const int64_t stride = steps * BF16_KSTEP + (tiled ? 0 : 32);
-    const size_t need = (size_t)padded_rows * (size_t)stride;
-    if (need > a->capacity) {
-        uint16_t *grown = aligned_alloc(64, round_up((int64_t)need * 2, 64));
-        if (!grown) return VH_ERR_OUT_OF_MEMORY;
-        free(a->data);
-        a->data = grown;
-        a->capacity = need;
-    }
+    const int64_t stride = row_width(tiled, k);
+    if (grow(a, (size_t)padded_rows * (size_t)stride)) return VH_ERR_OUT_OF_MEMORY;
     a->rows = rows;
     a->k = k;
     a->tiled = tiled;

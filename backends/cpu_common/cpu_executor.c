@@ -126,10 +126,12 @@ static uint64_t max_lora_rank(const vh_executor *e)
     return r;
 }
 
-static int any_fused(const vh_executor *e)
+/* Whether some held LLM block runs fused (q|k|v in one buffer) or some unfused (q, k, v, up and
+ * the normed rows apart): each path's buffers only where a block takes it. */
+static int has_llm_block(const vh_executor *e, int fused)
 {
     for (uint32_t i = 0; i < e->params.n_blocks; i++)
-        if (e->blocks[i].fused_qkv) return 1;
+        if (e->blocks[i].desc->kind == VH_BLOCK_LLM && !e->blocks[i].fused_qkv == !fused) return 1;
     return 0;
 }
 
@@ -187,15 +189,17 @@ static vh_status allocate_buffers(vh_executor *e, char *err, size_t err_size)
         e->max_segments = p->max_sequences > p->max_rows ? p->max_rows : p->max_sequences;
         if (e->max_segments == 0) e->max_segments = 1;
         llm_scratch *s = &e->llm;
-        if (!(s->x = alloc_floats(R, l->hidden, 1, w)) || !(s->norm = alloc_floats(R, l->hidden, 1, w)) ||
-            !(s->q = alloc_floats(R, q_dim, 1, w)) || !(s->k = alloc_floats(R, kv_dim, 1, w)) ||
-            !(s->v = alloc_floats(R, kv_dim, 1, w)) || !(s->attn = alloc_floats(R, q_dim, 1, w)) ||
-            !(s->gate = alloc_floats(R, l->intermediate, 1, w)) || !(s->up = alloc_floats(R, l->intermediate, 1, w)) ||
+        const int unfused = has_llm_block(e, 0), fused = has_llm_block(e, 1);
+        if (!(s->x = alloc_floats(R, l->hidden, 1, w)) || !(s->attn = alloc_floats(R, q_dim, 1, w)) ||
+            !(s->gate = alloc_floats(R, l->intermediate, 1, w)) ||
+            (unfused && (!(s->norm = alloc_floats(R, l->hidden, 1, w)) || !(s->q = alloc_floats(R, q_dim, 1, w)) ||
+                         !(s->k = alloc_floats(R, kv_dim, 1, w)) || !(s->v = alloc_floats(R, kv_dim, 1, w)) ||
+                         !(s->up = alloc_floats(R, l->intermediate, 1, w)))) ||
+            (fused && !(s->qkv = alloc_floats(R, q_dim + 2 * kv_dim, 1, w))) ||
             !(s->head_in = alloc_floats(e->max_segments, l->hidden, 1, w)) ||
             !(s->lora_a = alloc_floats(R, max_lora_rank(e), 1, w)) ||
             !(s->lora_b = alloc_floats(R, q_dim > l->hidden ? q_dim : l->hidden, 1, w)) ||
-            !(s->logits = alloc_floats(e->max_segments, l->vocab, 1, w)) ||
-            (any_fused(e) && !(s->qkv = alloc_floats(R, q_dim + 2 * kv_dim, 1, w))))
+            !(s->logits = alloc_floats(e->max_segments, l->vocab, 1, w)))
             goto oom;
         s->positions = calloc(R ? R : 1, sizeof *s->positions);
         if (!s->positions) goto oom;

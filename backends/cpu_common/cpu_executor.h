@@ -66,7 +66,8 @@ typedef struct vit_scratch {
     float *mlp;                        /* [T, H] */
 } vit_scratch;
 
-/* Scratch for the LLM, sized for max_rows rows. */
+/* Scratch for the LLM, sized for max_rows rows (norm, q, k, v and up only where an LLM block runs
+ * unfused, qkv only where one runs fused). */
 typedef struct llm_scratch {
     float *x;                          /* [max_rows, Dl] the hidden state (crosses executors) */
     float *norm;                       /* [max_rows, Dl] */

@@ -99,8 +99,7 @@ static void llm_block_fused(vh_executor *e, const cpu_block *b, const vh_batch *
     vhk_rope(e->pool, s->qkv, width, R, l->n_heads, l->head_dim, s->positions, l->rope_theta);
     vhk_rope(e->pool, s->qkv + q_dim, width, R, l->n_kv_heads, l->head_dim, s->positions, l->rope_theta);
     cpu_profile_mark(prof, CPU_PROF_ROPE);
-    attend(e, b, batch, s->qkv, width, s->qkv + q_dim, s->qkv + q_dim + kv_dim, width);
-    cpu_profile_mark(prof, CPU_PROF_ATTENTION);
+    attend(e, b, batch, s->qkv, width, s->qkv + q_dim, s->qkv + q_dim + kv_dim, width); /* (marks its own) */
     cpu_linear_fused(e, &(cpu_linear_call){.x = s->attn, .x_stride = q_dim, .rows = R, .in = q_dim,
                                            .prepared = b->prepared[VH_LLM_O], .epilogue = CPU_EPILOGUE_ADD,
                                            .y = s->x, .y_stride = Dl});

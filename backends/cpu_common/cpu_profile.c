@@ -14,7 +14,7 @@ void cpu_profile_init(cpu_profile *p)
 void cpu_profile_report(const cpu_profile *p, const char *backend)
 {
     static const char *names[CPU_PROF_N] = {"q|k|v (norm in)", "rope + kv write", "attention", "o (+ residual)",
-                                            "gate|up (norm in, silu)", "down (+ residual)", "other"};
+                                            "gate|up (norm in, silu)", "down (+ residual)"};
     if (!p->on) return;
     for (int c = 0; c < 2; c++) {
         if (!p->blocks[c]) continue;

@@ -10,8 +10,7 @@
 #include <time.h>
 
 typedef enum cpu_profile_op {
-    CPU_PROF_QKV, CPU_PROF_ROPE, CPU_PROF_ATTENTION, CPU_PROF_O, CPU_PROF_GATE_UP, CPU_PROF_DOWN,
-    CPU_PROF_OTHER, CPU_PROF_N
+    CPU_PROF_QKV, CPU_PROF_ROPE, CPU_PROF_ATTENTION, CPU_PROF_O, CPU_PROF_GATE_UP, CPU_PROF_DOWN, CPU_PROF_N
 } cpu_profile_op;
 
 /* Blocks of many rows (a prefill) and of few (decode steps) are counted apart. */

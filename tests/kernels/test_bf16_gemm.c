@@ -804,6 +804,13 @@ END_TEST
 START_TEST(test_gemm_cases_rows_layout)
 {
     setenv("VH_BF16_A_LAYOUT", "rows", 1);
+    bf16_activations probe;
+    memset(&probe, 0, sizeof probe);
+    const float x[1] = {1.0f};
+    ck_assert(bf16_activations_load(NULL, &probe, x, 1, 1, 1, NULL, 0.0f) == VH_OK);
+    /* the layout is read once a process: this test needs a process of its own (check's fork mode) */
+    ck_assert_msg(!probe.tiled, "VH_BF16_A_LAYOUT=rows not in effect: the layout was read before (CK_FORK=no?)");
+    bf16_activations_free(&probe);
     run_gemm_case(N_CASES - N_SMALL_CASES + _i);
 }
 END_TEST
