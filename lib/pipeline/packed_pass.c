@@ -160,15 +160,28 @@ vh_status vh_packed_pass_begin(vh_packed_pass *p, vh_frame_job *const *jobs, uin
     return VH_OK;
 }
 
-vh_status vh_packed_pass_stage(vh_packed_pass *p, uint32_t stage, vh_error *err)
+/* The pass's rows job (trace name, the frame id of its first job) and a stage's LLM blocks: every
+ * frame of a pass has the plan's cut (the packed mode does not move it). */
+static vh_rows_job rows_job(const vh_packed_pass *p, const char *name, uint32_t first_job)
 {
     const vh_job_context *ctx = p->ctx;
-    const vh_rows_job r = {.plan = ctx->plan, .model = ctx->model, .copy_hidden = ctx->copy_hidden,
-                           .trace = ctx->trace, .name = p->name, .frame_id = p->jobs[0]->frame_id};
-    /* every frame of a pass has the plan's cut (the packed mode does not move it) */
-    const uint32_t *end = p->jobs[0]->stage_end;
-    const uint32_t first = stage == 0 ? ctx->model->llm_embed_block : end[stage - 1];
-    return vh_stage_run_rows(&r, stage, &p->batch, p->hidden, first, end[stage], &p->stage_time[stage], err);
+    return (vh_rows_job){.plan = ctx->plan, .model = ctx->model, .copy_hidden = ctx->copy_hidden, .trace = ctx->trace,
+                         .name = name, .frame_id = p->jobs[first_job]->frame_id};
+}
+
+static void stage_blocks(const vh_packed_pass *p, uint32_t stage, uint32_t *begin, uint32_t *end)
+{
+    const uint32_t *cut = p->jobs[0]->stage_end;
+    *begin = stage == 0 ? p->ctx->model->llm_embed_block : cut[stage - 1];
+    *end = cut[stage];
+}
+
+vh_status vh_packed_pass_stage(vh_packed_pass *p, uint32_t stage, vh_error *err)
+{
+    const vh_rows_job r = rows_job(p, p->name, 0);
+    uint32_t begin, end;
+    stage_blocks(p, stage, &begin, &end);
+    return vh_stage_run_rows(&r, stage, &p->batch, p->hidden, begin, end, &p->stage_time[stage], err);
 }
 
 vh_status vh_packed_pass_stage_part(vh_packed_pass *p, uint32_t stage, uint32_t first, uint32_t count, vh_error *err)
@@ -189,12 +202,11 @@ vh_status vh_packed_pass_stage_part(vh_packed_pass *p, uint32_t stage, uint32_t 
     /* the part's own segments and rows; the head's outputs are the last stage's, never a part's */
     vh_batch part = {.struct_size = sizeof(vh_batch), .options = p->batch.options & VH_BATCH_SEGMENT_EMBEDS,
                      .n_segments = count, .segments = p->segments + first, .n_rows = rows, .tokens = p->tokens + row0};
-    const vh_rows_job r = {.plan = ctx->plan, .model = ctx->model, .copy_hidden = ctx->copy_hidden,
-                           .trace = ctx->trace, .name = name, .frame_id = p->jobs[first]->frame_id};
-    const uint32_t *end = p->jobs[first]->stage_end;
-    const uint32_t begin = stage == 0 ? ctx->model->llm_embed_block : end[stage - 1];
-    return vh_stage_run_rows(&r, stage, &part, p->hidden + (size_t)row0 * ctx->model->desc.llm.hidden, begin,
-                             end[stage], &p->stage_time[stage], err);
+    const vh_rows_job r = rows_job(p, name, first);
+    uint32_t begin, end;
+    stage_blocks(p, stage, &begin, &end);
+    return vh_stage_run_rows(&r, stage, &part, p->hidden + (size_t)row0 * ctx->model->desc.llm.hidden, begin, end,
+                             &p->stage_time[stage], err);
 }
 
 void vh_packed_pass_end(vh_packed_pass *p)
