@@ -1,22 +1,36 @@
 /*
- * vh-bench: time a model folder on a stream of frames.
+ * vh-bench: time a model folder on a stream of frames, in one configuration or a sweep of them.
  *
  *   vh-bench [--model DIR] [--image FILE] [--frames N] [--warmup N] [--backend NAME[,NAME...]]
  *            [--threads N] [--inflight K | --rate HZ] [--plugin-path P] [--instruction TEXT] [--unnorm-key KEY]
- *            [--json]
- *            [--split N] [--mode serial|pipeline|packed] [--gpu-mem-budget BYTES] [--zone N] [--trace PATH]
+ *            [--split N[,N...]] [--mode M[,M...]] [--frames-in-flight K[,K...]] [--rounds R]
+ *            [--format text|table|csv|json] [--json] [--gpu-mem-budget BYTES] [--zone N] [--trace PATH]
  *            [--session-warmup N] [--seed S]
  *
- * Submits N copies of one image after W warm-up frames (on top of the session's own warm-up inside
- * vh_session_create, --session-warmup: -1 the session's default, 0 none), keeping K frames submitted and not yet
- * polled (default: the session's frames in flight, so a pipeline is kept full), or one frame every
- * 1/HZ seconds (--rate: a camera's arrivals, whatever the results), and reports frames/s in the
- * steady state (the timed frames finished before the last submission, over that time) and
- * per phase (vision = preprocessing + towers + projector,
- * prefill, decode) and end to end (submitted -> action ready), the mean, p50, p95 and max in
- * milliseconds. With two stages it also reports each stage's busy time per frame, the hand-off
- * time per frame, the overlap efficiency (frames/s x the slower stage's time per frame: the share
- * of the time that stage works) and the GPU stage's memory, over the same window as frames/s. Defaults: the bundled tiny model and its first frame.
+ * One run submits N copies of one image after W warm-up frames (on top of the session's own warm-up
+ * inside vh_session_create, --session-warmup: -1 the session's default, 0 none), keeping K frames
+ * submitted and not yet polled (default: the session's frames in flight, so a pipeline is kept
+ * full), or one frame every 1/HZ seconds (--rate: a camera's arrivals, whatever the results), and
+ * reports frames/s in the steady state (the timed frames finished before the last submission, over
+ * that time) and per phase (vision = preprocessing + towers + projector, prefill, decode) and end
+ * to end (submitted -> action ready), the mean, p50, p95 and max in milliseconds. With two stages it
+ * also reports each stage's busy time per frame, the hand-off time per frame, the overlap
+ * efficiency (frames/s x the slower stage's time per frame: the share of the time that stage works)
+ * and the GPU stage's memory, over the same window as frames/s; and always the process's resident
+ * memory (the mapped checkpoint's touched pages included, not only the backends' allocations).
+ * Defaults: the bundled tiny model and its first frame.
+ *
+ * Sweeps (sweep.h): --split, --mode and --frames-in-flight take comma-separated lists and every
+ * combination runs, splits outermost. --rounds R runs every combination R times: the sessions of
+ * one split are then created once and kept while the rounds alternate their order, so that a
+ * drift of the machine does not favour one configuration, and the table gives each one's median,
+ * its spread, and its ratio to the first mode of the list as the median of the ratios within a
+ * round (a paired comparison: on a VM whose memory bandwidth moves by a third within a minute,
+ * separate runs minutes apart cannot show a 3% difference).
+ *
+ * Output (--format): text (one run: the detailed report; a sweep: the table), table, csv (a row a
+ * run), json (an object a run, one a line; a sweep ends with a {"sweep": [...]} line of the table's
+ * rows). --json is --format json.
  *
  * An Orion model (config.json model_type "orion", tools/orion/convert_orion.py's format or
  * vh-synth-checkpoint --family orion) runs on synthetic frames instead of the image: vision tokens
@@ -30,9 +44,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
+#include "bench_sweep.h"
 #include "bundled_data.h"
 #include "image_file.h"
 #include "orion_inputs.h"
@@ -41,19 +55,44 @@
 
 #define ORION_TOKEN_SETS 4 /* distinct synthetic frames an Orion benchmark cycles over */
 
+typedef enum output_format { FORMAT_TEXT, FORMAT_TABLE, FORMAT_CSV, FORMAT_JSON } output_format;
+
 typedef struct options {
     const char *model, *image, *backends, *plugin_path, *instruction, *unnorm_key;
     uint64_t seed;                                /* --seed: Orion's synthetic tokens and noise */
-    int frames, warmup, threads, inflight, json; /* inflight 0: the session's frames in flight */
+    int frames, warmup, threads, inflight;        /* inflight 0: the session's frames in flight */
     double rate;                                  /* frames/s arriving; 0: closed loop (inflight) */
-    vh_session_params stage;                      /* --split, --mode, --gpu-mem-budget, --zone, --trace */
+    output_format format;
+    vh_session_params stage;                      /* --gpu-mem-budget, --zone, --trace, ... */
+    vh_bench_sweep sweep;                         /* --split, --mode, --frames-in-flight, --rounds */
 } options;
+
+/* What one run (one configuration, one round) measured. */
+typedef struct run_result {
+    int timed, failures;
+    double fps, load_s;
+    vh_bench_summary vision, prefill, decode, step, e2e;
+    vh_session_info info, end;         /* at create, and at the run's end */
+    double stage_ms[4], stage_passes[4], stage_handoff_ms[4]; /* a frame, over the throughput window */
+    double handoff_ms, overlap;
+    uint64_t rss_bytes, rss_peak_bytes; /* the process's resident memory at the run's end, and peak */
+    const char *mode;
+} run_result;
+
+/* The frames one run submits: an image with an instruction, or Orion's synthetic tokens. */
+typedef struct bench_input {
+    int orion;
+    vh_orion_shape shape;
+    uint8_t *rgb;
+    uint32_t width, height;
+    float *tokens[ORION_TOKEN_SETS];
+} bench_input;
 
 static int parse_int(const char *s, int lo, int hi, int *out)
 {
     char *end;
     long v = strtol(s, &end, 10);
-    if (*end || v < lo || v > hi) return -1;
+    if (end == s || *end || v < lo || v > hi) return -1;
     *out = (int)v;
     return 0;
 }
@@ -68,14 +107,33 @@ static void log_to_stderr(void *user, vh_log_level level, const char *message)
     fprintf(stderr, "vh-bench: %s: %s\n", names[level <= VH_LOG_DEBUG ? level : VH_LOG_DEBUG], message);
 }
 
+/* Options that take a value; any other word starting with "--" is unknown (and says so, rather
+ * than "needs a value"). */
+static int takes_value(const char *a)
+{
+    static const char *const valued[] = {"--model", "--image", "--backend", "--plugin-path", "--instruction",
+                                         "--unnorm-key", "--frames", "--warmup", "--session-warmup", "--threads",
+                                         "--inflight", "--seed", "--rate", "--rounds", "--format", "--split",
+                                         "--mode", "--frames-in-flight", "--gpu-mem-budget", "--zone", "--trace"};
+    for (size_t i = 0; i < sizeof valued / sizeof *valued; i++)
+        if (!strcmp(a, valued[i])) return 1;
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, options *o)
 {
     *o = (options){.frames = 10, .warmup = 2, .inflight = 0, .instruction = "pick up the red block"};
     vh_session_params_init(&o->stage);
+    vh_bench_sweep_init(&o->sweep);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--json")) { o->json = 1; continue; }
+        if (!strcmp(a, "--json")) { o->format = FORMAT_JSON; continue; }
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) return -1;
+        if (!strcmp(a, "--version")) {
+            printf("vh-bench (vlahybrid %s)\n", vh_version());
+            exit(0);
+        }
+        if (!takes_value(a)) { fprintf(stderr, "vh-bench: unknown option %s\n", a); return -1; }
         if (i + 1 >= argc) { fprintf(stderr, "vh-bench: %s needs a value\n", a); return -1; }
         const char *v = argv[++i];
         if (!strcmp(a, "--model")) o->model = v;
@@ -89,6 +147,7 @@ static int parse_args(int argc, char **argv, options *o)
         else if (!strcmp(a, "--session-warmup")) { if (parse_int(v, -1, 64, &o->stage.warmup_frames)) return -1; }
         else if (!strcmp(a, "--threads")) { if (parse_int(v, 0, 4096, &o->threads)) return -1; }
         else if (!strcmp(a, "--inflight")) { if (parse_int(v, 1, 64, &o->inflight)) return -1; }
+        else if (!strcmp(a, "--rounds")) { if (parse_int(v, 1, 1000, &o->sweep.rounds)) return -1; }
         else if (!strcmp(a, "--seed")) {
             char *end;
             o->seed = strtoull(v, &end, 10);
@@ -100,34 +159,21 @@ static int parse_args(int argc, char **argv, options *o)
             o->rate = strtod(v, &end);
             if (*end || !(o->rate > 0 && o->rate <= 10000)) return -1;
         }
+        else if (!strcmp(a, "--format")) {
+            if (!strcmp(v, "text")) o->format = FORMAT_TEXT;
+            else if (!strcmp(v, "table")) o->format = FORMAT_TABLE;
+            else if (!strcmp(v, "csv")) o->format = FORMAT_CSV;
+            else if (!strcmp(v, "json")) o->format = FORMAT_JSON;
+            else { fprintf(stderr, "vh-bench: --format is text, table, csv or json\n"); return -1; }
+        }
         else {
-            int taken = vh_parse_stage_option("vh-bench", a, v, &o->stage); /* --split, --mode, ... */
-            if (taken < 0) return -1;
-            if (!taken) { fprintf(stderr, "vh-bench: unknown option %s\n", a); return -1; }
+            /* the swept options (lists), then the other stage options (--gpu-mem-budget, ...) */
+            int taken = vh_bench_sweep_parse("vh-bench", a, v, &o->sweep);
+            if (!taken) taken = vh_parse_stage_option("vh-bench", a, v, &o->stage);
+            if (taken <= 0) return -1;
         }
     }
     return 0;
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-typedef struct summary { double mean, p50, p95, max; } summary;
-
-/* Nearest-rank percentiles of n values (sorted in place). */
-static summary summarise(double *v, int n)
-{
-    summary s = {0};
-    if (n == 0) return s;
-    qsort(v, (size_t)n, sizeof *v, compare_doubles);
-    for (int i = 0; i < n; i++) s.mean += v[i] / n;
-    s.p50 = v[(int)((n - 1) * 0.50 + 0.5)];
-    s.p95 = v[(int)((n - 1) * 0.95 + 0.5)];
-    s.max = v[n - 1];
-    return s;
 }
 
 static double now_s(void)
@@ -137,95 +183,77 @@ static double now_s(void)
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-int main(int argc, char **argv)
+/* The process's resident and peak resident bytes (/proc/self/status; 0 where it is not there). */
+static void resident_bytes(uint64_t *now, uint64_t *peak)
 {
-    options o;
-    if (parse_args(argc, argv, &o)) {
-        fprintf(stderr, "usage: vh-bench [--model DIR] [--image FILE] [--frames N] [--warmup N] [--backend NAMES]\n"
-                        "                [--threads N] [--inflight K | --rate HZ] [--plugin-path P] [--instruction TEXT]\n"
-                        "                [--unnorm-key KEY] [--json] [--split N] [--mode serial|pipeline|packed]\n"
-                        "                [--gpu-mem-budget BYTES] [--zone N] [--trace PATH] [--session-warmup N] [--seed S]\n"
-                        VH_STAGE_OPTIONS_USAGE
-                        "Orion models: synthetic frames (vision tokens normal from --seed, commands 0..5 in turn,\n"
-                        "noise drawn from --seed and the frame's sequence); --image does not apply.\n");
-        return 2;
+    *now = *peak = 0;
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return;
+    char line[256];
+    unsigned long long kb;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "VmRSS: %llu kB", &kb) == 1) *now = kb * 1024;
+        else if (sscanf(line, "VmHWM: %llu kB", &kb) == 1) *peak = kb * 1024;
     }
-    if (!o.model) o.model = VH_BUNDLED_MODEL_DIR;
-    char why[1024];
-    vh_orion_shape shape = {0};
-    const int orion = vh_orion_model_shape(o.model, &shape, why, sizeof why);
-    if (orion < 0) {
-        fprintf(stderr, "vh-bench: %s\n", why);
-        return 2;
-    }
-    if (orion && o.image) {
-        fprintf(stderr, "vh-bench: %s is an Orion model: it runs on synthetic vision tokens, not --image\n", o.model);
-        return 2;
-    }
-    char default_image[4096];
-    if (!o.image && !orion) {
-        snprintf(default_image, sizeof default_image, "%s/frame_0.png",
-                 VH_BUNDLED_FRAMES_DIR);
-        o.image = default_image;
-    }
-    uint8_t *rgb = NULL;
-    uint32_t w = 0, h = 0;
-    if (!orion && vh_image_load(o.image, &rgb, &w, &h, why, sizeof why) != VH_OK) {
-        fprintf(stderr, "vh-bench: %s\n", why);
-        return 2;
-    }
-    /* Orion: the synthetic frames' vision tokens, made before the session (and the clock) starts */
-    float *tokens[ORION_TOKEN_SETS] = {NULL};
-    const size_t n_token_floats = (size_t)shape.n_tokens * shape.width;
-    for (int k = 0; orion && k < ORION_TOKEN_SETS; k++) {
-        if (!(tokens[k] = malloc(n_token_floats * sizeof(float)))) {
-            fprintf(stderr, "vh-bench: out of memory for the vision tokens\n");
-            return 2;
-        }
-        vh_seeded_normals(o.seed, (uint64_t)k, tokens[k], n_token_floats);
-    }
+    fclose(f);
+}
 
-    vh_session_params p = o.stage;
-    p.model_path = o.model;
-    p.backends = o.backends;
-    p.plugin_path = o.plugin_path;
-    p.unnorm_key = o.unnorm_key;
-    p.n_threads = o.threads;
+static vh_status create_session(const options *o, const vh_bench_config *c, vh_session **s, double *load_s)
+{
+    vh_session_params p = o->stage;
+    p.model_path = o->model;
+    p.backends = o->backends;
+    p.plugin_path = o->plugin_path;
+    p.unnorm_key = o->unnorm_key;
+    p.n_threads = o->threads;
     p.queue_policy = VH_QUEUE_BLOCK;
     p.log_fn = log_to_stderr;
+    if (c->llm_split >= 0) p.llm_split = c->llm_split;
+    if (c->has_mode) p.execution_mode = c->mode;
+    if (c->frames_in_flight) p.frames_in_flight = c->frames_in_flight;
     const char *profile = getenv("VH_CUDA_PROFILE");
     p.log_level = profile && !strcmp(profile, "1") ? VH_LOG_INFO : VH_LOG_WARN;
-    double t_load = now_s();
-    vh_session *s = NULL;
-    if (vh_session_create(&p, &s) != VH_OK) {
-        fprintf(stderr, "vh-bench: %s\n", vh_last_error());
-        free(rgb);
-        for (int k = 0; k < ORION_TOKEN_SETS; k++) free(tokens[k]);
-        return 2;
-    }
-    t_load = now_s() - t_load;
-    vh_session_info info, at_warmup, at_last_submit;
-    vh_session_info_init(&info);
-    vh_session_get_info(s, &info);
-    at_warmup = info;
-    if (o.inflight == 0) o.inflight = (int)info.frames_in_flight;
+    double t = now_s();
+    vh_status st = vh_session_create(&p, s);
+    *load_s = now_s() - t;
+    if (st != VH_OK) fprintf(stderr, "vh-bench: %s\n", vh_last_error());
+    return st;
+}
+
+/* One run: warm-up frames, then the timed ones, on a session already created (and perhaps used by
+ * an earlier round). Returns 0, or -1 when nothing could be measured. */
+static int run_frames(const options *o, const bench_input *in, vh_session *s, run_result *r)
+{
+    memset(r, 0, sizeof *r);
+    vh_session_info_init(&r->info);
+    vh_session_get_info(s, &r->info);
+    vh_session_info at_warmup = r->info, at_last_submit = r->info;
+    const int inflight = o->inflight ? o->inflight : (int)r->info.frames_in_flight;
 
     vh_frame f;
     vh_frame_init(&f);
-    if (orion) {
-        f.n_vision_tokens = shape.n_tokens;
-        f.vision_token_width = shape.width;
+    if (in->orion) {
+        f.n_vision_tokens = in->shape.n_tokens;
+        f.vision_token_width = in->shape.width;
     } else {
-        f.rgb = rgb;
-        f.width = w;
-        f.height = h;
-        f.instruction = o.instruction;
+        f.rgb = in->rgb;
+        f.width = in->width;
+        f.height = in->height;
+        f.instruction = o->instruction;
     }
 
-    const int total = o.warmup + o.frames;
-    double *vision = calloc((size_t)o.frames, sizeof(double)), *prefill = calloc((size_t)o.frames, sizeof(double));
-    double *decode = calloc((size_t)o.frames, sizeof(double)), *e2e = calloc((size_t)o.frames, sizeof(double));
-    double *step = calloc((size_t)o.frames, sizeof(double)); /* one decode step: decode / (tokens - 1) */
+    const int total = o->warmup + o->frames;
+    if (o->rate <= 0 && o->frames <= inflight)
+        fprintf(stderr, "vh-bench: warning: %d timed frames with %d kept in flight: no steady state is timed "
+                        "(the frames are submitted at once); give --frames well above %d\n", o->frames, inflight,
+                inflight);
+    double *samples = calloc((size_t)o->frames * 5, sizeof(double));
+    if (!samples) {
+        fprintf(stderr, "vh-bench: out of memory\n");
+        return -1;
+    }
+    double *vision = samples, *prefill = samples + o->frames, *decode = samples + 2 * o->frames;
+    double *e2e = samples + 3 * o->frames, *step = samples + 4 * o->frames; /* step: decode / (tokens - 1) */
     int failures = 0, timed = 0, submitted = 0, polled = 0;
     double t_first = 0, t_last = 0;
     /* Throughput is counted up to the last submission: after it the frames in flight drain with
@@ -238,11 +266,10 @@ int main(int argc, char **argv)
      * submit waits while the queue is full), polling in between. */
     double next_arrival = now_s();
     while (polled < total) {
-        while (submitted < total &&
-               (o.rate > 0 ? now_s() >= next_arrival : submitted - polled < o.inflight)) {
-            if (orion) { /* frame k: token set k mod sets, command k mod 6, noise from (seed, k) */
-                f.vision_tokens = tokens[submitted % ORION_TOKEN_SETS];
-                f.command = (int32_t)((uint32_t)submitted % shape.n_commands);
+        while (submitted < total && (o->rate > 0 ? now_s() >= next_arrival : submitted - polled < inflight)) {
+            if (in->orion) { /* frame k: token set k mod sets, command k mod 6, noise from (seed, k) */
+                f.vision_tokens = in->tokens[submitted % ORION_TOKEN_SETS];
+                f.command = (int32_t)((uint32_t)submitted % in->shape.n_commands);
                 f.sequence = (uint64_t)submitted;
             }
             if (vh_submit_frame(s, &f, NULL) != VH_OK) {
@@ -251,7 +278,7 @@ int main(int argc, char **argv)
                 break;
             }
             submitted++;
-            next_arrival += o.rate > 0 ? 1.0 / o.rate : 0;
+            next_arrival += o->rate > 0 ? 1.0 / o->rate : 0;
             if (submitted == total) {
                 t_last_submit = now_s();
                 finished_by_last_submit = timed;
@@ -259,9 +286,9 @@ int main(int argc, char **argv)
                 vh_session_get_info(s, &at_last_submit);
             }
         }
-        if (submitted == polled && (o.rate <= 0 || submitted == total)) break;
+        if (submitted == polled && (o->rate <= 0 || submitted == total)) break;
         int32_t wait_ms = -1;
-        if (o.rate > 0 && submitted < total) {
+        if (o->rate > 0 && submitted < total) {
             double ahead = next_arrival - now_s();
             wait_ms = ahead > 0 ? (int32_t)(ahead * 1e3) + 1 : 0;
         }
@@ -273,128 +300,310 @@ int main(int argc, char **argv)
             failures++;
             continue;
         }
-        if (polled == o.warmup) { /* throughput and stage times: after the warm-up */
+        if (polled == o->warmup) { /* throughput and stage times: after the warm-up */
             t_first = a.finished_ns / 1e9;
             vh_session_get_info(s, &at_warmup);
         }
-        if (polled > o.warmup && timed < o.frames) {
+        if (polled > o->warmup && timed < o->frames) {
             vision[timed] = a.vision_ns / 1e6;
             prefill[timed] = a.prefill_ns / 1e6;
             decode[timed] = a.decode_ns / 1e6;
             step[timed] = a.action_dim > 1 ? decode[timed] / (a.action_dim - 1) : 0;
             e2e[timed] = (a.finished_ns - a.submitted_ns) / 1e6;
             t_last = a.finished_ns / 1e9;
-            if (o.warmup == 0 && timed == 0) t_first = a.started_ns / 1e9;
+            if (o->warmup == 0 && timed == 0) t_first = a.started_ns / 1e9;
             timed++;
         }
     }
-    summary sv = summarise(vision, timed), sp = summarise(prefill, timed), sd = summarise(decode, timed);
-    summary se = summarise(e2e, timed), ss = summarise(step, timed);
-    double fps = finished_by_last_submit > 0 && t_last_submit > t_first
-                     ? finished_by_last_submit / (t_last_submit - t_first)
-                     : timed && t_last > t_first ? timed / (t_last - t_first) : 0;
+    r->timed = timed;
+    r->failures = failures;
+    r->vision = vh_bench_summarise(vision, timed);
+    r->prefill = vh_bench_summarise(prefill, timed);
+    r->decode = vh_bench_summarise(decode, timed);
+    r->e2e = vh_bench_summarise(e2e, timed);
+    r->step = vh_bench_summarise(step, timed);
+    free(samples);
+    r->fps = finished_by_last_submit > 0 && t_last_submit > t_first ? finished_by_last_submit / (t_last_submit - t_first)
+             : timed && t_last > t_first                          ? timed / (t_last - t_first)
+                                                                   : 0;
 
     /* Per-stage busy time per frame and how well the stages overlap, over the window frames/s is
      * counted in (the last warm-up frame's answer to the last submission, the frames finished in
      * it): with many frames in flight, the run's end would count the work of frames begun before
      * the window and the drain after it. Short runs (no frame finished in the window): the whole
      * run after the warm-up, over the timed frames. */
-    vh_session_info end;
-    vh_session_info_init(&end);
-    vh_session_get_info(s, &end);
+    vh_session_info_init(&r->end);
+    vh_session_get_info(s, &r->end);
     const int in_window = finished_by_last_submit > 0 && t_last_submit > t_first;
-    const vh_session_info *stop = in_window ? &at_last_submit : &end;
+    const vh_session_info *stop = in_window ? &at_last_submit : &r->end;
     const int frames = in_window ? finished_by_last_submit : timed;
-    double stage_ms[4] = {0}, slowest_ms = 0, stage_passes[4] = {0}; /* passes a frame (packed: < tokens) */
-    for (uint32_t i = 0; i < end.n_stages && i < 4 && frames; i++) {
-        stage_ms[i] = (stop->stages[i].busy_ns - at_warmup.stages[i].busy_ns) / 1e6 / frames;
-        stage_passes[i] = (double)(stop->stages[i].passes - at_warmup.stages[i].passes) / frames;
-        if (stage_ms[i] > slowest_ms) slowest_ms = stage_ms[i];
+    double slowest_ms = 0;
+    for (uint32_t i = 0; i < r->end.n_stages && i < 4 && frames; i++) {
+        r->stage_ms[i] = (stop->stages[i].busy_ns - at_warmup.stages[i].busy_ns) / 1e6 / frames;
+        r->stage_passes[i] = (double)(stop->stages[i].passes - at_warmup.stages[i].passes) / frames;
+        r->stage_handoff_ms[i] = (stop->stages[i].handoff_ns - at_warmup.stages[i].handoff_ns) / 1e6 / frames;
+        if (r->stage_ms[i] > slowest_ms) slowest_ms = r->stage_ms[i];
     }
-    const double handoff_ms = frames ? (stop->handoff_ns - at_warmup.handoff_ns) / 1e6 / frames : 0;
-    const double overlap = fps * slowest_ms / 1e3; /* 1: the slowest stage never waits */
-    const char *mode = end.execution_mode == VH_EXECUTION_PIPELINE ? "pipeline"
-                       : end.execution_mode == VH_EXECUTION_PACKED ? "packed" : "serial";
+    r->handoff_ms = frames ? (stop->handoff_ns - at_warmup.handoff_ns) / 1e6 / frames : 0;
+    r->overlap = r->fps * slowest_ms / 1e3; /* 1: the slowest stage never waits */
+    r->mode = r->end.execution_mode == VH_EXECUTION_PIPELINE ? "pipeline"
+              : r->end.execution_mode == VH_EXECUTION_PACKED ? "packed"
+                                                              : "serial";
+    resident_bytes(&r->rss_bytes, &r->rss_peak_bytes);
+    return 0;
+}
 
-    if (o.json) {
-        json_t *j = json_pack("{s:s, s:s?, s:s, s:i, s:i, s:f, s:f, s:I, s:I}", "model", o.model, "image", o.image,
-                              "backends", info.backends, "frames", timed, "failures", failures, "frames_per_s", fps,
-                              "load_s", t_load, "backend_weight_bytes", (json_int_t)info.backend_weight_bytes,
-                              "backend_work_bytes", (json_int_t)info.backend_work_bytes);
-        const char *names[] = {"vision_ms", "prefill_ms", "decode_ms", "decode_step_ms", "end_to_end_ms"};
-        summary *all[] = {&sv, &sp, &sd, &ss, &se};
-        for (int i = 0; i < 5; i++)
-            json_object_set_new(j, names[i], json_pack("{s:f, s:f, s:f, s:f}", "mean", all[i]->mean, "p50",
-                                                       all[i]->p50, "p95", all[i]->p95, "max", all[i]->max));
-        json_object_set_new(j, "family", json_string(orion ? "orion" : "openvla"));
-        if (orion)
-            json_object_set_new(j, "orion_frames", json_pack("{s:i, s:i, s:i, s:i, s:I}", "vision_tokens",
-                                                             (int)shape.n_tokens, "width", (int)shape.width,
-                                                             "token_sets", ORION_TOKEN_SETS, "commands",
-                                                             (int)shape.n_commands, "seed", (json_int_t)o.seed));
-        json_object_set_new(j, "mode", json_string(mode));
-        json_object_set_new(j, "arrival_rate_hz", json_real(o.rate));
-        json_object_set_new(j, "frames_in_flight", json_integer(end.frames_in_flight));
-        json_object_set_new(j, "llm_split", json_integer(end.llm_split));
-        json_object_set_new(j, "split_min", json_integer(end.split_min));
-        json_object_set_new(j, "split_max", json_integer(end.split_max));
-        json_object_set_new(j, "split_changes", json_integer(end.split_changes));
-        json_object_set_new(j, "gpu_bytes", json_integer((json_int_t)end.gpu_bytes));
-        json_object_set_new(j, "handoff_ms_per_frame", json_real(handoff_ms));
-        json_object_set_new(j, "overlap_efficiency", json_real(overlap));
-        json_t *stages = json_array();
-        for (uint32_t i = 0; i < end.n_stages && i < 4; i++)
-            json_array_append_new(stages, json_pack("{s:s, s:i, s:i, s:f, s:f, s:f, s:I, s:I}", "backend", end.stages[i].backend,
-                                                    "first_block", (int)end.stages[i].first_block, "n_blocks",
-                                                    (int)end.stages[i].n_blocks, "busy_ms_per_frame", stage_ms[i],
-                                                    "passes_per_frame", stage_passes[i],
-                                                    "handoff_ms_per_frame", frames ? (stop->stages[i].handoff_ns -
-                                                    at_warmup.stages[i].handoff_ns) / 1e6 / frames : 0.0,
-                                                    "prefill_block_ns", (json_int_t)end.stages[i].prefill_block_ns,
-                                                    "decode_block_ns", (json_int_t)end.stages[i].decode_block_ns));
-        json_object_set_new(j, "stages", stages);
-        char *text = json_dumps(j, JSON_COMPACT);
-        printf("%s\n", text ? text : "{}");
-        free(text);
-        json_decref(j);
-    } else {
-        printf("model    %s (%u LLM layers, %u image tokens)\n", o.model, info.n_llm_layers, info.n_prompt_image_tokens);
-        if (orion)
-            printf("input    Orion: synthetic vision tokens %u x %u (normal, std 1, %d sets, seed %llu), commands "
-                   "0..%u in turn, noise from the seed and each frame's sequence\n", shape.n_tokens, shape.width,
-                   ORION_TOKEN_SETS, (unsigned long long)o.seed, shape.n_commands - 1);
-        printf("backend  %s; load %.2f s; backend memory (all of it, allocated at load): weights %.1f MB, "
-               "KV cache + activations + workspace %.1f MB\n", info.backends,
-               t_load, info.backend_weight_bytes / 1e6, info.backend_work_bytes / 1e6);
-        char arrivals[64];
-        if (o.rate > 0) snprintf(arrivals, sizeof arrivals, "arriving at %.1f Hz", o.rate);
-        else snprintf(arrivals, sizeof arrivals, "%d submitted ahead", o.inflight);
-        printf("frames   %d timed after %d warm-up, %d failed; %.3f frames/s (%s, %u in flight, %s)\n", timed,
-               o.warmup, failures, fps, mode, end.frames_in_flight, arrivals);
-        if (end.n_stages > 1) {
-            printf("split    %d LLM blocks on %s (zone %u..%u, %u changes); GPU stage memory %.1f MB\n", end.llm_split,
-                   end.stages[0].backend, end.split_min, end.split_max, end.split_changes, end.gpu_bytes / 1e6);
-            for (uint32_t i = 0; i < end.n_stages && i < 4; i++)
-                printf("stage %u  %-12s blocks %u..%u, busy %.2f ms a frame in %.2f passes; one LLM block: prefill "
-                       "%.3f ms, decode step %.3f ms\n", i, end.stages[i].backend, end.stages[i].first_block,
-                       end.stages[i].first_block + end.stages[i].n_blocks - 1, stage_ms[i], stage_passes[i],
-                       end.stages[i].prefill_block_ns / 1e6, end.stages[i].decode_block_ns / 1e6);
-            printf("overlap  %.3f (frames/s x slowest stage's busy time); hand-off %.3f ms a frame\n", overlap,
-                   handoff_ms);
-        }
-        printf("%-14s %10s %10s %10s %10s\n", "ms", "mean", "p50", "p95", "max");
-        const char *names[] = {"vision", "prefill", "decode", "decode step", "end-to-end"};
-        summary *all[] = {&sv, &sp, &sd, &ss, &se};
-        for (int i = 0; i < 5; i++)
-            printf("%-14s %10.2f %10.2f %10.2f %10.2f\n", names[i], all[i]->mean, all[i]->p50, all[i]->p95, all[i]->max);
+static json_t *summary_json(const vh_bench_summary *s)
+{
+    return json_pack("{s:f, s:f, s:f, s:f}", "mean", s->mean, "p50", s->p50, "p95", s->p95, "max", s->max);
+}
+
+static void print_json(const options *o, const bench_input *in, const run_result *r, int round)
+{
+    json_t *j = json_pack("{s:s, s:s?, s:s, s:i, s:i, s:f, s:f, s:I, s:I}", "model", o->model, "image", o->image,
+                          "backends", r->info.backends, "frames", r->timed, "failures", r->failures, "frames_per_s",
+                          r->fps, "load_s", r->load_s, "backend_weight_bytes", (json_int_t)r->info.backend_weight_bytes,
+                          "backend_work_bytes", (json_int_t)r->info.backend_work_bytes);
+    const char *names[] = {"vision_ms", "prefill_ms", "decode_ms", "decode_step_ms", "end_to_end_ms"};
+    const vh_bench_summary *all[] = {&r->vision, &r->prefill, &r->decode, &r->step, &r->e2e};
+    for (int i = 0; i < 5; i++) json_object_set_new(j, names[i], summary_json(all[i]));
+    json_object_set_new(j, "family", json_string(in->orion ? "orion" : "openvla"));
+    if (in->orion)
+        json_object_set_new(j, "orion_frames", json_pack("{s:i, s:i, s:i, s:i, s:I}", "vision_tokens",
+                                                         (int)in->shape.n_tokens, "width", (int)in->shape.width,
+                                                         "token_sets", ORION_TOKEN_SETS, "commands",
+                                                         (int)in->shape.n_commands, "seed", (json_int_t)o->seed));
+    json_object_set_new(j, "mode", json_string(r->mode));
+    json_object_set_new(j, "round", json_integer(round));
+    json_object_set_new(j, "arrival_rate_hz", json_real(o->rate));
+    json_object_set_new(j, "frames_in_flight", json_integer(r->end.frames_in_flight));
+    json_object_set_new(j, "llm_split", json_integer(r->end.llm_split));
+    json_object_set_new(j, "split_min", json_integer(r->end.split_min));
+    json_object_set_new(j, "split_max", json_integer(r->end.split_max));
+    json_object_set_new(j, "split_changes", json_integer(r->end.split_changes));
+    json_object_set_new(j, "gpu_bytes", json_integer((json_int_t)r->end.gpu_bytes));
+    json_object_set_new(j, "rss_bytes", json_integer((json_int_t)r->rss_bytes));
+    json_object_set_new(j, "rss_peak_bytes", json_integer((json_int_t)r->rss_peak_bytes));
+    json_object_set_new(j, "handoff_ms_per_frame", json_real(r->handoff_ms));
+    json_object_set_new(j, "overlap_efficiency", json_real(r->overlap));
+    json_t *stages = json_array();
+    for (uint32_t i = 0; i < r->end.n_stages && i < 4; i++)
+        json_array_append_new(stages, json_pack("{s:s, s:i, s:i, s:f, s:f, s:f, s:I, s:I}", "backend",
+                                                r->end.stages[i].backend, "first_block",
+                                                (int)r->end.stages[i].first_block, "n_blocks",
+                                                (int)r->end.stages[i].n_blocks, "busy_ms_per_frame", r->stage_ms[i],
+                                                "passes_per_frame", r->stage_passes[i], "handoff_ms_per_frame",
+                                                r->stage_handoff_ms[i], "prefill_block_ns",
+                                                (json_int_t)r->end.stages[i].prefill_block_ns, "decode_block_ns",
+                                                (json_int_t)r->end.stages[i].decode_block_ns));
+    json_object_set_new(j, "stages", stages);
+    char *text = json_dumps(j, JSON_COMPACT);
+    printf("%s\n", text ? text : "{}");
+    fflush(stdout);
+    free(text);
+    json_decref(j);
+}
+
+static void print_text(const options *o, const bench_input *in, const run_result *r)
+{
+    const vh_session_info *info = &r->info, *end = &r->end;
+    printf("model    %s (%u LLM layers, %u image tokens)\n", o->model, info->n_llm_layers, info->n_prompt_image_tokens);
+    if (in->orion)
+        printf("input    Orion: synthetic vision tokens %u x %u (normal, std 1, %d sets, seed %llu), commands "
+               "0..%u in turn, noise from the seed and each frame's sequence\n", in->shape.n_tokens, in->shape.width,
+               ORION_TOKEN_SETS, (unsigned long long)o->seed, in->shape.n_commands - 1);
+    printf("backend  %s; load %.2f s; backend memory (all of it, allocated at load): weights %.1f MB, "
+           "KV cache + activations + workspace %.1f MB\n", info->backends, r->load_s,
+           info->backend_weight_bytes / 1e6, info->backend_work_bytes / 1e6);
+    printf("memory   process resident %.1f MB (peak %.1f MB; the mapped checkpoint's pages included)\n",
+           r->rss_bytes / 1e6, r->rss_peak_bytes / 1e6);
+    char arrivals[64];
+    if (o->rate > 0) snprintf(arrivals, sizeof arrivals, "arriving at %.1f Hz", o->rate);
+    else snprintf(arrivals, sizeof arrivals, "%d submitted ahead", o->inflight ? o->inflight : (int)end->frames_in_flight);
+    printf("frames   %d timed after %d warm-up, %d failed; %.3f frames/s (%s, %u in flight, %s)\n", r->timed,
+           o->warmup, r->failures, r->fps, r->mode, end->frames_in_flight, arrivals);
+    if (end->n_stages > 1) {
+        printf("split    %d LLM blocks on %s (zone %u..%u, %u changes); GPU stage memory %.1f MB\n", end->llm_split,
+               end->stages[0].backend, end->split_min, end->split_max, end->split_changes, end->gpu_bytes / 1e6);
+        for (uint32_t i = 0; i < end->n_stages && i < 4; i++)
+            printf("stage %u  %-12s blocks %u..%u, busy %.2f ms a frame in %.2f passes; one LLM block: prefill "
+                   "%.3f ms, decode step %.3f ms\n", i, end->stages[i].backend, end->stages[i].first_block,
+                   end->stages[i].first_block + end->stages[i].n_blocks - 1, r->stage_ms[i], r->stage_passes[i],
+                   end->stages[i].prefill_block_ns / 1e6, end->stages[i].decode_block_ns / 1e6);
+        printf("overlap  %.3f (frames/s x slowest stage's busy time); hand-off %.3f ms a frame\n", r->overlap,
+               r->handoff_ms);
     }
-    vh_session_destroy(s);
-    free(vision);
-    free(prefill);
-    free(decode);
-    free(e2e);
-    free(step);
-    free(rgb);
-    for (int k = 0; k < ORION_TOKEN_SETS; k++) free(tokens[k]);
-    return failures ? 1 : 0;
+    printf("%-14s %10s %10s %10s %10s\n", "ms", "mean", "p50", "p95", "max");
+    const char *names[] = {"vision", "prefill", "decode", "decode step", "end-to-end"};
+    const vh_bench_summary *all[] = {&r->vision, &r->prefill, &r->decode, &r->step, &r->e2e};
+    for (int i = 0; i < 5; i++)
+        printf("%-14s %10.2f %10.2f %10.2f %10.2f\n", names[i], all[i]->mean, all[i]->p50, all[i]->p95, all[i]->max);
+}
+
+static void print_csv_row(const vh_bench_config *c, const run_result *r, int round)
+{
+    printf("%d,%s,%u,%d,%d,%d,%.4f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.4f,%.1f,%.1f\n", r->end.llm_split, r->mode,
+           r->end.frames_in_flight, round, r->timed, r->failures, r->fps, r->e2e.p50, r->e2e.p95, r->stage_ms[0],
+           r->end.n_stages > 1 ? r->stage_ms[1] : 0.0, r->end.n_stages > 1 ? r->stage_passes[1] : r->stage_passes[0],
+           r->overlap, r->load_s, r->rss_bytes / 1e6, r->end.gpu_bytes / 1e6);
+    fflush(stdout);
+    (void)c;
+}
+
+/* A run's figures as the sweep table keeps them. */
+static vh_bench_sample sample_of(const run_result *r)
+{
+    return (vh_bench_sample){.fps = r->fps,
+                             .e2e_p50_ms = r->e2e.p50,
+                             .stage_ms = {r->stage_ms[0], r->stage_ms[1]},
+                             .passes = r->end.n_stages > 1 ? r->stage_passes[1] : r->stage_passes[0],
+                             .overlap = r->overlap,
+                             .rss_mb = r->rss_bytes / 1e6,
+                             .failures = r->failures,
+                             .n_stages = (int)r->end.n_stages,
+                             .llm_split = r->end.llm_split,
+                             .frames_in_flight = r->end.frames_in_flight};
+}
+
+static int load_input(options *o, bench_input *in)
+{
+    char why[1024];
+    memset(in, 0, sizeof *in);
+    const int orion = vh_orion_model_shape(o->model, &in->shape, why, sizeof why);
+    if (orion < 0) {
+        fprintf(stderr, "vh-bench: %s\n", why);
+        return -1;
+    }
+    in->orion = orion;
+    if (orion && o->image) {
+        fprintf(stderr, "vh-bench: %s is an Orion model: it runs on synthetic vision tokens, not --image\n", o->model);
+        return -1;
+    }
+    static char default_image[4096];
+    if (!o->image && !orion) {
+        snprintf(default_image, sizeof default_image, "%s/frame_0.png", VH_BUNDLED_FRAMES_DIR);
+        o->image = default_image;
+    }
+    if (!orion && vh_image_load(o->image, &in->rgb, &in->width, &in->height, why, sizeof why) != VH_OK) {
+        fprintf(stderr, "vh-bench: %s\n", why);
+        return -1;
+    }
+    /* Orion: the synthetic frames' vision tokens, made before the session (and the clock) starts */
+    const size_t n_token_floats = (size_t)in->shape.n_tokens * in->shape.width;
+    for (int k = 0; orion && k < ORION_TOKEN_SETS; k++) {
+        if (!(in->tokens[k] = malloc(n_token_floats * sizeof(float)))) {
+            fprintf(stderr, "vh-bench: out of memory for the vision tokens\n");
+            return -1;
+        }
+        vh_seeded_normals(o->seed, (uint64_t)k, in->tokens[k], n_token_floats);
+    }
+    return 0;
+}
+
+static void free_input(bench_input *in)
+{
+    free(in->rgb);
+    for (int k = 0; k < ORION_TOKEN_SETS; k++) free(in->tokens[k]);
+}
+
+int main(int argc, char **argv)
+{
+    options o;
+    if (parse_args(argc, argv, &o)) {
+        fprintf(stderr,
+                "usage: vh-bench [options]   (every option is optional)\n"
+                "  --model DIR           model folder (default: the bundled tiny OpenVLA)\n"
+                "  --image FILE          PNG/JPEG frame submitted again and again (default: the first bundled frame)\n"
+                "  --instruction TEXT    (default \"pick up the red block\")\n"
+                "  --unnorm-key KEY      norm_stats dataset (default: the model's only one)\n"
+                "  --backend NAMES       \"cpu_generic\", \"cuda,cpu_amx\", ... (default: the best available)\n"
+                "  --plugin-path P       plugin file or folder searched first\n"
+                "  --threads N           CPU threads a CPU backend (default 0: the library's choice)\n"
+                "  --frames N            timed frames a run (default 10)\n"
+                "  --warmup N            frames a run before the clock starts (default 2)\n"
+                "  --session-warmup N    frames the session runs inside create (-1: its default)\n"
+                "  --inflight K          closed loop: frames kept submitted and not polled (default: the\n"
+                "                        session's frames in flight)\n"
+                "  --rate HZ             open loop: a frame every 1/HZ s instead\n"
+                "  --seed S              Orion: synthetic tokens and noise (default 0)\n"
+                "  --split N[,N...]      with two backends: LLM blocks on the first (default: chosen at start)\n"
+                "  --mode M[,M...]       serial | pipeline (default with two backends) | packed\n"
+                "  --frames-in-flight K[,K...]  pipeline, packed: frames in flight (1..32; default: the mode's)\n"
+                "  --rounds R            run every combination of the lists R times, alternating their order\n"
+                "                        (default 1); the table gives medians and paired ratios\n"
+                "  --format F            text (default) | table | csv | json;  --json is --format json\n"
+                "  --gpu-mem-budget B    bytes the GPU stage may hold (K, M, G suffixes)\n"
+                "  --zone N              blocks each side of the split both stages hold (default 0 with --split, else 2)\n"
+                "  --trace PATH          Chrome/Perfetto trace of the stages' work\n"
+                "  --version, --help\n"
+                "Orion models: synthetic frames (vision tokens normal from --seed, commands 0..5 in turn,\n"
+                "noise drawn from --seed and the frame's sequence); --image does not apply.\n");
+        return 2;
+    }
+    if (!o.model) o.model = VH_BUNDLED_MODEL_DIR;
+    bench_input in;
+    if (load_input(&o, &in)) {
+        free_input(&in);
+        return 2;
+    }
+
+    vh_bench_config configs[VH_BENCH_MAX_CONFIGS];
+    const int n_configs = vh_bench_sweep_configs(&o.sweep, configs);
+    if (n_configs < 0) {
+        free_input(&in);
+        return 2;
+    }
+    const int sweep = n_configs > 1 || o.sweep.rounds > 1;
+    vh_bench_table table;
+    vh_bench_table_init(&table, configs, n_configs, o.sweep.rounds);
+    if (o.format == FORMAT_CSV)
+        printf("llm_split,mode,frames_in_flight,round,frames,failures,actions_per_s,end_to_end_p50_ms,"
+               "end_to_end_p95_ms,stage0_busy_ms,stage1_busy_ms,last_stage_passes,overlap,load_s,rss_mb,gpu_mb\n");
+
+    int failed = 0;
+    /* Groups of configurations that share a split: with rounds, their sessions live together. */
+    for (int g = 0; g < n_configs && !failed;) {
+        int g_end = g + 1;
+        while (g_end < n_configs && configs[g_end].llm_split == configs[g].llm_split) g_end++;
+        const int keep = o.sweep.rounds > 1;
+        vh_session *sessions[VH_BENCH_MAX_CONFIGS] = {NULL};
+        double load_s[VH_BENCH_MAX_CONFIGS] = {0};
+        for (int round = 1; round <= o.sweep.rounds && !failed; round++) {
+            for (int k = 0; k < g_end - g && !failed; k++) {
+                /* odd rounds in list order, even rounds backwards */
+                const int i = round % 2 ? g + k : g_end - 1 - k;
+                if (!sessions[i] && create_session(&o, &configs[i], &sessions[i], &load_s[i]) != VH_OK) {
+                    failed = 1;
+                    break;
+                }
+                run_result r;
+                if (run_frames(&o, &in, sessions[i], &r)) {
+                    failed = 1;
+                    break;
+                }
+                r.load_s = load_s[i];
+                vh_bench_table_add(&table, i, round, sample_of(&r));
+                if (o.format == FORMAT_JSON) print_json(&o, &in, &r, round);
+                else if (o.format == FORMAT_CSV) print_csv_row(&configs[i], &r, round);
+                else if (o.format == FORMAT_TEXT && !sweep) print_text(&o, &in, &r);
+                if (r.failures) failed = 2;
+                if (sweep && o.format == FORMAT_TEXT)
+                    fprintf(stderr, "vh-bench: split %d, %s, %u in flight, round %d: %.3f frames/s\n",
+                            r.end.llm_split, r.mode, r.end.frames_in_flight, round, r.fps);
+                if (!keep) {
+                    vh_session_destroy(sessions[i]);
+                    sessions[i] = NULL;
+                }
+            }
+        }
+        for (int i = g; i < g_end; i++) vh_session_destroy(sessions[i]);
+        g = g_end;
+    }
+    if (failed != 1) {
+        if (o.format == FORMAT_TABLE || (o.format == FORMAT_TEXT && sweep)) vh_bench_table_print(&table, stdout);
+        else if (o.format == FORMAT_JSON && sweep) vh_bench_table_print_json(&table, stdout);
+    }
+    vh_bench_table_free(&table);
+    free_input(&in);
+    return failed ? 1 : 0;
 }
