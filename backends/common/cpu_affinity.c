@@ -29,6 +29,9 @@ static _Atomic uint64_t next_placement_id = 1;
 static _Thread_local uint64_t pinned_placement_id;
 static _Thread_local int pinned_index;
 static _Thread_local cpu_set_t cpus_before_pinning;
+/* A caller held on core 0 (vh_cpu_placement_hold_caller) and the CPUs to give back. */
+static _Thread_local int caller_held;
+static _Thread_local cpu_set_t cpus_before_hold;
 
 #ifdef VH_HAVE_HWLOC
 /* Fill cores[0 .. n) with usable physical cores, those of the first usable core's NUMA node first
@@ -125,4 +128,23 @@ void vh_cpu_placement_pin_self(const vh_cpu_placement *p, int index)
     pinned_placement_id = p->id; /* noted even if refused: no system call per job after that */
     pinned_index = index;
     pthread_setaffinity_np(pthread_self(), sizeof p->cores[index], &p->cores[index]);
+}
+
+void vh_cpu_placement_hold_caller(const vh_cpu_placement *p)
+{
+    static int enabled = -1; /* VH_CPU_PIN_CALLER=0: leave the caller where it is (to measure) */
+    if (enabled < 0) {
+        const char *v = getenv("VH_CPU_PIN_CALLER");
+        enabled = !(v && !strcmp(v, "0"));
+    }
+    if (!p || !enabled || caller_held || pinned_placement_id) return; /* (a pinned worker stays put) */
+    if (pthread_getaffinity_np(pthread_self(), sizeof cpus_before_hold, &cpus_before_hold) != 0) return;
+    if (pthread_setaffinity_np(pthread_self(), sizeof p->cores[0], &p->cores[0]) == 0) caller_held = 1;
+}
+
+void vh_cpu_placement_release_caller(void)
+{
+    if (!caller_held) return;
+    pthread_setaffinity_np(pthread_self(), sizeof cpus_before_hold, &cpus_before_hold);
+    caller_held = 0;
 }

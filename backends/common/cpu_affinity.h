@@ -31,4 +31,13 @@ void vh_cpu_placement_destroy(vh_cpu_placement *placement);
  * makes a repeated call free. If the system refuses, the thread stays as it was. */
 void vh_cpu_placement_pin_self(const vh_cpu_placement *placement, int index);
 
+/* Hold the calling thread on the core of team thread 0 for a stretch of the team's work (an
+ * executor's pass), remembering its CPUs; vh_cpu_placement_release_caller gives them back. Why:
+ * thread 0 runs its share of every parallel loop, and unpinned it wakes wherever the scheduler
+ * finds a CPU idle at that instant, often a pinned teammate's core between two loops, which the
+ * two then share for the rest of the pass while the others wait at each barrier. NULL placement,
+ * a refused call, or VH_CPU_PIN_CALLER=0 in the environment: nothing happens. Holds nest not. */
+void vh_cpu_placement_hold_caller(const vh_cpu_placement *placement);
+void vh_cpu_placement_release_caller(void);
+
 #endif

@@ -41,6 +41,16 @@ int vh_thread_pool_size(const vh_thread_pool *pool)
     return pool ? pool->n_threads : 1;
 }
 
+void vh_thread_pool_enter(vh_thread_pool *pool)
+{
+    if (pool && pool->kind->enter) pool->kind->enter(pool);
+}
+
+void vh_thread_pool_leave(vh_thread_pool *pool)
+{
+    if (pool && pool->kind->leave) pool->kind->leave(pool);
+}
+
 void vh_thread_pool_park(vh_thread_pool *pool)
 {
     if (pool && pool->kind->park) pool->kind->park(pool);

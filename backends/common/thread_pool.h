@@ -66,6 +66,13 @@ typedef void (*vh_parallel_fn)(void *ctx, int64_t begin, int64_t end, int thread
  * nothing; grain < 1 counts as 1; a NULL pool runs fn(ctx, 0, n, 0) on the calling thread. */
 void vh_parallel_for(vh_thread_pool *pool, int64_t n, int64_t grain, vh_parallel_fn fn, void *ctx);
 
+/* Around a stretch of work made of many vh_parallel_for calls (an executor's pass): with a pinned
+ * pool, the calling thread (the team's thread 0) is held on its own core of the placement, and
+ * given its CPUs back at leave (cpu_affinity.h says why). Nothing for a NULL, unpinned or OpenMP
+ * pool. Enter and leave pair on one thread. */
+void vh_thread_pool_enter(vh_thread_pool *pool);
+void vh_thread_pool_leave(vh_thread_pool *pool);
+
 /* Stop the idle workers' spinning now: each blocks until the next vh_parallel_for. Call before the
  * cores go to another library's threads (OpenBLAS's sgemm), so that they do not share the cores
  * with spinning workers; the next job pays a wake-up. Does nothing for a NULL pool or an OpenMP

@@ -14,6 +14,8 @@ typedef struct vh_thread_pool_kind {
      * and chunk 0 on the calling thread; return when all are done. */
     void (*run)(vh_thread_pool *pool, int64_t n, int n_chunks, vh_parallel_fn fn, void *ctx);
     void (*park)(vh_thread_pool *pool); /* NULL: nothing to park */
+    void (*enter)(vh_thread_pool *pool); /* NULL: the caller stays where it is */
+    void (*leave)(vh_thread_pool *pool);
     void (*destroy)(vh_thread_pool *pool);
 } vh_thread_pool_kind;
 

@@ -32,6 +32,19 @@ static void openmp_pool_run(vh_thread_pool *pool, int64_t n, int n_chunks, vh_pa
     }
 }
 
+/* The master is the team's thread 0: held on its own core for the pass (the team's threads keep
+ * theirs; OpenMP makes no new ones for an existing team). */
+static void openmp_pool_enter(vh_thread_pool *pool)
+{
+    vh_cpu_placement_hold_caller(((openmp_pool *)pool)->placement);
+}
+
+static void openmp_pool_leave(vh_thread_pool *pool)
+{
+    (void)pool;
+    vh_cpu_placement_release_caller();
+}
+
 static void openmp_pool_destroy(vh_thread_pool *pool)
 {
     openmp_pool *p = (openmp_pool *)pool;
@@ -42,6 +55,8 @@ static void openmp_pool_destroy(vh_thread_pool *pool)
 static const vh_thread_pool_kind openmp_kind = {
     .run = openmp_pool_run,
     .park = NULL,
+    .enter = openmp_pool_enter,
+    .leave = openmp_pool_leave,
     .destroy = openmp_pool_destroy,
 };
 

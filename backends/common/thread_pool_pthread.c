@@ -180,6 +180,17 @@ static void pthread_pool_park(vh_thread_pool *pool)
     atomic_store_explicit(&((pthread_pool *)pool)->parked, 1, memory_order_relaxed);
 }
 
+static void pthread_pool_enter(vh_thread_pool *pool)
+{
+    vh_cpu_placement_hold_caller(((pthread_pool *)pool)->placement);
+}
+
+static void pthread_pool_leave(vh_thread_pool *pool)
+{
+    (void)pool;
+    vh_cpu_placement_release_caller();
+}
+
 static void free_pool(pthread_pool *p)
 {
     vh_cpu_placement_destroy(p->placement);
@@ -203,6 +214,8 @@ static void pthread_pool_destroy(vh_thread_pool *pool)
 static const vh_thread_pool_kind pthread_kind = {
     .run = pthread_pool_run,
     .park = pthread_pool_park,
+    .enter = pthread_pool_enter,
+    .leave = pthread_pool_leave,
     .destroy = pthread_pool_destroy,
 };
 

@@ -434,10 +434,12 @@ vh_status cpu_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first
     if (bound) e->llm.x = e->bound_x;
     e->bound_x = NULL;
     if (needs_rows) cpu_llm_positions(e, batch);
+    vh_thread_pool_enter(e->pool); /* this thread is the team's thread 0 for the pass */
     for (uint32_t i = 0; i < n_blocks && !e->failed; i++) {
         const cpu_block *b = &blocks[i];
         b->kind->run(e, b, batch);
     }
+    vh_thread_pool_leave(e->pool);
     e->llm.x = own_x;
     if (e->failed) return vh_backend_fail(err, err_size, e->failed, "%s", e->failure);
     if (needs_rows) {

@@ -1,5 +1,7 @@
-/* vh_thread_pool: coverage, partition contract, small n, n = 0, rapid reuse, sleep/wake. */
+/* vh_thread_pool: coverage, partition contract, small n, n = 0, rapid reuse, sleep/wake, the
+ * caller held on its core between enter and leave. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
@@ -244,6 +246,38 @@ START_TEST(test_create_destroy_cycles)
 }
 END_TEST
 
+/* Between enter and leave a pinned pool holds the calling thread on one CPU (where a placement
+ * exists: hwloc, enough cores) and the work still covers every index; leave gives back exactly the
+ * CPUs it had; an unpinned pool leaves the caller alone. */
+START_TEST(test_enter_holds_caller)
+{
+    cpu_set_t before, during, after;
+    ck_assert_int_eq(pthread_getaffinity_np(pthread_self(), sizeof before, &before), 0);
+    vh_thread_pool *pool = pool_create(2);
+    vh_thread_pool_enter(pool);
+    ck_assert_int_eq(pthread_getaffinity_np(pthread_self(), sizeof during, &during), 0);
+    vh_thread_pool_enter(pool); /* a second enter changes nothing */
+    record *r = record_new(1000);
+    vh_parallel_for(pool, 1000, 1, record_chunk, r);
+    for (int64_t i = 0; i < 1000; i++) ck_assert_int_eq(atomic_load(&r->visits[i]), 1);
+    record_free(r);
+    vh_thread_pool_leave(pool);
+    ck_assert_int_eq(pthread_getaffinity_np(pthread_self(), sizeof after, &after), 0);
+    ck_assert(CPU_EQUAL(&after, &before));
+#if defined(TEST_POOL_OPENMP) || defined(TEST_POOL_PINNED)
+    ck_assert(CPU_COUNT(&during) == 1 || CPU_EQUAL(&during, &before));
+#else
+    ck_assert(CPU_EQUAL(&during, &before));
+#endif
+    vh_thread_pool_leave(pool); /* a leave without a hold changes nothing */
+    vh_thread_pool_enter(NULL);
+    vh_thread_pool_leave(NULL);
+    ck_assert_int_eq(pthread_getaffinity_np(pthread_self(), sizeof after, &after), 0);
+    ck_assert(CPU_EQUAL(&after, &before));
+    vh_thread_pool_destroy(pool);
+}
+END_TEST
+
 static Suite *thread_pool_suite(void)
 {
     Suite *s = suite_create("thread_pool");
@@ -257,6 +291,7 @@ static Suite *thread_pool_suite(void)
     tcase_add_test(tc, test_wake_after_idle);
     tcase_add_test(tc, test_sizes_and_null);
     tcase_add_test(tc, test_create_destroy_cycles);
+    tcase_add_test(tc, test_enter_holds_caller);
     suite_add_tcase(s, tc);
     return s;
 }
