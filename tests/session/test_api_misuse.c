@@ -271,8 +271,8 @@ static uint64_t submit_staller(vh_session *s, log_capture *c, uint64_t tag)
  */
 START_TEST(test_status_strings)
 {
-    const char *seen[VH_ERR_INTERNAL + 1];
-    for (int st = VH_OK; st <= VH_ERR_INTERNAL; st++) {
+    const char *seen[VH_ERR_SHUTDOWN + 1];
+    for (int st = VH_OK; st <= VH_ERR_SHUTDOWN; st++) {
         const char *text = vh_status_string((vh_status)st);
         ck_assert_ptr_nonnull(text);
         ck_assert_msg(*text, "status %d has an empty description", st);
@@ -280,7 +280,7 @@ START_TEST(test_status_strings)
         for (int j = 0; j < st; j++) ck_assert_msg(strcmp(seen[j], text), "statuses %d and %d share '%s'", j, st, text);
         seen[st] = text;
     }
-    const int unknown[] = {VH_ERR_INTERNAL + 1, 19, 100, -1, 0x7fffffff};
+    const int unknown[] = {VH_ERR_SHUTDOWN + 1, 20, 100, -1, 0x7fffffff};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         const char *text = vh_status_string((vh_status)unknown[i]);
         ck_assert_ptr_nonnull(text);
@@ -290,6 +290,7 @@ START_TEST(test_status_strings)
     ck_assert_int_eq(VH_ERR_INVALID_ARGUMENT, 1);
     ck_assert_int_eq(VH_ERR_BAD_FRAME, 17);
     ck_assert_int_eq(VH_ERR_INTERNAL, 18);
+    ck_assert_int_eq(VH_ERR_SHUTDOWN, 19);
 }
 END_TEST
 
