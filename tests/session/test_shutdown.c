@@ -183,6 +183,11 @@ static void expect_refused(vh_session *s)
     ck_assert_uint_eq(n, 99); /* untouched */
     ck_assert_int_eq(vh_session_reset(s, 0), VH_ERR_SHUTDOWN);
     ck_assert_int_eq(vh_session_prompt_ids(s, "x", ids, 8, &count), VH_ERR_SHUTDOWN);
+    /* checked right after the NULL session, before any other argument */
+    ck_assert_int_eq(vh_submit_frame(s, NULL, NULL), VH_ERR_SHUTDOWN);
+    ck_assert_int_eq(vh_poll_action(s, NULL, 0), VH_ERR_SHUTDOWN);
+    ck_assert_int_eq(vh_session_reset(s, 99), VH_ERR_SHUTDOWN);
+    ck_assert_int_eq(vh_submit_frame(NULL, NULL, NULL), VH_ERR_INVALID_ARGUMENT);
     ck_assert_int_lt(now_ms() - t0, PROMPT_MS);
     ck_assert_msg(strstr(vh_session_last_error(s), "shut down"), "%s", vh_session_last_error(s));
     /* the getters still answer */
