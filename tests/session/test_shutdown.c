@@ -74,9 +74,15 @@ static void release(staller *c)
 
 static uint8_t rgb[24 * 16 * 3];
 
-static void small_frame(vh_frame *f, const char *instruction)
+static void fill_rgb(void)
 {
     for (size_t i = 0; i < sizeof rgb; i++) rgb[i] = (uint8_t)(i * 31 + 7);
+}
+
+static void small_frame(vh_frame *f, const char *instruction)
+{
+    static pthread_once_t filled = PTHREAD_ONCE_INIT; /* submitting threads call this at once */
+    pthread_once(&filled, fill_rgb);
     vh_frame_init(f);
     f->rgb = rgb;
     f->width = 24;
