@@ -3,7 +3,7 @@
 # out, their tests need their hardware anyway):
 #   build-asan: every test under AddressSanitizer + LeakSanitizer + UndefinedBehaviorSanitizer,
 #               every report fatal;
-#   build-tsan-ci: the tests with threads (session, pipeline, packed, queue, thread pool) under
+#   build-tsan-ci: the tests with threads (session, pipeline, packed, queue, thread pool, shutdown) under
 #               ThreadSanitizer (the pipeline test on its first fixture stream: VH_TEST_STREAMS=1).
 #   scripts/check-sanitizers.sh [asan|tsan]   (default: both)
 set -eu
