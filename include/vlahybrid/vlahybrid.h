@@ -68,11 +68,13 @@ typedef enum vh_status {
     VH_ERR_TIMEOUT = 12,             /* vh_poll_action: no result within the timeout */
     VH_ERR_DROPPED = 13,             /* result status: the frame was displaced by a newer one */
     VH_ERR_CANCELLED = 14,           /* result status: the frame was cancelled (vh_session_cancel*,
-                                        vh_session_reset, destroy) */
+                                        vh_session_reset, vh_session_shutdown, destroy) */
     VH_ERR_EXPIRED = 15,             /* result status: the frame's deadline passed before it started */
     VH_ERR_UNNORM_KEY = 16,          /* unnorm_key missing (several datasets) or not in norm_stats */
     VH_ERR_BAD_FRAME = 17,           /* the frame's image or instruction is unusable */
-    VH_ERR_INTERNAL = 18             /* a bug: please report it with the message */
+    VH_ERR_INTERNAL = 18,            /* a bug: please report it with the message */
+    /* Added in 0.4.0: */
+    VH_ERR_SHUTDOWN = 19             /* the session was shut down (vh_session_shutdown) */
 } vh_status;
 
 /* A static English description of a status ("invalid argument"); never NULL. */
@@ -346,6 +348,24 @@ typedef struct vh_session vh_session;
  * On failure returns the status, sets *session to NULL, and leaves the message in vh_last_error()
  * (and in the log callback). Thread-safe: sessions are independent. */
 VH_API vh_status vh_session_create(const vh_session_params *params, vh_session **session);
+
+/* Added in 0.4.0. Shut the session down while other threads may be inside it, so that it can
+ * then be destroyed (as zmq_ctx_shutdown, or gRPC's Shutdown):
+ *   - every thread blocked in vh_submit_frame (VH_QUEUE_BLOCK, queue full) or vh_poll_action is
+ *     woken and returns VH_ERR_SHUTDOWN;
+ *   - from then on every call on the session returns VH_ERR_SHUTDOWN at once (checked right after
+ *     the NULL-session check, before any other argument), except vh_session_get_info,
+ *     vh_session_get_stats, vh_session_last_error, vh_session_shutdown and vh_session_destroy;
+ *   - every accepted frame is answered exactly once: frames not yet started VH_ERR_CANCELLED;
+ *     frames already started run to their end (an action, or the error that ends them) before
+ *     this returns. These answers are counted in vh_session_get_stats but can no longer be
+ *     polled (results not polled before the shutdown are discarded at destroy).
+ * Blocks until the frames already started are answered (at most frames_in_flight frames'
+ * compute). Returns VH_OK (also when called again: idempotent), VH_ERR_INVALID_ARGUMENT for NULL.
+ * Thread-safe: any thread, any number of times, concurrently with every call but destroy; not
+ * from the log callback. Once it has returned and the program's own threads have left the
+ * library's calls, vh_session_destroy is safe. */
+VH_API vh_status vh_session_shutdown(vh_session *session);
 
 /* Stop the session: frames not yet started are answered VH_ERR_CANCELLED and dropped with the
  * session, the frames in flight (up to frames_in_flight) finish, results not yet polled are

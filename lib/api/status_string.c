@@ -22,6 +22,7 @@ const char *vh_status_string(vh_status status)
     case VH_ERR_UNNORM_KEY: return "unnorm_key missing or unknown";
     case VH_ERR_BAD_FRAME: return "unusable frame";
     case VH_ERR_INTERNAL: return "internal error";
+    case VH_ERR_SHUTDOWN: return "the session was shut down";
     }
     return "unknown status";
 }

@@ -2,6 +2,8 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,10 +107,33 @@ vh_status vh_plugin_check_iface(const vh_backend_iface *iface, const char *path,
     return VH_OK;
 }
 
+/* Only a regular file goes to dlopen: the loader would block opening a FIFO and read a device
+ * without end. O_NONBLOCK keeps this check itself from blocking on a FIFO. */
+static vh_status check_regular_file(const char *path, vh_error *err)
+{
+    char reason[128];
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return vh_error_set(err, VH_ERR_BACKEND_FAILED, "%s: cannot load plugin: %s", path,
+                            strerror_r(errno, reason, sizeof reason));
+    struct stat st;
+    const int stat_failed = fstat(fd, &st) != 0;
+    close(fd);
+    if (stat_failed)
+        return vh_error_set(err, VH_ERR_BACKEND_FAILED, "%s: cannot load plugin: %s", path,
+                            strerror_r(errno, reason, sizeof reason));
+    if (!S_ISREG(st.st_mode))
+        return vh_error_set(err, VH_ERR_BACKEND_FAILED, "%s: cannot load plugin: %s", path,
+                            S_ISDIR(st.st_mode) ? "is a directory" : "is not a regular file");
+    return VH_OK;
+}
+
 /* dlopen one file and negotiate its table. */
 static vh_status open_plugin_file(const char *path, const vh_logger *log, vh_plugin **out, vh_error *err)
 {
     *out = NULL;
+    vh_status st = check_regular_file(path, err);
+    if (st) return st;
     vh_plugin *p = calloc(1, sizeof *p);
     if (!p) return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory");
     snprintf(p->path, sizeof p->path, "%s", path);
@@ -128,7 +153,7 @@ static vh_status open_plugin_file(const char *path, const vh_logger *log, vh_plu
                             VH_BACKEND_ENTRY_SYMBOL);
     }
     p->iface = entry(VH_BACKEND_ABI_MAJOR, VH_BACKEND_ABI_MINOR);
-    vh_status st = vh_plugin_check_iface(p->iface, path, err);
+    st = vh_plugin_check_iface(p->iface, path, err);
     if (st) {
         vh_plugin_unload(p);
         return st;

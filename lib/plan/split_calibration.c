@@ -1,14 +1,20 @@
 #include "plan/split_calibration.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "util/clock.h"
+#include "util/log.h"
 
 #define CACHE_FILE "split-costs-v1.tsv"
 #define PROMPT_TEXT_ROWS 24 /* a typical instruction's prompt text, beside the image tokens */
+#define MAX_COST_NS 3.6e12   /* an hour: a cached cost beyond it is not a measurement */
 #define REPEATS 3           /* the first run warms up (GEMM heuristics, graphs); the best of the rest */
 
 typedef struct probe {
@@ -139,39 +145,83 @@ static void cache_key(const vh_model *model, const vh_plan_request *req, vh_plug
              (unsigned long long)vision_sig, rows, req->max_context, req->action_tokens);
 }
 
-static int cache_read(const char *key, vh_stage_costs *c)
+/* Open the cache file with `flags`: only a regular file (O_NONBLOCK: a FIFO in its place must not
+ * block the session's create). The cache is optional: any trouble is a warning and the costs are
+ * measured (and not cached) instead; a missing file is silent. */
+static FILE *cache_open(const char *path, int flags, const char *mode, const vh_logger *log)
+{
+    char reason[128];
+    int fd = open(path, flags | O_CLOEXEC | O_NONBLOCK, 0600);
+    if (fd < 0) {
+        if (errno != ENOENT || (flags & O_CREAT))
+            vh_log_warn(log, "split-cost cache %s: cannot open: %s (measuring without it)", path,
+                        strerror_r(errno, reason, sizeof reason));
+        return NULL;
+    }
+    struct stat st;
+    FILE *f = NULL;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        vh_log_warn(log, "split-cost cache %s: not a regular file (measuring without it)", path);
+    else if (!(f = fdopen(fd, mode)))
+        vh_log_warn(log, "split-cost cache %s: cannot open: out of memory", path);
+    if (!f) close(fd);
+    return f;
+}
+
+/* "fixed0 block0 fixed1 block1" (ns, what cache_write wrote): four numbers and nothing else, each
+ * finite and in range (they become int64 nanoseconds in the scheduler), a block's cost above 0. */
+static int parse_costs(const char *text, vh_stage_costs *c)
+{
+    double v[4];
+    int end = -1;
+    if (sscanf(text, "%lf %lf %lf %lf %n", &v[0], &v[1], &v[2], &v[3], &end) != 4 || end < 0 || text[end]) return 0;
+    for (int i = 0; i < 4; i++)
+        if (!isfinite(v[i]) || v[i] < 0 || v[i] > MAX_COST_NS || (i % 2 && v[i] == 0)) return 0;
+    c->fixed_ns[0] = v[0];
+    c->block_ns[0] = v[1];
+    c->fixed_ns[1] = v[2];
+    c->block_ns[1] = v[3];
+    return 1;
+}
+
+/* The first valid line for `key`; lines for it that are not valid are ignored with a warning. */
+static int cache_read(const char *key, vh_stage_costs *c, const vh_logger *log)
 {
     char path[4096], line[1024];
     if (!cache_path(path, sizeof path)) return 0;
-    FILE *f = fopen(path, "r");
+    FILE *f = cache_open(path, O_RDONLY, "r", log);
     if (!f) return 0;
     int found = 0;
-    while (!found && fgets(line, sizeof line, f)) {
+    for (unsigned n = 1; !found && fgets(line, sizeof line, f); n++) {
+        const int whole = strchr(line, '\n') || feof(f);
+        if (!whole) /* longer than any line cache_write writes: skip the rest of it */
+            for (int ch = 0; ch != '\n' && ch != EOF;) ch = fgetc(f);
         char *tab = strchr(line, '\t');
         if (!tab) continue;
         *tab = '\0';
         if (strcmp(line, key)) continue;
-        found = sscanf(tab + 1, "%lf %lf %lf %lf", &c->fixed_ns[0], &c->block_ns[0], &c->fixed_ns[1],
-                       &c->block_ns[1]) == 4;
+        found = whole && parse_costs(tab + 1, c);
+        if (!found)
+            vh_log_warn(log, "split-cost cache %s, line %u: not four costs in range for this setup: ignored", path, n);
     }
     fclose(f);
     return found;
 }
 
-static void cache_write(const char *key, const vh_stage_costs *c)
+static void cache_write(const char *key, const vh_stage_costs *c, const vh_logger *log)
 {
     char path[4096];
     if (!cache_path(path, sizeof path)) return;
     /* create the folders on the way (~/.cache, ~/.cache/vlahybrid) when missing */
     for (char *slash = strchr(path + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
         *slash = '\0';
-        mkdir(path, 0700); /* EEXIST is the usual answer; fopen reports what matters */
+        mkdir(path, 0700); /* EEXIST is the usual answer; the open reports what matters */
         *slash = '/';
     }
-    FILE *f = fopen(path, "a");
+    FILE *f = cache_open(path, O_WRONLY | O_APPEND | O_CREAT, "a", log);
     if (!f) return;
     fprintf(f, "%s\t%.0f %.0f %.0f %.0f\n", key, c->fixed_ns[0], c->block_ns[0], c->fixed_ns[1], c->block_ns[1]);
-    fclose(f);
+    if (fclose(f) != 0) vh_log_warn(log, "split-cost cache %s: writing failed", path);
 }
 
 vh_status vh_split_calibrate(const vh_model *model, const vh_plan_request *req, vh_plugin *const plugins[2],
@@ -184,7 +234,7 @@ vh_status vh_split_calibrate(const vh_model *model, const vh_plan_request *req, 
     const uint32_t steps = req->action_tokens > 1 ? req->action_tokens - 1 : 0;
     char key[1024];
     cache_key(model, req, plugins, rows, key, sizeof key);
-    if (cache_read(key, costs)) return VH_OK;
+    if (cache_read(key, costs, req->log)) return VH_OK;
 
     float *hidden = malloc(sizeof(float) * rows * l->hidden);
     if (!hidden) return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (calibration)");
@@ -214,7 +264,7 @@ vh_status vh_split_calibrate(const vh_model *model, const vh_plan_request *req, 
         probe_destroy(&fixed);
     }
     free(hidden);
-    if (!st) cache_write(key, costs);
+    if (!st) cache_write(key, costs, req->log);
     return st;
 }
 

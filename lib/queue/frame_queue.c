@@ -146,7 +146,9 @@ vh_status vh_frame_queue_submit(vh_frame_queue *q, vh_frame_record *rec, uint64_
         expire_due(q);
     }
     if (q->closed) {
+        const int shut = q->shut;
         pthread_mutex_unlock(&q->lock);
+        if (shut) return vh_error_set(err, VH_ERR_SHUTDOWN, "the session was shut down (vh_session_shutdown)");
         return vh_error_set(err, VH_ERR_CANCELLED, "the session is shutting down");
     }
     rec->next = NULL;
@@ -224,6 +226,10 @@ vh_status vh_frame_queue_poll(vh_frame_queue *q, vh_action *out, size_t out_size
     const int64_t give_up = vh_now_ns() + (int64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000;
     pthread_mutex_lock(&q->lock);
     for (;;) {
+        if (q->shut) {
+            pthread_mutex_unlock(&q->lock);
+            return VH_ERR_SHUTDOWN;
+        }
         expire_due(q);
         if (q->head && q->head->state == VH_RECORD_DONE) break;
         if (timeout_ms == 0 || (q->closed && !q->head)) {
@@ -242,9 +248,10 @@ vh_status vh_frame_queue_poll(vh_frame_queue *q, vh_action *out, size_t out_size
         if (pthread_cond_timedwait(&q->has_result, &q->lock, &at) == ETIMEDOUT && timeout_ms > 0 &&
             vh_now_ns() >= give_up) {
             expire_due(q);
-            if (q->head && q->head->state == VH_RECORD_DONE) break;
+            if (!q->shut && q->head && q->head->state == VH_RECORD_DONE) break;
+            const int shut = q->shut;
             pthread_mutex_unlock(&q->lock);
-            return VH_ERR_TIMEOUT;
+            return shut ? VH_ERR_SHUTDOWN : VH_ERR_TIMEOUT;
         }
     }
     vh_frame_record *rec = q->head;
@@ -334,13 +341,28 @@ void vh_frame_queue_set_policy(vh_frame_queue *q, vh_queue_policy policy)
     pthread_mutex_unlock(&q->lock);
 }
 
-void vh_frame_queue_close(vh_frame_queue *q)
+/* Lock held. */
+static void close_locked(vh_frame_queue *q)
 {
-    pthread_mutex_lock(&q->lock);
     q->closed = 1;
     cancel_all_pending(q);
     pthread_cond_broadcast(&q->has_pending);
     pthread_cond_broadcast(&q->has_space);
     pthread_cond_broadcast(&q->has_result);
+}
+
+void vh_frame_queue_close(vh_frame_queue *q)
+{
+    pthread_mutex_lock(&q->lock);
+    close_locked(q);
+    pthread_mutex_unlock(&q->lock);
+}
+
+void vh_frame_queue_shutdown(vh_frame_queue *q)
+{
+    pthread_mutex_lock(&q->lock);
+    q->shut = 1; /* with the close, under one lock: no submit is accepted after this */
+    close_locked(q); /* wakes submitters and pollers: they see `shut` */
+    while (q->n_running > 0) pthread_cond_wait(&q->has_result, &q->lock); /* mark_done broadcasts */
     pthread_mutex_unlock(&q->lock);
 }

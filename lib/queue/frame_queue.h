@@ -53,6 +53,7 @@ typedef struct vh_frame_queue {
     uint64_t last_id;
     uint64_t episode;
     int closed;
+    int shut;                          /* closed by vh_frame_queue_shutdown: callers get VH_ERR_SHUTDOWN */
     vh_frame_stats stats;
 } vh_frame_queue;
 
@@ -63,7 +64,8 @@ void vh_frame_queue_destroy(vh_frame_queue *q);
 /* Accept `rec` (allocated by the caller, with pixels, instruction, tag, sequence, deadline and
  * submission time set); the queue owns it from VH_OK on (the caller must not touch it again: it
  * may be computed and polled before this returns) and *frame_id receives its id. VH_ERR_BUSY
- * (REJECT policy, full) leaves it with the caller. */
+ * (REJECT policy, full), VH_ERR_SHUTDOWN (shut down, also while waiting for room under BLOCK) and
+ * VH_ERR_CANCELLED (closed) leave it with the caller. */
 vh_status vh_frame_queue_submit(vh_frame_queue *q, vh_frame_record *rec, uint64_t *frame_id, vh_error *err);
 
 /* The worker's side: wait for the oldest pending record whose deadline has not passed and mark
@@ -78,7 +80,7 @@ vh_frame_input vh_frame_record_input(const vh_frame_record *rec);
 
 /* Copy the oldest result into *out (at most out_size bytes; the caller fixes struct_size) and
  * forget its record. timeout_ms < 0 waits without limit. VH_ERR_TIMEOUT when none is ready in
- * time. */
+ * time; VH_ERR_SHUTDOWN once the queue is shut down (at once, or waking a waiting poll). */
 vh_status vh_frame_queue_poll(vh_frame_queue *q, vh_action *out, size_t out_size, int32_t timeout_ms);
 
 /* Answer the pending record `frame_id` VH_ERR_CANCELLED. VH_ERR_BUSY when it has started or been
@@ -102,6 +104,11 @@ void vh_frame_queue_set_policy(vh_frame_queue *q, vh_queue_policy policy);
 
 /* Stop: pending records are answered VH_ERR_CANCELLED, waiters wake, take() returns NULL. */
 void vh_frame_queue_close(vh_frame_queue *q);
+
+/* Close for good while callers may still be inside (vh_session_shutdown): as close, and blocked
+ * or later submits and polls return VH_ERR_SHUTDOWN; then wait until every RUNNING record is
+ * answered (the worker finishes the frames it has started). Idempotent; any thread. */
+void vh_frame_queue_shutdown(vh_frame_queue *q);
 
 void vh_frame_record_free(vh_frame_record *rec);
 

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +45,8 @@ struct vh_session {
 
     pthread_mutex_t error_lock;        /* guards last_error */
     vh_error last_error;
+    atomic_int shut;                   /* vh_session_shutdown has begun: calls return VH_ERR_SHUTDOWN */
+    int created;                       /* create succeeded: destroy writes the trace (else discards it) */
 };
 
 static _Thread_local char thread_session_error[VH_ERROR_MESSAGE_SIZE];
@@ -56,7 +59,8 @@ static void remember_error(vh_session *s, const vh_error *err)
     pthread_mutex_lock(&s->error_lock);
     s->last_error = *err;
     pthread_mutex_unlock(&s->error_lock);
-    vh_log(&s->log, err->status == VH_ERR_BUSY ? VH_LOG_DEBUG : VH_LOG_ERROR, "%s", err->message);
+    vh_log(&s->log, err->status == VH_ERR_BUSY || err->status == VH_ERR_SHUTDOWN ? VH_LOG_DEBUG : VH_LOG_ERROR, "%s",
+           err->message);
 }
 
 /* Record a failed call: the session's last error, the thread's vh_last_error(), the log. */
@@ -73,6 +77,14 @@ static vh_status fail(vh_session *s, vh_status status, const char *fmt, const ch
     vh_error_set(&err, status, fmt, arg);
     return report(s, &err);
 }
+
+/* After vh_session_shutdown every call but the getters and destroy is refused at once. */
+static int is_shut(vh_session *s)
+{
+    return atomic_load(&s->shut) != 0;
+}
+
+#define SHUT_MESSAGE "the session was shut down (vh_session_shutdown)%s"
 
 /* A caller's struct is usable when it is at least as long as this version's and whatever lies
  * beyond what this version knows is zero (a newer header's fields left at their defaults). */
@@ -333,6 +345,7 @@ vh_status vh_session_create(const vh_session_params *params, vh_session **sessio
         vh_session_destroy(s);
         return st;
     }
+    s->created = 1;
     *session = s;
     return VH_OK;
 }
@@ -343,9 +356,9 @@ void vh_session_destroy(vh_session *s)
     if (s->queue_ready) vh_frame_queue_close(&s->queue);
     vh_stage_pipeline_stop(s->pipeline); /* frames in flight finish first */
     if (s->queue_ready) vh_frame_queue_destroy(&s->queue);
-    if (s->trace) {
+    if (s->trace) { /* a failed create leaves the user's file as it was */
         vh_error err;
-        if (vh_trace_close(s->trace, &err)) vh_log_error(&s->log, "%s", err.message);
+        if (vh_trace_close(s->trace, s->created, &err)) vh_log_error(&s->log, "%s", err.message);
     }
     vh_plan_destroy(&s->plan);
     if (s->program) s->model->family->program_free(s->program);
@@ -354,9 +367,18 @@ void vh_session_destroy(vh_session *s)
     free(s);
 }
 
+vh_status vh_session_shutdown(vh_session *s)
+{
+    if (!s) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
+    if (!atomic_exchange(&s->shut, 1)) vh_log_debug(&s->log, "shutdown: waking every waiting call");
+    vh_frame_queue_shutdown(&s->queue); /* every caller waits until the frames started are answered */
+    return VH_OK;
+}
+
 vh_status vh_submit_frame(vh_session *s, const vh_frame *frame, uint64_t *frame_id)
 {
     if (!s) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
+    if (is_shut(s)) return fail(s, VH_ERR_SHUTDOWN, SHUT_MESSAGE, "");
     if (!frame) return fail(s, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "frame");
     const size_t known = known_struct_size(frame->struct_size, offsetof(vh_frame, sequence), offsetof(vh_frame, n_cameras),
                                            sizeof *frame);
@@ -393,6 +415,7 @@ vh_status vh_submit_frame(vh_session *s, const vh_frame *frame, uint64_t *frame_
 vh_status vh_poll_action(vh_session *s, vh_action *action, int32_t timeout_ms)
 {
     if (!s) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
+    if (is_shut(s)) return fail(s, VH_ERR_SHUTDOWN, SHUT_MESSAGE, "");
     if (!action) return fail(s, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "action");
     const size_t caller_size = action->struct_size;
     const size_t known = known_struct_size(caller_size, offsetof(vh_action, sequence), offsetof(vh_action, kind),
@@ -401,12 +424,14 @@ vh_status vh_poll_action(vh_session *s, vh_action *action, int32_t timeout_ms)
         return fail(s, VH_ERR_STRUCT_SIZE, "%s: struct_size is wrong; call vh_action_init first", "vh_action");
     vh_status st = vh_frame_queue_poll(&s->queue, action, known, timeout_ms);
     action->struct_size = caller_size;
+    if (st == VH_ERR_SHUTDOWN) return fail(s, st, SHUT_MESSAGE, " while polling");
     return st;
 }
 
 vh_status vh_session_cancel(vh_session *s, uint64_t frame_id)
 {
     if (!s) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
+    if (is_shut(s)) return fail(s, VH_ERR_SHUTDOWN, SHUT_MESSAGE, "");
     vh_error err;
     vh_status st = vh_frame_queue_cancel(&s->queue, frame_id, &err);
     return st ? report(s, &err) : VH_OK;
@@ -415,6 +440,7 @@ vh_status vh_session_cancel(vh_session *s, uint64_t frame_id)
 vh_status vh_session_cancel_pending(vh_session *s, uint32_t *n_cancelled)
 {
     if (!s) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
+    if (is_shut(s)) return fail(s, VH_ERR_SHUTDOWN, SHUT_MESSAGE, "");
     uint32_t n = vh_frame_queue_cancel_pending(&s->queue);
     if (n_cancelled) *n_cancelled = n;
     return VH_OK;
@@ -423,8 +449,10 @@ vh_status vh_session_cancel_pending(vh_session *s, uint32_t *n_cancelled)
 vh_status vh_session_reset(vh_session *s, uint32_t flags)
 {
     if (!s) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
+    if (is_shut(s)) return fail(s, VH_ERR_SHUTDOWN, SHUT_MESSAGE, "");
     if (flags & ~VH_RESET_STATISTICS) return fail(s, VH_ERR_INVALID_ARGUMENT, "%s", "unknown vh_session_reset flags");
     const uint64_t episode = vh_frame_queue_reset(&s->queue, (flags & VH_RESET_STATISTICS) != 0, 0);
+    if (is_shut(s)) return fail(s, VH_ERR_SHUTDOWN, SHUT_MESSAGE, " during the reset"); /* woke its wait */
     if (flags & VH_RESET_STATISTICS) vh_stage_pipeline_clear_stats(s->pipeline);
     vh_log_debug(&s->log, "reset: episode %llu begins", (unsigned long long)episode);
     return VH_OK;
@@ -464,6 +492,7 @@ vh_status vh_session_prompt_ids(vh_session *s, const char *instruction, int32_t 
                                 size_t *count)
 {
     if (!s) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
+    if (is_shut(s)) return fail(s, VH_ERR_SHUTDOWN, SHUT_MESSAGE, "");
     if (!instruction || !count || (capacity && !ids))
         return fail(s, VH_ERR_INVALID_ARGUMENT, "%s", "instruction, ids and count must not be NULL");
     if (!s->model->family->prompt_ids)

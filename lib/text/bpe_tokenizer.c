@@ -1,11 +1,13 @@
 #include "text/bpe_tokenizer.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "text/piece_table.h"
 #include "text/prefix_matcher.h"
@@ -187,15 +189,23 @@ vh_status vh_tokenizer_load_bytes(const uint8_t *data, size_t size, const char *
 /* Read a whole regular file of at most VH_SP_MAX_MODEL_BYTES. */
 static vh_status read_model_file(const char *path, uint8_t **data, size_t *size, vh_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return vh_error_set(err, VH_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    /* O_NONBLOCK: opening a FIFO must not hang; fstat then refuses it */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return vh_error_set(err, VH_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "%s: cannot open: %s", path, strerror(errno));
+    }
     struct stat sb;
     vh_status st = VH_OK;
     uint8_t *buf = NULL;
     if (fstat(fileno(f), &sb) != 0) {
         st = vh_error_set(err, VH_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+    } else if (S_ISDIR(sb.st_mode)) {
+        st = vh_error_set(err, VH_ERR_IO, "%s: is a directory", path);
     } else if (!S_ISREG(sb.st_mode)) {
-        st = vh_error_set(err, VH_ERR_IO, "%s: not a regular file", path);
+        st = vh_error_set(err, VH_ERR_IO, "%s: is not a regular file", path);
     } else if ((uint64_t)sb.st_size > VH_SP_MAX_MODEL_BYTES) {
         st = vh_error_set(err, VH_ERR_BAD_MODEL, "%s: %lld bytes is larger than the %zu allowed",
                           path, (long long)sb.st_size, VH_SP_MAX_MODEL_BYTES);

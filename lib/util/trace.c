@@ -1,9 +1,14 @@
 #include "util/trace.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define MAX_EVENTS (1u << 20) /* about 100 MB of JSON; later events are counted, not kept */
 #define MAX_TRACKS 16
@@ -18,8 +23,8 @@ typedef struct trace_event {
 
 struct vh_trace {
     pthread_mutex_t lock;
-    FILE *file;
-    char *path;
+    FILE *file;                        /* the temporary file, renamed to `path` at close */
+    char *path, *temp_path;
     trace_event *events;
     uint32_t n_events, capacity;
     uint64_t n_dropped;
@@ -27,18 +32,56 @@ struct vh_trace {
     char track_names[MAX_TRACKS][NAME_SIZE];
 };
 
+/* The trace goes to a regular file: anything else at `path` (a FIFO would block the writer, a
+ * directory or a device is not a place for it) is refused. Absent is fine. */
+static vh_status check_target(const char *path, vh_error *err)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || S_ISREG(st.st_mode)) return VH_OK; /* absent, or a file: the open says more */
+    return vh_error_set(err, VH_ERR_IO, "cannot write the trace file %s: it %s", path,
+                        S_ISDIR(st.st_mode) ? "is a directory" : "exists and is not a regular file");
+}
+
+/* A new file beside `path` ("PATH.PID.N.tmp"), so that the user's file changes only when the
+ * trace is complete. */
+static vh_status open_temp(const char *path, FILE **file, char **temp_path, vh_error *err)
+{
+    static atomic_uint counter;
+    char reason[128];
+    const size_t size = strlen(path) + 48;
+    if (!(*temp_path = malloc(size))) return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (trace)");
+    int fd = -1;
+    for (int attempt = 0; fd < 0 && attempt < 16; attempt++) {
+        snprintf(*temp_path, size, "%s.%ld.%u.tmp", path, (long)getpid(), atomic_fetch_add(&counter, 1));
+        fd = open(*temp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+        if (fd < 0 && errno != EEXIST) break;
+    }
+    if (fd >= 0 && (*file = fdopen(fd, "w"))) return VH_OK;
+    vh_status st = vh_error_set(err, fd >= 0 ? VH_ERR_OUT_OF_MEMORY : VH_ERR_IO, "cannot write the trace file %s: %s",
+                                path, strerror_r(errno, reason, sizeof reason));
+    if (fd >= 0) {
+        close(fd);
+        unlink(*temp_path);
+    }
+    free(*temp_path);
+    *temp_path = NULL;
+    return st;
+}
+
 vh_status vh_trace_open(const char *path, vh_trace **out, vh_error *err)
 {
     *out = NULL;
+    vh_status st = check_target(path, err);
+    if (st) return st;
     vh_trace *t = calloc(1, sizeof *t);
     if (!t || !(t->path = strdup(path))) {
         free(t);
         return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (trace)");
     }
-    if (!(t->file = fopen(path, "w"))) {
+    if ((st = open_temp(path, &t->file, &t->temp_path, err))) {
         free(t->path);
         free(t);
-        return vh_error_set(err, VH_ERR_IO, "cannot write the trace file %s", path);
+        return st;
     }
     pthread_mutex_init(&t->lock, NULL);
     t->origin_ns = -1;
@@ -112,10 +155,9 @@ static void write_json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-vh_status vh_trace_close(vh_trace *t, vh_error *err)
+/* Write the JSON to the temporary file; 0 when every write succeeded. */
+static int write_trace(const vh_trace *t, FILE *f)
 {
-    if (!t) return VH_OK;
-    FILE *f = t->file;
     fprintf(f, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"dropped_events\":%llu},\"traceEvents\":[\n",
             (unsigned long long)t->n_dropped);
     fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"vlahybrid\"}}");
@@ -137,13 +179,25 @@ vh_status vh_trace_close(vh_trace *t, vh_error *err)
                     e->track, ts, (double)(e->end_ns - e->start_ns) / 1e3, (unsigned long long)e->frame_id);
     }
     fprintf(f, "\n]}\n");
-    int failed = ferror(f);
-    failed |= fclose(f) != 0;
+    return ferror(f);
+}
+
+vh_status vh_trace_close(vh_trace *t, int keep, vh_error *err)
+{
+    if (!t) return VH_OK;
+    char reason[128];
     vh_status st = VH_OK;
-    if (failed) st = vh_error_set(err, VH_ERR_IO, "writing the trace file %s failed", t->path);
+    int failed = keep ? write_trace(t, t->file) : 0;
+    failed |= fclose(t->file) != 0;
+    if (keep && failed) st = vh_error_set(err, VH_ERR_IO, "writing the trace file %s failed", t->path);
+    else if (keep && !(st = check_target(t->path, err)) && rename(t->temp_path, t->path) != 0)
+        st = vh_error_set(err, VH_ERR_IO, "cannot write the trace file %s: %s", t->path,
+                          strerror_r(errno, reason, sizeof reason));
+    if (!keep || st) unlink(t->temp_path); /* the user's file stays as it was */
     pthread_mutex_destroy(&t->lock);
     free(t->events);
     free(t->path);
+    free(t->temp_path);
     free(t);
     return st;
 }

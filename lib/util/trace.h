@@ -15,7 +15,9 @@
 
 typedef struct vh_trace vh_trace;
 
-/* Open `path` for writing now (so a bad path fails at session create). */
+/* Start a trace for `path`: refuses a path that exists and is not a regular file, and creates a
+ * temporary file beside it now (so a folder that cannot be written fails at session create);
+ * `path` itself is replaced only by a successful close with `keep`. */
 vh_status vh_trace_open(const char *path, vh_trace **trace, vh_error *err);
 /* Name track `track` ("stage 0: cuda"). */
 void vh_trace_name_track(vh_trace *t, uint32_t track, const char *name);
@@ -25,7 +27,9 @@ void vh_trace_span(vh_trace *t, uint32_t track, const char *name, uint64_t frame
 void vh_trace_instant(vh_trace *t, uint32_t track, const char *name, int64_t at_ns);
 /* Drop every event recorded so far (the session's warm-up; track names stay). NULL is allowed. */
 void vh_trace_forget(vh_trace *t);
-/* Write the JSON and free; returns non-zero when writing failed (the message goes to *err). */
-vh_status vh_trace_close(vh_trace *t, vh_error *err);
+/* keep: write the JSON to the temporary file and rename it to the path; else remove the
+ * temporary file, leaving the path as it was (a session whose create failed). Frees the trace.
+ * Returns non-zero when writing failed (the message goes to *err; the path is left as it was). */
+vh_status vh_trace_close(vh_trace *t, int keep, vh_error *err);
 
 #endif

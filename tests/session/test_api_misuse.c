@@ -271,8 +271,8 @@ static uint64_t submit_staller(vh_session *s, log_capture *c, uint64_t tag)
  */
 START_TEST(test_status_strings)
 {
-    const char *seen[VH_ERR_INTERNAL + 1];
-    for (int st = VH_OK; st <= VH_ERR_INTERNAL; st++) {
+    const char *seen[VH_ERR_SHUTDOWN + 1];
+    for (int st = VH_OK; st <= VH_ERR_SHUTDOWN; st++) {
         const char *text = vh_status_string((vh_status)st);
         ck_assert_ptr_nonnull(text);
         ck_assert_msg(*text, "status %d has an empty description", st);
@@ -280,7 +280,7 @@ START_TEST(test_status_strings)
         for (int j = 0; j < st; j++) ck_assert_msg(strcmp(seen[j], text), "statuses %d and %d share '%s'", j, st, text);
         seen[st] = text;
     }
-    const int unknown[] = {VH_ERR_INTERNAL + 1, 19, 100, -1, 0x7fffffff};
+    const int unknown[] = {VH_ERR_SHUTDOWN + 1, 20, 100, -1, 0x7fffffff};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         const char *text = vh_status_string((vh_status)unknown[i]);
         ck_assert_ptr_nonnull(text);
@@ -290,6 +290,7 @@ START_TEST(test_status_strings)
     ck_assert_int_eq(VH_ERR_INVALID_ARGUMENT, 1);
     ck_assert_int_eq(VH_ERR_BAD_FRAME, 17);
     ck_assert_int_eq(VH_ERR_INTERNAL, 18);
+    ck_assert_int_eq(VH_ERR_SHUTDOWN, 19);
 }
 END_TEST
 
@@ -430,6 +431,23 @@ CREATE_CASE(create_affinity_trailing_comma, p.cpu_affinity = "0,")
 CREATE_CASE(create_affinity_past_setsize, p.cpu_affinity = "0,5000")
 CREATE_CASE(create_affinity_unusable, p.cpu_affinity = "1023")
 
+/* Two faults at once: the one checked first (doc/api.md, "Checked in this order") decides. */
+CREATE_CASE(order_size_before_fields, p.struct_size = 0; p.model_path = NULL)
+CREATE_CASE(order_model_path_before_capacity, p.model_path = NULL; p.queue_capacity = 0)
+CREATE_CASE(order_capacity_before_deadline, p.queue_capacity = 0; p.deadline_ms = 3600001u)
+CREATE_CASE(order_deadline_before_affinity, p.deadline_ms = 3600001u; p.cpu_affinity = "3-1")
+CREATE_CASE(order_affinity_before_model, p.model_path = c->missing; p.cpu_affinity = "3-1")
+CREATE_CASE(order_model_before_backends, p.model_path = c->missing; p.backends = "a,,b")
+CREATE_CASE(order_unnorm_key_before_trace, p.unnorm_key = "no_such_dataset"; p.trace_path = c->in_missing)
+CREATE_CASE(order_trace_before_backends, p.trace_path = c->in_missing; p.backends = "a,,b")
+CREATE_CASE(order_backend_names_before_plugins, p.backends = "a,,b"; p.plugin_path = c->missing)
+CREATE_CASE(order_plugins_before_split, p.backends = "nosuchbackend,cpu_generic"; p.llm_split = 99)
+static vh_status order_create_out_before_params(ctx *c)
+{
+    (void)c;
+    return vh_session_create(NULL, NULL);
+}
+
 /* struct_size of vh_session_params: 0, an older (shorter) layout, longer with a non-zero tail. */
 typedef union big_params {
     vh_session_params p;
@@ -507,6 +525,29 @@ FRAME_CASE(submit_size_small, f->struct_size = offsetof(vh_frame, timestamp_ns))
 FRAME_CASE(submit_size_dirty, f->struct_size = sizeof(vh_frame) + 16; b.bytes[sizeof(vh_frame) + 15] = 0x80)
 FRAME_CASE(submit_size_between, f->struct_size = offsetof(vh_frame, sequence) + 8)
 FRAME_CASE(submit_deadline_negative, f->deadline_ns = -1)
+
+FRAME_CASE(order_frame_size_before_contents, f->struct_size = 0; f->rgb = NULL; f->deadline_ns = -1)
+FRAME_CASE(order_family_before_deadline, f->rgb = NULL; f->deadline_ns = -1)
+FRAME_CASE(order_deadline_before_structure, f->deadline_ns = -1; f->width = 0)
+FRAME_CASE(order_image_before_instruction, f->width = 0; f->instruction = over_long)
+static vh_status order_submit_session_before_frame(ctx *c)
+{
+    (void)c;
+    return vh_submit_frame(NULL, NULL, NULL);
+}
+static vh_status order_poll_session_before_size(ctx *c)
+{
+    (void)c;
+    vh_action a;
+    vh_action_init(&a);
+    a.struct_size = 0;
+    return vh_poll_action(NULL, &a, 0);
+}
+static vh_status order_info_session_before_info(ctx *c)
+{
+    (void)c;
+    return vh_session_get_info(NULL, NULL);
+}
 
 static vh_status submit_null_session(ctx *c)
 {
@@ -749,6 +790,25 @@ static const misuse_case misuse_cases[] = {
     ROW(info_size_small, VH_ERR_STRUCT_SIZE, "vh_session_info", 1),
     ROW(info_size_between, VH_ERR_STRUCT_SIZE, "vh_session_info", 1),
     ROW(info_size_dirty, VH_ERR_STRUCT_SIZE, "vh_session_info", 1),
+    /* two faults at once: the first in the documented order decides */
+    ROW(order_create_out_before_params, VH_ERR_INVALID_ARGUMENT, "session is NULL", 0),
+    ROW(order_size_before_fields, VH_ERR_STRUCT_SIZE, "vh_session_params", 0),
+    ROW(order_model_path_before_capacity, VH_ERR_INVALID_ARGUMENT, "model_path", 0),
+    ROW(order_capacity_before_deadline, VH_ERR_INVALID_ARGUMENT, "queue_capacity", 0),
+    ROW(order_deadline_before_affinity, VH_ERR_INVALID_ARGUMENT, "deadline_ms", 0),
+    ROW(order_affinity_before_model, VH_ERR_INVALID_ARGUMENT, "3-1", 0),
+    ROW(order_model_before_backends, VH_ERR_IO, "$missing", 0),
+    ROW(order_unnorm_key_before_trace, VH_ERR_UNNORM_KEY, "no_such_dataset", 0),
+    ROW(order_trace_before_backends, VH_ERR_IO, "trace file", 0),
+    ROW(order_backend_names_before_plugins, VH_ERR_INVALID_ARGUMENT, "a,,b", 0),
+    ROW(order_plugins_before_split, VH_ERR_BACKEND_NOT_FOUND, "nosuchbackend", 0),
+    ROW(order_submit_session_before_frame, VH_ERR_INVALID_ARGUMENT, "session is NULL", 0),
+    ROW(order_frame_size_before_contents, VH_ERR_STRUCT_SIZE, "vh_frame", 1),
+    ROW(order_family_before_deadline, VH_ERR_BAD_FRAME, "rgb", 1),
+    ROW(order_deadline_before_structure, VH_ERR_INVALID_ARGUMENT, "deadline_ns", 1),
+    ROW(order_image_before_instruction, VH_ERR_BAD_FRAME, "16384", 1),
+    ROW(order_poll_session_before_size, VH_ERR_INVALID_ARGUMENT, "session is NULL", 0),
+    ROW(order_info_session_before_info, VH_ERR_INVALID_ARGUMENT, "session is NULL", 0),
 };
 enum { N_MISUSE = sizeof misuse_cases / sizeof misuse_cases[0] };
 

@@ -318,6 +318,49 @@ static void config_unreadable(const char *d) { unreadable(d, "config.json"); }
 static void shard_unreadable(const char *d) { unreadable(d, SHARD2); }
 static void tokenizer_unreadable(const char *d) { unreadable(d, "tokenizer.model"); }
 
+/* Not a regular file in a file's place: opening a FIFO for reading blocks until a writer comes,
+ * /dev/zero reads without end, a folder reads as an error. The library must refuse each at once
+ * (a hang fails the test by its timeout). */
+static void replace_by_fifo(const char *d, const char *name)
+{
+    char *path = join(d, name);
+    unlink(path); /* an optional file may be absent */
+    ck_assert_msg(mkfifo(path, 0644) == 0, "%s: %s", path, strerror(errno));
+    free(path);
+}
+static void replace_by_folder(const char *d, const char *name)
+{
+    char *path = join(d, name);
+    unlink(path);
+    ck_assert_msg(mkdir(path, 0755) == 0, "%s: %s", path, strerror(errno));
+    free(path);
+}
+static void replace_by_dev_zero(const char *d, const char *name)
+{
+    char *path = join(d, name);
+    unlink(path);
+    ck_assert_msg(symlink("/dev/zero", path) == 0, "%s: %s", path, strerror(errno));
+    free(path);
+}
+static void config_fifo(const char *d) { replace_by_fifo(d, "config.json"); }
+static void config_dev_zero(const char *d) { replace_by_dev_zero(d, "config.json"); }
+static void tokenizer_fifo(const char *d) { replace_by_fifo(d, "tokenizer.model"); }
+static void tokenizer_folder(const char *d) { replace_by_folder(d, "tokenizer.model"); }
+static void tokenizer_dev_zero(const char *d) { replace_by_dev_zero(d, "tokenizer.model"); }
+static void preprocessor_fifo(const char *d) { replace_by_fifo(d, "preprocessor_config.json"); }
+static void preprocessor_folder(const char *d) { replace_by_folder(d, "preprocessor_config.json"); }
+static void preprocessor_dev_zero(const char *d) { replace_by_dev_zero(d, "preprocessor_config.json"); }
+static void preprocessor_dangling(const char *d)
+{
+    char *path = join(d, "preprocessor_config.json");
+    unlink(path);
+    ck_assert_int_eq(symlink("no-such-file.json", path), 0);
+    free(path);
+}
+static void preprocessor_unreadable(const char *d) { unreadable(d, "preprocessor_config.json"); }
+static void index_fifo(const char *d) { replace_by_fifo(d, INDEX); }
+static void shard_fifo(const char *d) { replace_by_fifo(d, SHARD2); }
+
 static void pytorch_bin_only(const char *d)
 {
     remove_file(d, SINGLE);
@@ -383,6 +426,22 @@ static const damage_case cases[] = {
     {"shard_unreadable", A, shard_unreadable, VH_ERR_IO, SHARD2, NULL, NULL, 1},
     {"pytorch_bin_only", B, pytorch_bin_only, VH_ERR_UNSUPPORTED, "pytorch_model", NULL, "safetensors", 0},
     {"no_weights", B, no_weights, VH_ERR_BAD_MODEL, SINGLE, NULL, NULL, 0},
+    /* not regular files: refused at once, never read (a FIFO used to hang the tokenizer) */
+    {"config_fifo", A, config_fifo, VH_ERR_IO, "config.json", NULL, "not a regular file", 0},
+    {"config_dev_zero", A, config_dev_zero, VH_ERR_IO, "config.json", NULL, "not a regular file", 0},
+    {"tokenizer_fifo", A, tokenizer_fifo, VH_ERR_IO, "tokenizer.model", NULL, "not a regular file", 0},
+    {"tokenizer_folder", A, tokenizer_folder, VH_ERR_IO, "tokenizer.model", NULL, "is a directory", 0},
+    {"tokenizer_dev_zero", B, tokenizer_dev_zero, VH_ERR_IO, "tokenizer.model", NULL, "not a regular file", 0},
+    {"index_fifo", A, index_fifo, VH_ERR_IO, INDEX, NULL, "not a regular file", 0},
+    {"shard_fifo", A, shard_fifo, VH_ERR_IO, SHARD2, NULL, "not a regular file", 0},
+    /* the optional preprocessor_config.json: absent gives the config's defaults, but one that is
+     * there and cannot be read is an error, never silently the defaults */
+    {"preprocessor_fifo", A, preprocessor_fifo, VH_ERR_IO, "preprocessor_config.json", NULL, "not a regular file", 0},
+    {"preprocessor_folder", A, preprocessor_folder, VH_ERR_IO, "preprocessor_config.json", NULL, "is a directory", 0},
+    {"preprocessor_dev_zero", B, preprocessor_dev_zero, VH_ERR_IO, "preprocessor_config.json", NULL,
+     "not a regular file", 0},
+    {"preprocessor_dangling_link", A, preprocessor_dangling, VH_ERR_IO, "preprocessor_config.json", NULL, NULL, 0},
+    {"preprocessor_unreadable", A, preprocessor_unreadable, VH_ERR_IO, "preprocessor_config.json", NULL, NULL, 1},
 };
 enum { N_CASES = sizeof cases / sizeof cases[0] };
 
@@ -490,6 +549,19 @@ START_TEST(test_identity_rewrite_loads)
 }
 END_TEST
 
+/* preprocessor_config.json is optional: without it the session takes config.json's image
+ * settings and runs. */
+START_TEST(test_preprocessor_absent_loads)
+{
+    char *dir = fresh_copy(A);
+    remove_file(dir, "preprocessor_config.json");
+    vh_action a = one_frame(A, dir);
+    ck_assert_int_eq(a.status, VH_OK);
+    vh_test_remove_tree(dir);
+    free(dir);
+}
+END_TEST
+
 /* Every damaged folder in one process (statuses checked; messages are test_damaged's business),
  * then the good models load and run. */
 START_TEST(test_good_model_after_bad_ones)
@@ -520,6 +592,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, test_damaged, 0, N_CASES);
     tcase_add_test(tc, test_identity_rewrite_loads);
+    tcase_add_test(tc, test_preprocessor_absent_loads);
     tcase_add_test(tc, test_good_model_after_bad_ones);
     suite_add_tcase(suite, tc);
     int rc = vh_test_run_suite(suite);

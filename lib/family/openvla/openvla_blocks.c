@@ -1,8 +1,10 @@
 #include "family/openvla/openvla_model.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "model/llama_layer.h"
 #include "model/tensor_lookup.h"
@@ -162,18 +164,17 @@ static vh_status load_llm(loader *L, uint32_t *next_block)
     return VH_OK;
 }
 
-/* Read an optional small JSON file of the folder; *text NULL when absent. */
+/* Read a small JSON file of the folder; an optional one that does not exist gives *text NULL.
+ * One that exists but cannot be read (permissions, a directory, a FIFO) is an error, never
+ * silently replaced by defaults. */
 static vh_status read_folder_file(const char *dir, const char *name, int optional, char **text, size_t *len,
                                   char *path, size_t path_size, vh_error *err)
 {
     *text = NULL;
     snprintf(path, path_size, "%s/%s", dir, name);
-    vh_status st = vh_read_text_file(path, MAX_CONFIG_BYTES, text, len, err);
-    if (st == VH_ERR_IO && optional) {
-        vh_error_clear(err);
-        return VH_OK;
-    }
-    return st;
+    struct stat st;
+    if (optional && lstat(path, &st) != 0 && errno == ENOENT) return VH_OK;
+    return vh_read_text_file(path, MAX_CONFIG_BYTES, text, len, err);
 }
 
 vh_status vh_openvla_load(vh_model *m, const char *dir, const char *config_text, size_t config_len,
