@@ -185,8 +185,11 @@ vh_status vh_plan_create(const vh_model *model, const vh_plan_request *req, vh_p
         if (st) break;
         plan->n_stages++;
         if (stage->plugin->iface->score() <= 0) {
-            st = vh_error_set(err, VH_ERR_BACKEND_FAILED, "backend '%s' cannot run on this machine",
-                              stage->plugin->iface->name);
+            char why[256] = "";
+            void (*reason)(char *, size_t) = VH_PLUGIN_OPTIONAL(stage->plugin, unavailable_reason);
+            if (reason) reason(why, sizeof why);
+            st = vh_error_set(err, VH_ERR_BACKEND_FAILED, "backend '%s' cannot run on this machine%s%s",
+                              stage->plugin->iface->name, why[0] ? ": " : "", why);
             break;
         }
         vh_device_info info = {.struct_size = sizeof info};
