@@ -202,7 +202,12 @@ vh_status vh_plan_create(const vh_model *model, const vh_plan_request *req, vh_p
     } else if (st == VH_OK) {
         st = choose_split(model, req, plan, err);
     }
-    for (uint32_t i = 0; i < plan->n_stages && st == VH_OK; i++) st = create_executor(model, req, plan, &plan->stages[i], err);
+    for (uint32_t i = 0; i < plan->n_stages && st == VH_OK; i++) {
+        if (req->before_executor &&
+            (st = req->before_executor(req->before_executor_user, i, plan->n_stages, plan->stages[i].plugin->iface->name, err)))
+            break;
+        st = create_executor(model, req, plan, &plan->stages[i], err);
+    }
     if (st) vh_plan_destroy(plan);
     return st;
 }
