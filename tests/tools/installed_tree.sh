@@ -18,7 +18,8 @@ py=/usr/bin/python3
 command -v meson >/dev/null || { echo "no meson on PATH: skipped"; exit 77; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-unset VH_BACKEND_PATH VH_TRACE
+# meson test points LD_LIBRARY_PATH at the build tree's library, which would shadow the install's
+unset VH_BACKEND_PATH VH_TRACE LD_LIBRARY_PATH
 ref=$src/tests/fixtures/reference/openvla-tiny.json
 frame=$src/tests/fixtures/images/frames/frame_0.png
 
@@ -51,6 +52,9 @@ mv "$work/stage$prefix" "$work/moved"
 rm -rf "$work/stage"
 moved=$work/moved
 (cd / && "$moved/bin/vh-run" --json --backend cpu_generic --frames 1) > "$work/moved.json"
+# the moved program runs the moved library (its $ORIGIN run path), not the build tree's
+(cd / && LD_TRACE_LOADED_OBJECTS=1 "$moved/bin/vh-run") > "$work/ldd.txt"
+grep -q "libvlahybrid.so.0 => $moved/" "$work/ldd.txt" || { echo "not the moved library:"; cat "$work/ldd.txt"; exit 1; }
 check_action "moved install" "$work/moved.json"
 # a plugin folder that does not exist any more is not searched: the message names the moved one
 if (cd / && "$moved/bin/vh-run" --backend no_such_backend --frames 1) 2> "$work/nf.err" >/dev/null; then
