@@ -3,8 +3,8 @@
 #  1. installed (meson install from $BUILD into a staging root), a C program built with pkg-config;
 #  2. the same install, a CMake project: find_package(vlahybrid) -> vlahybrid::vlahybrid;
 #  3. a meson project with vlahybrid as a subproject (the source tree), built from scratch.
-# The installed library finds the installed plugins through VH_BACKEND_PATH (its compiled-in plugin
-# directory is under the real prefix, not the staging root).
+# The staged library finds the staged plugins beside itself (no VH_BACKEND_PATH: it looks relative to
+# where it is), and pkg-config sees only the staged .pc files (PKG_CONFIG_LIBDIR: no jansson.pc).
 set -eu
 cd "$(dirname "$0")/.."
 src=$PWD
@@ -19,15 +19,14 @@ prefix=$(meson introspect "$BUILD" --buildoptions | python3 -c "import json,sys;
 libdir=$(echo "$prefix" | sed -n 2p)
 prefix=$(echo "$prefix" | sed -n 1p)
 staged=$root$prefix
-export VH_BACKEND_PATH="$staged/$libdir/vlahybrid/backends"
+unset VH_BACKEND_PATH
 export LD_LIBRARY_PATH="$staged/$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 echo "== pkg-config"
-export PKG_CONFIG_PATH="$staged/$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$root"
+export PKG_CONFIG_LIBDIR="$staged/$libdir/pkgconfig"
 # shellcheck disable=SC2046
 cc -std=c11 -Wall -Wextra -Werror tests/consumers/consumer.c -o "$work/consumer-pkgconfig" \
   $(pkg-config --cflags --libs vlahybrid)
-unset PKG_CONFIG_SYSROOT_DIR
 "$work/consumer-pkgconfig" "$model"
 
 echo "== CMake (find_package)"
@@ -40,8 +39,8 @@ mkdir -p "$work/meson/subprojects"
 cp tests/consumers/meson/meson.build tests/consumers/consumer.c "$work/meson/"
 sed -i "s|'../consumer.c'|'consumer.c'|" "$work/meson/meson.build"
 ln -s "$src" "$work/meson/subprojects/vlahybrid"
-unset VH_BACKEND_PATH PKG_CONFIG_PATH
+unset PKG_CONFIG_LIBDIR
 meson setup "$work/meson/build" "$work/meson" --force-fallback-for=vlahybrid >/dev/null
 ninja -C "$work/meson/build" >/dev/null
-VH_BACKEND_PATH="$work/meson/build/subprojects/vlahybrid/backends/cpu_generic" "$work/meson/build/consumer" "$model"
+"$work/meson/build/consumer" "$model" # the subproject's library finds its plugins beside it
 echo "consumers: pkg-config, CMake and meson subproject builds all ran"

@@ -24,6 +24,9 @@
     "                        (1..32; default: pipeline the number of stages, packed the action\n"   \
     "                        length; packed with more takes several new frames a pass)\n"
 
+/* The flags vh_parse_stage_option takes (each with a value), for vh_tool_option_value. */
+#define VH_STAGE_OPTION_FLAGS "--split", "--zone", "--frames-in-flight", "--mode", "--gpu-mem-budget", "--trace"
+
 /* "8G", "8000000000", "1.5G" -> bytes; -1 when malformed. */
 static inline int vh_parse_bytes(const char *s, uint64_t *out)
 {

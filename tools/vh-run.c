@@ -35,6 +35,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -42,11 +43,14 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bundled_data.h"
 #include "image_file.h"
 #include "orion_inputs.h"
+#include "reference_check.h"
 #include "stage_options.h"
+#include "tool_cli.h"
 #include "vlahybrid/vlahybrid.h"
 
 #define MAX_IMAGES 4096
@@ -54,6 +58,13 @@
 
 
 #define MAX_PROMPT_IDS 4096
+
+/* Decoded images kept from the check before the load to their submission, up to this many bytes in
+ * all (beyond, they are decoded again when submitted). */
+#define PRELOAD_BYTES_LIMIT ((size_t)256 << 20)
+
+#define DEFAULT_INSTRUCTION "pick up the red block"
+#define DEFAULT_CHECK_TOLERANCE 1e-6
 
 /* --policy not given: "block" without --rate (every image computed), the library's default with. */
 #define POLICY_UNSET (-1)
@@ -68,6 +79,7 @@ typedef struct options {
     const char *noise_file;  /* --noise */
     int orion;               /* the model is an Orion model */
     const char *instruction;
+    const char *instructions[MAX_IMAGES]; /* --check: each frame's own (its reference record's); NULL: instruction */
     const char *unnorm_key;
     const char *backends;
     const char *plugin_path;
@@ -79,7 +91,17 @@ typedef struct options {
     int hf440_positions;
     int json;
     int verbose;
+    int warmup_given;        /* --warmup was given (else a one-frame run sets 0) */
+    const char *check_path;  /* --check REFERENCE */
+    double check_tolerance;  /* --check-tolerance */
 } options;
+
+/* The options that take a value (the others: --json, --verbose, --help, --version). */
+static const char *const value_flags[] = {
+    "--model", "--image", "--instruction", "--unnorm-key", "--backend", "--threads", "--plugin-path",
+    "--decode-positions", "--frames", "--rate", "--policy", "--queue", "--deadline-ms", "--warmup",
+    "--cpu-affinity", "--seed", "--vision-tokens", "--command", "--noise", "--check", "--check-tolerance",
+    VH_STAGE_OPTION_FLAGS, NULL};
 
 static void usage(FILE *out)
 {
@@ -88,8 +110,24 @@ static void usage(FILE *out)
             "              [--backend NAME[,NAME...]] [--threads N] [--plugin-path PATH] [--json] [--verbose]\n"
             "              [--decode-positions contiguous|openvla-hf440] [--frames N] [--rate HZ]\n"
             "              [--policy latest|reject|block] [--queue N] [--deadline-ms MS] [--warmup N]\n"
-            "              [--cpu-affinity LIST]\n"
+            "              [--cpu-affinity LIST] [--check REFERENCE [--check-tolerance T]]\n"
             "              [--split N] [--mode serial|pipeline|packed] [--gpu-mem-budget BYTES] [--zone N] [--trace PATH]\n"
+            "       vh-run --help | --version\n"
+            "Runs a Vision-Language-Action model on the images, in order, prints one line per frame (its action,\n"
+            "or why it has none), then the session's statistics (on stderr with --json). Every option and image\n"
+            "is checked (images decoded) before the model loads; on a terminal the load shows its progress.\n"
+            "  --model DIR           Hugging Face checkpoint folder (default: the bundled tiny OpenVLA, %s)\n"
+            "  --image FILE          a PNG or JPEG frame; repeat for several (default: the bundled frames, %s)\n"
+            "  --instruction TEXT    the task of every frame (default: \"" DEFAULT_INSTRUCTION "\")\n"
+            "  --unnorm-key KEY      norm_stats dataset of the actions (default: the checkpoint's only one)\n"
+            "  --backend NAMES       one backend, or two comma-separated stages such as cuda,cpu_amx\n"
+            "                        (default: the best-scoring plugin found)\n"
+            "  --threads N           CPU threads for each CPU backend (default 0: all CPUs the session may use)\n"
+            "  --plugin-path PATH    a plugin file, or a folder searched before VH_BACKEND_PATH (default: none)\n"
+            "  --decode-positions P  contiguous (default) | openvla-hf440: as OpenVLA's transformers 4.40 stack\n"
+            "  --json                one JSON object a frame on stdout (image, instruction, prompt_ids,\n"
+            "                        action_ids, action, timings), statistics on stderr (default: text)\n"
+            "  --verbose             the library's log on stderr, debug level (default: off)\n"
             "  --frames N            submit N frames, cycling over the images (default: one per image)\n"
             "  --rate HZ             submit a frame every 1/HZ s, as a camera would, whatever the results\n"
             "                        (default: as fast as the queue takes them)\n"
@@ -97,10 +135,18 @@ static void usage(FILE *out)
             "                        reject (the new frame is refused and counted), block (submit waits);\n"
             "                        default: block without --rate, latest with\n"
             "  --queue N             frames waiting to start (default 2)\n"
-            "  --deadline-ms MS      a frame not started within MS ms of its submission expires (default: none)\n"
-            "  --warmup N            frames the session runs inside its creation (default -1: its own choice)\n"
+            "  --deadline-ms MS      a frame not started within MS ms of its submission expires (default 0: none)\n"
+            "  --warmup N            frames the session runs inside its creation, 0..64 (default -1: its own\n"
+            "                        choice, 1 on CPUs, 3+ with a GPU; but 0 for a run of one frame, which\n"
+            "                        would otherwise pay the first-use costs in the warm-up and then its frame)\n"
             "  --cpu-affinity LIST   CPUs the session's threads run on, e.g. 4-15 (default: this thread's)\n"
             "  --seed S              seed of the noise a sampling model (Orion) draws per frame (default 0)\n"
+            "  --check REFERENCE     compare each frame's prompt ids, action token ids and action with its\n"
+            "                        record in REFERENCE (the fixtures' JSON or vh-run --json lines; records\n"
+            "                        found by image file name and instruction; doc/check-format.md) and print\n"
+            "                        a parity report instead of the actions; without --image the frames are\n"
+            "                        the reference's records. Exit status 0 only when every frame passes\n"
+            "  --check-tolerance T   the largest |action - reference| that passes (default %g)\n"
             VH_STAGE_OPTIONS_USAGE
             "Orion models (config.json model_type \"orion\"), instead of --image and --instruction:\n"
             "  --vision-tokens FILE  a frame's vision tokens: raw little-endian float32, n x width row-major with\n"
@@ -110,10 +156,10 @@ static void usage(FILE *out)
             "  --noise FILE          the planner's noise for every frame: raw float32, planner.latent_dim (32)\n"
             "                        values (default: drawn from --seed and the frame's sequence)\n"
             "                        Each frame prints its trajectory (and with --json the extras).\n"
-            "Runs a Vision-Language-Action model on the images, in order, prints one line per frame (its action,\n"
-            "or why it has none), then the session's statistics (on stderr with --json).\n"
-            "Without --model/--image: the bundled tiny OpenVLA model (%s) on the bundled frames (%s).\n",
-            VH_BUNDLED_MODEL_DIR, VH_BUNDLED_FRAMES_DIR);
+            "  --help, -h            this text; --version: the version of the vlahybrid library in use\n"
+            "Exit status: 0 every frame answered (and with --check, every frame passed); 1 a frame failed, was\n"
+            "not answered or did not pass the check; 2 bad arguments or inputs, or the session did not start.\n",
+            VH_BUNDLED_MODEL_DIR, VH_BUNDLED_FRAMES_DIR, DEFAULT_CHECK_TOLERANCE);
 }
 
 static int parse_count(const char *flag, const char *value, long lo, long hi, long *out)
@@ -134,20 +180,32 @@ static int parse_args(int argc, char **argv, options *o)
     vh_session_params_init(&o->stage);
     o->policy = POLICY_UNSET;
     o->command = -1;
+    o->check_tolerance = DEFAULT_CHECK_TOLERANCE;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        int has_value = i + 1 < argc;
         long n;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
+            exit(0);
+        } else if (!strcmp(a, "--version")) {
+            vh_tool_print_version(stdout, "vh-run");
             exit(0);
         } else if (!strcmp(a, "--json")) {
             o->json = 1;
         } else if (!strcmp(a, "--verbose")) {
             o->verbose = 1;
-        } else if (!has_value) {
-            fprintf(stderr, "vh-run: %s needs a value\n", a);
+        } else if (vh_tool_check_option("vh-run", argc, argv, i, value_flags)) {
             return -1;
+        } else if (!strcmp(a, "--check")) {
+            o->check_path = argv[++i];
+        } else if (!strcmp(a, "--check-tolerance")) {
+            char *end;
+            const char *v = argv[++i];
+            o->check_tolerance = strtod(v, &end);
+            if (*end || end == v || !(o->check_tolerance >= 0 && o->check_tolerance < INFINITY)) {
+                fprintf(stderr, "vh-run: --check-tolerance needs a number >= 0\n");
+                return -1;
+            }
         } else if (!strcmp(a, "--model")) {
             o->model = argv[++i];
         } else if (!strcmp(a, "--image")) {
@@ -207,6 +265,7 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (!strcmp(a, "--warmup")) {
             if (parse_count(a, argv[++i], -1, 64, &n)) return -1;
             o->stage.warmup_frames = (int32_t)n;
+            o->warmup_given = 1;
         } else if (!strcmp(a, "--deadline-ms")) {
             if (parse_count(a, argv[++i], 0, 3600000, &n)) return -1;
             o->stage.deadline_ms = (uint32_t)n;
@@ -317,9 +376,7 @@ static int decode_image(const char *path, decoded_image *img)
 typedef struct run_state {
     vh_session *session;
     const options *opt;
-    const int32_t *prompt;
-    size_t n_prompt;
-    decoded_image *preloaded;  /* with --rate, every image decoded before the clock starts */
+    decoded_image *preloaded;  /* images decoded before the load (rgb NULL: decoded again at submit) */
     float **tokens;            /* Orion: each --vision-tokens file's floats, read before the start */
     vh_orion_shape shape;      /* Orion: the tokens' and the noise's sizes */
     const float *noise;        /* Orion: --noise, or NULL */
@@ -329,7 +386,15 @@ typedef struct run_state {
     atomic_int n_rejected;     /* VH_ERR_BUSY under --policy reject */
     atomic_int n_not_submitted;/* unreadable image or a failed submit */
     atomic_int finished;       /* every frame has been tried */
+    const vh_reference *reference;          /* --check */
+    const vh_reference_case **frame_record; /* --check: each image's record */
+    atomic_int n_checked, n_passed;
 } run_state;
+
+static const char *frame_instruction(const options *o, uint64_t image_index)
+{
+    return o->instructions[image_index] ? o->instructions[image_index] : o->instruction;
+}
 
 static void print_text(const options *o, const vh_action *a)
 {
@@ -361,12 +426,40 @@ static void print_json_line(json_t *obj, const vh_action *a, int digits)
     json_decref(obj);
 }
 
-static void print_json(const options *o, const vh_action *a, const int32_t *prompt, size_t n_prompt)
+/* --check: the frame against its record, one line (or the "check" member of its JSON object). */
+static json_t *check_frame(run_state *run, const vh_action *a, const int32_t *prompt, size_t n_prompt)
+{
+    const options *o = run->opt;
+    const vh_reference_case *c = run->frame_record[a->tag];
+    vh_check_result r;
+    vh_reference_compare(c, prompt, n_prompt, a, o->check_tolerance, &r);
+    atomic_fetch_add(&run->n_checked, 1);
+    if (r.pass) atomic_fetch_add(&run->n_passed, 1);
+    if (o->json) {
+        json_t *check = json_object();
+        json_object_set_new(check, "prompt_ids_equal", json_boolean(r.prompt_equal));
+        json_object_set_new(check, "action_ids_equal", json_boolean(r.action_ids_equal));
+        json_object_set_new(check, "max_action_delta",
+                            isfinite(r.max_action_delta) ? json_real(r.max_action_delta) : json_null());
+        json_object_set_new(check, "tolerance", json_real(o->check_tolerance));
+        json_object_set_new(check, "pass", json_boolean(r.pass));
+        return check;
+    }
+    printf("check frame %llu %s / \"%s\": ", (unsigned long long)a->sequence, o->images[a->tag],
+           frame_instruction(o, a->tag));
+    if (a->status != VH_OK) printf("no action (%s)", vh_status_string(a->status));
+    else printf("prompt ids %s, action ids %s, max |d action| %.3g", r.prompt_equal ? "equal" : "DIFFER",
+                r.action_ids_equal ? "equal" : "DIFFER", r.max_action_delta);
+    printf(" (tolerance %g): %s\n", o->check_tolerance, r.pass ? "pass" : "FAIL");
+    return NULL;
+}
+
+static void print_json(const options *o, const vh_action *a, const int32_t *prompt, size_t n_prompt, json_t *check)
 {
     json_t *obj = json_object();
     json_object_set_new(obj, "frame", a->frame_id ? json_integer((json_int_t)a->frame_id) : json_null());
     json_object_set_new(obj, "image", json_string(o->images[a->tag]));
-    json_object_set_new(obj, "instruction", json_string(o->instruction));
+    json_object_set_new(obj, "instruction", json_string(frame_instruction(o, a->tag)));
     json_object_set_new(obj, "status", json_string(a->status == VH_OK ? "ok" : vh_status_string(a->status)));
     json_t *ids = json_array();
     for (size_t i = 0; i < n_prompt; i++) json_array_append_new(ids, json_integer(prompt[i]));
@@ -380,6 +473,7 @@ static void print_json(const options *o, const vh_action *a, const int32_t *prom
     }
     json_object_set_new(obj, "action_ids", tokens);
     json_object_set_new(obj, "action", values);
+    if (check) json_object_set_new(obj, "check", check);
     print_json_line(obj, a, 17);
 }
 
@@ -435,13 +529,19 @@ static void print_orion_json(const options *o, const vh_action *a)
 }
 
 /* One line per frame; both threads print (refusals from the submitting one), a line at a time. */
-static void print_frame(const run_state *run, const vh_action *a)
+static void print_frame(run_state *run, const vh_action *a)
 {
+    int32_t prompt[MAX_PROMPT_IDS];
+    size_t n_prompt = 0;
+    if (!run->opt->orion && /* the frame's prompt ids (its instruction's), thread-safe */
+        vh_session_prompt_ids(run->session, frame_instruction(run->opt, a->tag), prompt, MAX_PROMPT_IDS, &n_prompt))
+        n_prompt = 0;
     flockfile(stdout);
+    json_t *check = run->reference ? check_frame(run, a, prompt, n_prompt) : NULL;
     if (run->opt->orion && run->opt->json) print_orion_json(run->opt, a);
     else if (run->opt->orion) print_orion_text(run->opt, a);
-    else if (run->opt->json) print_json(run->opt, a, run->prompt, run->n_prompt);
-    else print_text(run->opt, a);
+    else if (run->opt->json) print_json(run->opt, a, prompt, n_prompt, check);
+    else if (!run->reference) print_text(run->opt, a);
     fflush(stdout);
     funlockfile(stdout);
 }
@@ -460,8 +560,9 @@ static void *submit_frames(void *arg)
             sleep_until(capture_ns);
         }
         decoded_image loaded = {0};
-        const decoded_image *img = run->preloaded ? &run->preloaded[image_index] : &loaded;
-        if (!o->orion && !run->preloaded) decode_image(o->images[image_index], &loaded);
+        const decoded_image *img = run->preloaded && run->preloaded[image_index].rgb ? &run->preloaded[image_index]
+                                                                                     : &loaded;
+        if (!o->orion && img == &loaded) decode_image(o->images[image_index], &loaded);
         if (!o->orion && !img->rgb) {
             atomic_fetch_add(&run->n_not_submitted, 1);
             continue;
@@ -480,7 +581,7 @@ static void *submit_frames(void *arg)
             f.rgb = img->rgb;
             f.width = img->width;
             f.height = img->height;
-            f.instruction = o->instruction;
+            f.instruction = frame_instruction(o, (uint64_t)image_index);
         }
         f.tag = (uint64_t)image_index;
         f.sequence = (uint64_t)k;
@@ -552,13 +653,103 @@ static void print_stats(FILE *out, vh_session *s, const vh_session_stats *st, in
     fflush(out);
 }
 
+/* vh_session_create's progress as one line on a terminal, rewritten in place and erased at the end. */
+static int draw_progress(void *user, const char *stage, double fraction)
+{
+    (void)user;
+    if (fraction >= 1.0) fprintf(stderr, "\r\033[K");
+    else fprintf(stderr, "\r\033[Kvh-run: loading: %-28.28s %3.0f%%", stage, fraction * 100);
+    fflush(stderr);
+    return 0;
+}
+
+/* --check: the frames' records. Without --image the frames are the reference's records (their
+ * images found from the reference's folder, their own instructions), else each image with the
+ * instruction must have a record. The norm_stats dataset: --unnorm-key, else the records'. */
+static int set_up_check(options *o, vh_reference *ref, const vh_reference_case ***frame_record, char ***owned)
+{
+    char why[1024];
+    if (o->orion) {
+        fprintf(stderr, "vh-run: --check compares OpenVLA actions; %s is an Orion model\n", o->model);
+        return -1;
+    }
+    if (vh_reference_load(o->check_path, o->hf440_positions, ref, why, sizeof why)) {
+        fprintf(stderr, "vh-run: --check: %s\n", why);
+        return -1;
+    }
+    const char *dataset = o->unnorm_key;
+    for (size_t i = 0; i < ref->n_cases && !o->unnorm_key; i++) {
+        const char *d = ref->cases[i].dataset;
+        if (d && dataset && strcmp(d, dataset)) {
+            fprintf(stderr, "vh-run: --check: %s has records of datasets '%s' and '%s': choose one with --unnorm-key\n",
+                    ref->path, dataset, d);
+            return -1;
+        }
+        if (d) dataset = d;
+    }
+    if (!o->unnorm_key) o->unnorm_key = dataset;
+    const vh_reference_case **records = calloc(MAX_IMAGES, sizeof *records);
+    if (!records) return fprintf(stderr, "vh-run: out of memory\n"), -1;
+    *frame_record = records;
+    if (o->n_images == 0) {
+        char **paths = calloc(MAX_IMAGES, sizeof *paths);
+        if (!paths) return fprintf(stderr, "vh-run: out of memory\n"), -1;
+        *owned = paths;
+        for (size_t i = 0; i < ref->n_cases && o->n_images < MAX_IMAGES; i++) {
+            const vh_reference_case *c = &ref->cases[i];
+            if (o->unnorm_key && c->dataset && strcmp(c->dataset, o->unnorm_key)) continue; /* another dataset's */
+            char *path = vh_reference_image_file(ref, c);
+            if (!path) {
+                fprintf(stderr, "vh-run: --check: the image %s of record %zu is not found from %s's folder or the "
+                        "current one; give the images with --image\n", c->image_path, i + 1, ref->path);
+                return -1;
+            }
+            paths[o->n_images] = path;
+            o->images[o->n_images] = path;
+            o->instructions[o->n_images] = c->instruction;
+            records[o->n_images++] = c;
+        }
+        if (o->n_images == 0) {
+            fprintf(stderr, "vh-run: --check: %s has no records of dataset '%s'\n", ref->path, o->unnorm_key);
+            return -1;
+        }
+        return 0;
+    }
+    if (!o->instruction) o->instruction = DEFAULT_INSTRUCTION;
+    for (int i = 0; i < o->n_images; i++) {
+        records[i] = vh_reference_find(ref, o->images[i], o->instruction);
+        if (!records[i]) {
+            fprintf(stderr, "vh-run: --check: %s has no record of image %s with instruction \"%s\"\n", ref->path,
+                    o->images[i], o->instruction);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Every image decoded before the model loads, so that a bad file is reported at once, not after
+ * the load. The pixels are kept for the submission (always with --rate: a camera has them at
+ * capture time), up to PRELOAD_BYTES_LIMIT in all. */
+static int check_images(const options *o, decoded_image *images)
+{
+    size_t kept = 0;
+    for (int i = 0; i < o->n_images; i++) {
+        if (decode_image(o->images[i], &images[i])) return -1;
+        const size_t bytes = (size_t)images[i].width * images[i].height * 3;
+        if (o->rate_hz <= 0 && kept + bytes > PRELOAD_BYTES_LIMIT) {
+            free(images[i].rgb);
+            images[i].rgb = NULL;
+        } else {
+            kept += bytes;
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     options o;
-    if (parse_args(argc, argv, &o)) {
-        usage(stderr);
-        return 2;
-    }
+    if (parse_args(argc, argv, &o)) return 2;
     char **owned_paths = NULL;
     if (!o.model) o.model = VH_BUNDLED_MODEL_DIR;
     /* An Orion model takes vision tokens, a command and maybe noise; the others, images and text. */
@@ -576,6 +767,8 @@ int main(int argc, char **argv)
     size_t n_prompt = 0;
     int rc = 2;
     run_state run = {0};
+    vh_reference reference = {0};
+    const vh_reference_case **frame_record = NULL;
     if (orion) {
         if (o.n_token_files == 0) {
             fprintf(stderr, "vh-run: %s is an Orion model: give each frame's vision tokens with --vision-tokens FILE "
@@ -618,8 +811,9 @@ int main(int argc, char **argv)
                 o.model);
         return 2;
     }
-    if (o.n_images == 0 && add_default_frames(&o, &owned_paths)) return 2;
-    if (!o.instruction) o.instruction = "pick up the red block";
+    if (o.check_path && set_up_check(&o, &reference, &frame_record, &owned_paths)) goto done;
+    if (o.n_images == 0 && add_default_frames(&o, &owned_paths)) goto done;
+    if (!o.instruction) o.instruction = DEFAULT_INSTRUCTION;
     if (!o.n_frames) o.n_frames = o.n_images;
 
     vh_session_params p = o.stage;
@@ -634,37 +828,45 @@ int main(int argc, char **argv)
     if (o.verbose) {
         p.log_fn = log_to_stderr;
         p.log_level = VH_LOG_DEBUG;
+    } else if (isatty(STDERR_FILENO)) {
+        p.progress_fn = draw_progress;
     }
+    /* One frame: a warm-up frame would pay the first-use costs and then the frame itself would run
+     * again; the frame pays them once instead (the session's default warm-up is for streams). */
+    if (o.n_frames == 1 && !o.warmup_given) p.warmup_frames = 0;
 
-    run = (run_state){.opt = &o, .tokens = tokens, .shape = shape, .noise = noise};
+    run = (run_state){.opt = &o, .tokens = tokens, .shape = shape, .noise = noise,
+                      .reference = o.check_path ? &reference : NULL, .frame_record = frame_record};
     run.accepted_id = calloc((size_t)o.n_frames, sizeof *run.accepted_id);
     run.answered_id = calloc((size_t)o.n_frames, sizeof *run.answered_id);
     if (!run.accepted_id || !run.answered_id) {
         fprintf(stderr, "vh-run: out of memory for %d frames\n", o.n_frames);
         goto done;
     }
-    /* A camera has its pixels at capture time: decode before the clock starts, not on it. */
-    if (o.rate_hz > 0 && !o.orion) {
+    if (!o.orion) {
         run.preloaded = calloc((size_t)o.n_images, sizeof *run.preloaded);
         if (!run.preloaded) {
             fprintf(stderr, "vh-run: out of memory for %d images\n", o.n_images);
             goto done;
         }
-        for (int i = 0; i < o.n_images; i++) decode_image(o.images[i], &run.preloaded[i]);
+        if (check_images(&o, run.preloaded)) goto done;
     }
 
     if (vh_session_create(&p, &s) != VH_OK) {
+        if (p.progress_fn) fprintf(stderr, "\r\033[K");
         fprintf(stderr, "vh-run: %s\n", vh_last_error());
         goto done;
     }
     run.session = s;
 
-    if (!o.orion && vh_session_prompt_ids(s, o.instruction, prompt, MAX_PROMPT_IDS, &n_prompt) != VH_OK) {
-        fprintf(stderr, "vh-run: %s\n", vh_last_error());
-        goto done;
+    /* the instructions' prompts, before any frame: a bad instruction fails here, once */
+    for (int i = 0; !o.orion && i < o.n_images; i++) {
+        if (i && frame_instruction(&o, (uint64_t)i) == frame_instruction(&o, (uint64_t)i - 1)) continue;
+        if (vh_session_prompt_ids(s, frame_instruction(&o, (uint64_t)i), prompt, MAX_PROMPT_IDS, &n_prompt) != VH_OK) {
+            fprintf(stderr, "vh-run: %s\n", vh_last_error());
+            goto done;
+        }
     }
-    run.prompt = prompt;
-    run.n_prompt = n_prompt;
 
     /* Decode and submit on one thread, print results here as they come. */
     pthread_t thread;
@@ -739,6 +941,13 @@ int main(int argc, char **argv)
         }
     }
     failures += atomic_load(&run.n_not_submitted) + duplicates + strays + unanswered;
+    if (o.check_path) {
+        const int passed = atomic_load(&run.n_passed);
+        printf("check: %d of %d frames pass (prompt ids and action ids equal, max |d action| <= %g) against %s\n",
+               passed, o.n_frames, o.check_tolerance, reference.path);
+        fflush(stdout);
+        if (passed != o.n_frames) failures++;
+    }
     rc = failures ? 1 : 0;
 done:
     vh_session_destroy(s);
@@ -752,8 +961,10 @@ done:
     free(tokens);
     free(noise);
     if (owned_paths) {
-        for (int i = 0; i < o.n_images; i++) free(owned_paths[i]);
+        for (int i = 0; i < MAX_IMAGES && owned_paths[i]; i++) free(owned_paths[i]);
         free(owned_paths);
     }
+    free(frame_record);
+    vh_reference_free(&reference);
     return rc;
 }

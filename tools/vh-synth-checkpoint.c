@@ -71,6 +71,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tool_cli.h"
 #include "vlahybrid/backend.h" /* vh_f32_to_bf16 */
 
 #define PROG "vh-synth-checkpoint"
@@ -1211,14 +1212,25 @@ static void usage(FILE *f)
             "usage: " PROG " --out DIR --tokenizer PATH/tokenizer.model [--family openvla|orion] [--llm-layers N]\n"
             "       [--llm-hidden H] [--vision full|tiny] [--dtype bf16|f16|f32] [--seed S] [--shard-bytes B]\n"
             "       [--threads N] [--no-sync] [--dry-run] [--list]\n"
+            "       " PROG " --help | --version\n"
             "Writes an OpenVLA checkpoint folder with OpenVLA-7B's tensor names and shapes and random, seeded\n"
-            "weights (for benchmarks). Defaults: 32 LLM layers, hidden 4096, full vision towers, bf16, seed 0,\n"
-            "shards of at most 4 GiB (B takes k/M/G suffixes, powers of 1024), all online cores.\n"
-            "  --family orion   an Orion folder as tools/orion/convert_orion.py writes it: Vicuna-7B LLM\n"
-            "                   (rms_norm_eps 1e-5, 32001 rows) + VAE/GRU planner, bf16 or f32, shards of 5e9 bytes\n"
-            "  --llm-hidden H   LLM width (tests): intermediate 2.6875 H rounded to 64, max(1, H/128) heads\n"
-            "  --no-sync        do not fsync the files before the final rename\n"
-            "  --dry-run        print what would be written and write nothing; --list also lists tensors\n");
+            "weights (for benchmarks).\n"
+            "  --out DIR        the folder to write (required; must not exist: written as DIR.partial, then renamed)\n"
+            "  --tokenizer PATH the Llama-2 tokenizer.model copied into it (required)\n"
+            "  --family F       openvla (default) | orion: an Orion folder as tools/orion/convert_orion.py\n"
+            "                   writes it: Vicuna-7B LLM (rms_norm_eps 1e-5, 32001 rows) + VAE/GRU planner,\n"
+            "                   bf16 or f32, shards of 5e9 bytes\n"
+            "  --llm-layers N   LLM layers, 1..1024 (default 32)\n"
+            "  --llm-hidden H   LLM width, even, 2..65536 (default 4096; tests: intermediate 2.6875 H rounded\n"
+            "                   to 64, max(1, H/128) heads)\n"
+            "  --vision V       full (default): OpenVLA-7B's towers | tiny: small towers (OpenVLA only)\n"
+            "  --dtype T        bf16 (default) | f16 | f32 (Orion: bf16 or f32)\n"
+            "  --seed S         the weights' seed, 0..2^64-1 (default 0)\n"
+            "  --shard-bytes B  largest shard (default 4 GiB; Orion 5e9 bytes; k/M/G suffixes, powers of 1024)\n"
+            "  --threads N      writer threads, 1..1024 (default: all online cores, at most 256)\n"
+            "  --no-sync        do not fsync the files before the final rename (default: fsync)\n"
+            "  --dry-run        print what would be written and write nothing; --list also lists tensors\n"
+            "  --help, -h       this text; --version: the version of the vlahybrid library in use\n");
 }
 
 static int parse_u64(const char *s, uint64_t lo, uint64_t hi, int suffixes, uint64_t *out)
@@ -1260,13 +1272,16 @@ static int parse_args(int argc, char **argv, options *o)
             usage(stdout);
             exit(0);
         }
+        if (!strcmp(a, "--version")) {
+            vh_tool_print_version(stdout, PROG);
+            exit(0);
+        }
         if (!strcmp(a, "--no-sync")) { o->no_sync = 1; continue; }
         if (!strcmp(a, "--dry-run")) { o->dry_run = 1; continue; }
         if (!strcmp(a, "--list")) { o->dry_run = o->list = 1; continue; }
-        if (i + 1 >= argc) {
-            fprintf(stderr, PROG ": %s needs a value (or is unknown)\n", a);
-            return -1;
-        }
+        static const char *const value_flags[] = {"--out", "--tokenizer", "--family", "--llm-layers", "--llm-hidden",
+                                                  "--vision", "--dtype", "--seed", "--shard-bytes", "--threads", NULL};
+        if (vh_tool_check_option(PROG, argc, argv, i, value_flags)) return -1;
         const char *s = argv[++i];
         if (!strcmp(a, "--out")) o->out = s;
         else if (!strcmp(a, "--family") && (!strcmp(s, "openvla") || !strcmp(s, "orion"))) o->orion = !strcmp(s, "orion");
@@ -1537,10 +1552,7 @@ int main(int argc, char **argv)
 {
     signal(SIGXFSZ, SIG_IGN); /* past a file size limit, write() fails with EFBIG: cleaned up like a full disk */
     options o;
-    if (parse_args(argc, argv, &o)) {
-        usage(stderr);
-        return 2;
-    }
+    if (parse_args(argc, argv, &o)) return 2; /* parse_args said why */
     plan P;
     int status = make_plan(&o, &P);
     if (status == 0 && o.dry_run) print_plan(&o, &P);

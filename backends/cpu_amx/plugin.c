@@ -46,6 +46,13 @@ static int32_t amx_score(void)
     return f.amx_bf16 ? 50 : f.avx512_bf16 ? 30 : 0;
 }
 
+static void amx_unavailable_reason(char *why, size_t why_size)
+{
+    cpu_bf16_features f = cpu_bf16_detect();
+    snprintf(why, why_size, "this CPU has neither AMX-BF16 nor AVX-512 BF16%s (use cpu_generic)",
+             f.avx512 ? " (it has AVX-512)" : "");
+}
+
 static vh_status amx_executor_create(const vh_executor_params *params, vh_executor **out, char *err, size_t err_size)
 {
     if (amx_score() <= 0) {
@@ -61,7 +68,7 @@ static const vh_backend_iface cpu_amx_iface = VH_CPU_BACKEND_IFACE(
     "cpu_amx",
     "Intel AMX / AVX-512 bf16 CPU backend: own bf16 GEMM (AMX tiles, AVX-512 bf16; fp32 accumulation), "
     "shared CPU kernels; VH_CPU_AMX_GEMM=onednn: oneDNN bf16 matmul",
-    amx_score, amx_executor_create);
+    amx_score, amx_executor_create, amx_unavailable_reason);
 
 VH_PLUGIN_EXPORT const vh_backend_iface *vh_backend_entry(uint32_t core_abi_major, uint32_t core_abi_minor)
 {

@@ -128,7 +128,7 @@ vh_status cpu_device_info(uint32_t device, vh_device_info *info);
 
 /* The plugin table of a CPU backend: everything but its name, description, score and create (which
  * passes the backend's cpu_linear_ops to cpu_executor_create) is the shared executor's. */
-#define VH_CPU_BACKEND_IFACE(NAME, DESCRIPTION, SCORE_FN, CREATE_FN) \
+#define VH_CPU_BACKEND_IFACE(NAME, DESCRIPTION, SCORE_FN, CREATE_FN, REASON_FN) \
     {                                                               \
         .abi_major = VH_BACKEND_ABI_MAJOR,                          \
         .abi_minor = VH_BACKEND_ABI_MINOR,                          \
@@ -148,6 +148,7 @@ vh_status cpu_device_info(uint32_t device, vh_device_info *info);
         .write_hidden = cpu_write_hidden,                           \
         .memory = cpu_memory,                                       \
         .bind_hidden = cpu_bind_hidden,                             \
+        .unavailable_reason = (REASON_FN),                          \
     }
 
 /* A linear layer of block b: y = x W^T + bias with the block's matrix `tensor`. A failure is

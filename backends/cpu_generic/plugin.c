@@ -72,7 +72,7 @@ static vh_status generic_executor_create(const vh_executor_params *params, vh_ex
 static const vh_backend_iface cpu_generic_iface = VH_CPU_BACKEND_IFACE(
     "cpu_generic",
     "portable CPU backend: OpenBLAS GEMMs, C kernels, fp32 compute over bf16/f16/f32 weights",
-    generic_score, generic_executor_create);
+    generic_score, generic_executor_create, NULL);
 
 VH_PLUGIN_EXPORT const vh_backend_iface *vh_backend_entry(uint32_t core_abi_major, uint32_t core_abi_minor)
 {

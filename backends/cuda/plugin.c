@@ -12,6 +12,16 @@ static int32_t cuda_score(void)
     return cudaGetDeviceCount(&n) == cudaSuccess && n > 0 ? 100 : 0;
 }
 
+/* cudaGetDeviceCount's error says why: no driver, a driver older than the runtime, no device. */
+static void cuda_unavailable_reason(char *why, size_t why_size)
+{
+    int n = 0;
+    const cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) snprintf(why, why_size, "no usable CUDA device: %s", cudaGetErrorString(e));
+    else if (n == 0) snprintf(why, why_size, "no CUDA device visible (CUDA_VISIBLE_DEVICES?)");
+    else snprintf(why, why_size, "%d CUDA devices, yet the backend scored 0", n);
+}
+
 static uint32_t cuda_device_count(void)
 {
     int n = 0;
@@ -79,6 +89,7 @@ static const vh_backend_iface cuda_iface = {
     .executor_plan_memory = cuda_executor_plan_memory,
     .host_alloc = cuda_host_alloc,
     .host_free = cuda_host_free,
+    .unavailable_reason = cuda_unavailable_reason,
 };
 
 VH_PLUGIN_EXPORT const vh_backend_iface *vh_backend_entry(uint32_t core_abi_major, uint32_t core_abi_minor)

@@ -41,7 +41,7 @@ extern "C" {
 #endif
 
 #define VH_BACKEND_ABI_MAJOR 2
-#define VH_BACKEND_ABI_MINOR 0
+#define VH_BACKEND_ABI_MINOR 1
 #define VH_BACKEND_ENTRY_SYMBOL "vh_backend_entry"
 
 #if defined(__GNUC__)
@@ -489,6 +489,11 @@ typedef struct vh_backend_iface {
      * CPU backend this hands a prefill's megabytes over without a copy. NULL: the core copies. */
     vh_status (*bind_hidden)(vh_executor *executor, float *rows, uint32_t n_rows, char *err,
                              size_t err_size);
+    /* Added in ABI 2.1. Why score() is <= 0 on this machine, as one line written into why
+     * (NUL-terminated): "no CUDA device: CUDA driver version is insufficient for CUDA runtime
+     * version", "this CPU has neither AMX-BF16 nor AVX-512 BF16". The core puts it in the
+     * refusal's message. NULL: the core says only that the backend cannot run here. */
+    void (*unavailable_reason)(char *why, size_t why_size);
 } vh_backend_iface;
 
 /* ------------------------------------------------------------------------------------------------

@@ -144,6 +144,15 @@ typedef enum vh_execution_mode {
     VH_EXECUTION_PACKED = 2
 } vh_execution_mode;
 
+/* Progress of vh_session_create (llama.cpp's progress_callback): `stage` is a short name of what is
+ * being done ("loading weights", "backend cuda", "warm-up"), `fraction` the share of the whole
+ * create done, in [0, 1], never decreasing, 1.0 at the last call of a create that succeeds. Return
+ * 0 to go on, nonzero to abort: vh_session_create then frees everything and returns
+ * VH_ERR_CANCELLED. Called on the thread that runs the create: the caller's, or with cpu_affinity
+ * set, the library thread it starts on those CPUs while the caller waits (calls never overlap).
+ * It must not call back into the library's session functions. */
+typedef int (*vh_progress_fn)(void *user, const char *stage, double fraction);
+
 typedef struct vh_session_params {
     size_t struct_size;          /* set by vh_session_params_init() */
     const char *model_path;      /* Hugging Face checkpoint folder (config.json, *.safetensors, ...) */
@@ -209,6 +218,10 @@ typedef struct vh_session_params {
     uint64_t seed;               /* driving models that sample (Orion's planner draws its latent at
                                     inference): a frame without its own noise gets noise from this
                                     seed and the frame's sequence number, so runs repeat. Default 0. */
+    /* Added in 0.4.0 (callers built with older headers pass their shorter struct_size; these then
+       take their defaults): */
+    vh_progress_fn progress_fn;  /* vh_session_create's progress (see vh_progress_fn); NULL: none */
+    void *progress_user;         /* passed to progress_fn */
 } vh_session_params;
 
 VH_API void vh_session_params_init_sized(vh_session_params *params, size_t struct_size);

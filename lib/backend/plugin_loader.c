@@ -1,4 +1,5 @@
 #include "backend/plugin_loader.h"
+#include "backend/plugin_dirs.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -11,10 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#ifndef VH_PLUGIN_DIR
-#define VH_PLUGIN_DIR "/usr/local/lib/vlahybrid/backends"
-#endif
-
 #define PLUGIN_PREFIX "vh_backend_"
 #define PLUGIN_SUFFIX ".so"
 #define MAX_SEARCH_DIRS 32
@@ -24,6 +21,7 @@
 
 typedef struct search_path {
     char *env_copy;                    /* VH_BACKEND_PATH, split in place */
+    vh_own_plugin_dirs *own;           /* the library's own plugin folders (plugin_dirs.h) */
     const char *dirs[MAX_SEARCH_DIRS];
     uint32_t n_dirs;
 } search_path;
@@ -42,7 +40,14 @@ static int is_valid_name(const char *name)
     return 1;
 }
 
-/* The folders to search, in order: explicit folder, VH_BACKEND_PATH, the install folder. */
+static void free_search_path(search_path *sp)
+{
+    free(sp->env_copy);
+    free(sp->own);
+}
+
+/* The folders to search, in order: explicit folder, VH_BACKEND_PATH, the library's own plugin
+ * folders (beside it in the build tree, or the install's, found from where the library is). */
 static vh_status make_search_path(const char *explicit_path, search_path *sp, vh_error *err)
 {
     memset(sp, 0, sizeof *sp);
@@ -56,13 +61,14 @@ static vh_status make_search_path(const char *explicit_path, search_path *sp, vh
              dir = strtok_r(NULL, ":", &save))
             sp->dirs[sp->n_dirs++] = dir;
     }
-    sp->dirs[sp->n_dirs++] = VH_PLUGIN_DIR;
+    sp->own = malloc(sizeof *sp->own);
+    if (!sp->own) {
+        free_search_path(sp);
+        return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    vh_own_plugin_dirs_find(sp->own);
+    for (uint32_t i = 0; i < sp->own->n && sp->n_dirs < MAX_SEARCH_DIRS; i++) sp->dirs[sp->n_dirs++] = sp->own->dirs[i];
     return VH_OK;
-}
-
-static void free_search_path(search_path *sp)
-{
-    free(sp->env_copy);
 }
 
 static void describe_search_path(const search_path *sp, char *buf, size_t size)

@@ -185,8 +185,11 @@ vh_status vh_plan_create(const vh_model *model, const vh_plan_request *req, vh_p
         if (st) break;
         plan->n_stages++;
         if (stage->plugin->iface->score() <= 0) {
-            st = vh_error_set(err, VH_ERR_BACKEND_FAILED, "backend '%s' cannot run on this machine",
-                              stage->plugin->iface->name);
+            char why[256] = "";
+            void (*reason)(char *, size_t) = VH_PLUGIN_OPTIONAL(stage->plugin, unavailable_reason);
+            if (reason) reason(why, sizeof why);
+            st = vh_error_set(err, VH_ERR_BACKEND_FAILED, "backend '%s' cannot run on this machine%s%s",
+                              stage->plugin->iface->name, why[0] ? ": " : "", why);
             break;
         }
         vh_device_info info = {.struct_size = sizeof info};
@@ -199,7 +202,12 @@ vh_status vh_plan_create(const vh_model *model, const vh_plan_request *req, vh_p
     } else if (st == VH_OK) {
         st = choose_split(model, req, plan, err);
     }
-    for (uint32_t i = 0; i < plan->n_stages && st == VH_OK; i++) st = create_executor(model, req, plan, &plan->stages[i], err);
+    for (uint32_t i = 0; i < plan->n_stages && st == VH_OK; i++) {
+        if (req->before_executor &&
+            (st = req->before_executor(req->before_executor_user, i, plan->n_stages, plan->stages[i].plugin->iface->name, err)))
+            break;
+        st = create_executor(model, req, plan, &plan->stages[i], err);
+    }
     if (st) vh_plan_destroy(plan);
     return st;
 }

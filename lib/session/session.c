@@ -18,6 +18,7 @@
 #include "pipeline/stage_pipeline.h"
 #include "plan/plan.h"
 #include "queue/frame_queue.h"
+#include "session/create_progress.h"
 #include "session/frame_copy.h"
 #include "util/clock.h"
 #include "util/cpu_list.h"
@@ -136,7 +137,7 @@ static uint32_t default_warmup_frames(const vh_session *s, vh_execution_mode mod
 /* Run n frames through the whole path and forget them: the first real frame then finds every
  * plan, kernel choice, graph and cache made. They take no frame ids, leave no statistics and no
  * trace. Runs before anyone else has the session. */
-static vh_status warm_up(vh_session *s, uint32_t n, vh_error *err)
+static vh_status warm_up(vh_session *s, uint32_t n, vh_create_progress *progress, vh_error *err)
 {
     if (n == 0) return VH_OK;
     vh_frame frame;
@@ -167,6 +168,9 @@ static vh_status warm_up(vh_session *s, uint32_t n, vh_error *err)
             pthread_mutex_unlock(&s->error_lock);
             st = a.status;
         }
+        if (st == VH_OK) /* a cancel here still waits for the frames submitted */
+            st = vh_create_progress_report(progress, "warm-up",
+                                           VH_PROGRESS_WARMUP + (1 - VH_PROGRESS_WARMUP) * (i + 1) / submitted, err);
     }
     vh_frame_queue_set_policy(&s->queue, s->policy);
     vh_frame_queue_reset(&s->queue, 1, 1);
@@ -175,10 +179,23 @@ static vh_status warm_up(vh_session *s, uint32_t n, vh_error *err)
     return st;
 }
 
+/* The plan's hook before each stage's executor: "backend NAME", a share of the backends' part. */
+static vh_status report_executor(void *user, uint32_t stage, uint32_t n_stages, const char *backend, vh_error *err)
+{
+    char name[80];
+    snprintf(name, sizeof name, "backend %s", backend);
+    return vh_create_progress_report(user, name, VH_PROGRESS_BACKENDS + (VH_PROGRESS_STAGES - VH_PROGRESS_BACKENDS) *
+                                                                            stage / n_stages, err);
+}
+
 static vh_status load_session(vh_session *s, const vh_session_params *p, vh_error *err)
 {
     vh_status st;
+    vh_create_progress progress;
+    vh_create_progress_init(&progress, p->progress_fn, p->progress_user);
+    if ((st = vh_create_progress_report(&progress, "loading weights", VH_PROGRESS_WEIGHTS, err))) return st;
     if ((st = vh_model_load(p->model_path, &s->model, err))) return st;
+    if ((st = vh_create_progress_report(&progress, "preparing the model", VH_PROGRESS_PROGRAM, err))) return st;
     if ((st = s->model->family->program_create(s->model, p, &s->program, &s->shape, err))) return st;
     s->max_context = s->shape.max_context;
     const uint32_t passes = s->shape.passes_per_frame;
@@ -200,8 +217,11 @@ static vh_status load_session(vh_session *s, const vh_session_params *p, vh_erro
     vh_plan_request req = {.backends = p->backends, .plugin_path = p->plugin_path, .n_threads = p->n_threads,
                            .max_context = s->max_context, .max_sequences = in_flight, .images_per_pass = per_pass,
                            .gpu_memory_budget = p->gpu_memory_budget, .llm_split = p->llm_split, .split_zone = zone,
-                           .action_tokens = passes, .log = &s->log};
+                           .action_tokens = passes, .log = &s->log,
+                           .before_executor = report_executor, .before_executor_user = &progress};
+    if ((st = vh_create_progress_report(&progress, "loading backends", VH_PROGRESS_BACKENDS, err))) return st;
     if ((st = vh_plan_create(s->model, &req, &s->plan, err))) return st;
+    if ((st = vh_create_progress_report(&progress, "starting stages", VH_PROGRESS_STAGES, err))) return st;
     for (uint32_t i = 0; i < s->plan.n_stages; i++) {
         const vh_backend_iface *be = s->plan.stages[i].plugin->iface;
         if (s->shape.batch_options & ~be->batch_options)
@@ -221,7 +241,8 @@ static vh_status load_session(vh_session *s, const vh_session_params *p, vh_erro
     const uint32_t n_warmup = p->warmup_frames >= 0 ? (uint32_t)p->warmup_frames
                                                      : default_warmup_frames(s, p->execution_mode, in_flight);
     const int64_t warm_start = vh_now_ns();
-    if ((st = warm_up(s, n_warmup, err))) return st;
+    if ((st = warm_up(s, n_warmup, &progress, err))) return st;
+    if ((st = vh_create_progress_report(&progress, "ready", 1.0, err))) return st;
 
     char backends[128];
     vh_plan_describe(&s->plan, backends, sizeof backends);
@@ -298,8 +319,11 @@ vh_status vh_session_create(const vh_session_params *params, vh_session **sessio
     *session = NULL;
     if (!params) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "params");
     /* a caller built against the 0.1 header passes the shorter layout: its fields over the defaults */
-    const size_t known = known_struct_size(params->struct_size, offsetof(vh_session_params, llm_split),
-                                           offsetof(vh_session_params, seed), sizeof *params);
+    const size_t v03_size = offsetof(vh_session_params, progress_fn); /* 0.3.0 ended at seed */
+    const size_t known = params->struct_size == v03_size
+                             ? v03_size
+                             : known_struct_size(params->struct_size, offsetof(vh_session_params, llm_split),
+                                                 offsetof(vh_session_params, seed), sizeof *params);
     if (!struct_size_ok(params, params->struct_size, known))
         return fail(NULL, VH_ERR_STRUCT_SIZE, "%s: struct_size is wrong; call vh_session_params_init first",
                     "vh_session_params");

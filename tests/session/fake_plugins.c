@@ -2,8 +2,10 @@
  * -DFAKE_KIND=...: the loader must refuse each with a clear message. And one that loads but is
  * older than the model: it lists the LLM kind with one role fewer than the core's (as a plugin
  * built before a tensor role was added would), so the core and the plugin itself refuse blocks
- * that carry that role instead of ignoring the tensor. */
+ * that carry that role instead of ignoring the tensor. And one that cannot run on this machine and
+ * says why (unavailable_reason), as cuda does without a GPU. */
 #include <stddef.h>
+#include <stdio.h>
 
 #include "vlahybrid/backend.h"
 
@@ -14,9 +16,10 @@
 #define FAKE_ABI_1_1 5
 #define FAKE_NO_KINDS 6
 #define FAKE_OLD_ROLES 7
+#define FAKE_NO_DEVICE 8
 
 /* 0: never chosen as "the best backend", so the broken-plugin folder offers nothing usable */
-static int32_t score(void) { return FAKE_KIND == FAKE_OLD_ROLES ? 0 : 1; }
+static int32_t score(void) { return FAKE_KIND == FAKE_OLD_ROLES || FAKE_KIND == FAKE_NO_DEVICE ? 0 : 1; }
 
 #if FAKE_KIND != FAKE_NO_ENTRY
 static const vh_kind_support kinds[] = {
@@ -25,7 +28,7 @@ static const vh_kind_support kinds[] = {
 };
 #endif
 
-#if FAKE_KIND == FAKE_ABI_1_1 || FAKE_KIND == FAKE_NO_KINDS || FAKE_KIND == FAKE_OLD_ROLES
+#if FAKE_KIND == FAKE_ABI_1_1 || FAKE_KIND == FAKE_NO_KINDS || FAKE_KIND == FAKE_OLD_ROLES || FAKE_KIND == FAKE_NO_DEVICE
 static uint32_t device_count(void) { return 0; }
 static vh_status device_info(uint32_t d, vh_device_info *i) { (void)d; (void)i; return VH_ERR_UNSUPPORTED; }
 /* As the real plugins do: refuse any block it does not fully know, before anything else. */
@@ -55,7 +58,16 @@ static vh_status hidden_in(vh_executor *e, const float *s, uint32_t n, char *err
     return VH_ERR_UNSUPPORTED;
 }
 static vh_status memory(vh_executor *e, vh_memory_report *r) { (void)e; (void)r; return VH_ERR_UNSUPPORTED; }
-#define FUNCTIONS .device_count = device_count, .device_info = device_info, .executor_create = create, \
+#if FAKE_KIND == FAKE_NO_DEVICE
+static void unavailable_reason(char *why, size_t size)
+{
+    snprintf(why, size, "no fake device: its driver 1.0 is older than the 2.0 this plugin needs");
+}
+#define REASON .unavailable_reason = unavailable_reason,
+#else
+#define REASON
+#endif
+#define FUNCTIONS REASON .device_count = device_count, .device_info = device_info, .executor_create = create, \
     .executor_destroy = destroy, .executor_run = run, .read_hidden = hidden_out, .write_hidden = hidden_in, \
     .memory = memory,
 #else

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend/plugin_loader.h"
 #include "model/model.h"
@@ -49,7 +50,14 @@ START_TEST(test_not_found_lists_the_search_path)
     ck_assert_ptr_null(p);
     ck_assert_ptr_nonnull(strstr(err.message, "vh_backend_nonexistent.so"));
     ck_assert_ptr_nonnull(strstr(err.message, FAKE_PLUGIN_DIR));
-    ck_assert_ptr_nonnull(strstr(err.message, VH_PLUGIN_DIR_FOR_TESTS));
+    /* and the core's own plugin folder: beside what holds the core (this statically linked test
+     * program), libdir's vlahybrid/backends (lib/backend/plugin_dirs.h) */
+    char own[4096];
+    ssize_t n = readlink("/proc/self/exe", own, sizeof own - 1);
+    ck_assert_int_gt(n, 0);
+    own[n] = '\0';
+    snprintf(strrchr(own, '/'), sizeof own - (size_t)(strrchr(own, '/') - own), "/vlahybrid/backends");
+    ck_assert_msg(strstr(err.message, own), "%s does not name %s", err.message, own);
 }
 END_TEST
 
@@ -68,9 +76,9 @@ static const struct broken {
     const char *name;
     const char *in_message[2];
 } broken[] = {
-    {"badabi", {"implements backend ABI 99.7", "speaks 2.0"}},
-    {"short", {"16 bytes", "speaks 2.0"}},
-    {"nulltable", {"refused backend ABI 2.0", "returned NULL"}},
+    {"badabi", {"implements backend ABI 99.7", "speaks 2.1"}},
+    {"short", {"16 bytes", "speaks 2.1"}},
+    {"nulltable", {"refused backend ABI 2.1", "returned NULL"}},
     {"noentry", {"not a vlahybrid backend", "vh_backend_entry"}},
     {"abi11", {"implements backend ABI 1.1", "needs ABI 2.x"}},
     {"nokinds", {"lists no block kinds", "n_kinds 0"}},
@@ -120,6 +128,28 @@ START_TEST(test_plugin_older_than_the_model_refuses)
     ck_assert_msg(strstr(why, "role 8") && strstr(why, "does not know"), "%s", why);
     vh_model_free(m);
     vh_plugin_unload(p);
+}
+END_TEST
+
+/* A backend that scores 0 here is refused with its own reason (no GPU, no AVX-512 bf16, an old
+ * driver), not just "cannot run". */
+START_TEST(test_refusal_says_why)
+{
+    vh_session_params p;
+    vh_session_params_init(&p);
+    char *dir = vh_test_source_path("models/openvla-tiny");
+    p.model_path = dir;
+    p.backends = "nodevice";
+    p.plugin_path = FAKE_PLUGIN_DIR;
+    vh_session *s = (vh_session *)1;
+    ck_assert_int_eq(vh_session_create(&p, &s), VH_ERR_BACKEND_FAILED);
+    ck_assert_ptr_null(s);
+    ck_assert_msg(strstr(vh_last_error(), "backend 'nodevice' cannot run on this machine: no fake device: its driver "
+                                          "1.0 is older than the 2.0"), "%s", vh_last_error());
+    p.backends = "oldroles"; /* no unavailable_reason: the refusal alone */
+    ck_assert_int_eq(vh_session_create(&p, &s), VH_ERR_BACKEND_FAILED);
+    ck_assert_msg(strstr(vh_last_error(), "backend 'oldroles' cannot run on this machine"), "%s", vh_last_error());
+    free(dir);
 }
 END_TEST
 
@@ -180,6 +210,7 @@ int main(void)
     tcase_add_test(tc, test_plugin_older_than_the_model_refuses);
     tcase_add_test(tc, test_best_skips_broken_plugins);
     tcase_add_test(tc, test_best_has_the_highest_score);
+    tcase_add_test(tc, test_refusal_says_why);
     tcase_add_test(tc, test_iface_checks);
     suite_add_tcase(s, tc);
     return vh_test_run_suite(s);

@@ -493,6 +493,20 @@ START_TEST(failures_leave_nothing)
     const char *no_out[] = {"--tokenizer", tok, NULL};
     ck_assert_int_eq(run_synth(log, 0, no_out), 2);
     ck_assert(!exists(out) && !exists(partial));
+    /* an unknown option is called unknown, not "needs a value" */
+    const char *unknown[] = {"--ot", out, "--tokenizer", tok, NULL};
+    ck_assert_int_eq(run_synth(log, 0, unknown), 2);
+    char *said = read_text(log);
+    ck_assert_msg(strstr(said, "unknown option --ot") && !strstr(said, "needs a value"), "%s", said);
+    free(said);
+    const char *version[] = {"--version", NULL};
+    ck_assert_int_eq(run_synth(log, 0, version), 0);
+    said = read_text(log);
+    char expected[64];
+    snprintf(expected, sizeof expected, "vh-synth-checkpoint (vlahybrid %s)\n", vh_version());
+    ck_assert_str_eq(said, expected);
+    free(said);
+    ck_assert(!exists(out) && !exists(partial));
 
     /* no tokenizer: status 1 before anything is created */
     const char *no_tok[] = {"--out", out, "--tokenizer", missing, "--vision", "tiny", "--llm-layers", "1",
