@@ -201,6 +201,8 @@ class Session:
         with submit() are unpolled. Concurrent predicts on one session run one at a time."""
         with self._predict_lock:
             with self._cond:
+                if self._closing or self._handle is None:
+                    raise errors.SessionClosedError()
                 unpolled = self._outstanding - len(self._abandoned)
                 if unpolled:
                     raise RuntimeError(f"predict: {unpolled} frame(s) from submit() are not "
@@ -306,6 +308,7 @@ class Session:
             while self._active:
                 self._cond.wait()
             handle, self._handle = self._handle, None
+            self._outstanding, self._abandoned = 0, set()  # destroy discards unpolled answers
         L.lib.vh_session_destroy(handle)
         self._log_fn = None
 
