@@ -5,6 +5,7 @@ returned objects own the memory the pointers point into: the caller keeps them a
 vh_submit_frame returns (the library copies on submit).
 """
 import ctypes
+import sys
 
 import numpy as np
 
@@ -12,12 +13,10 @@ MAX_SIDE = 16384  # vh_frame: width and height at most 16384
 
 
 def _from_pil(image):
-    """A PIL image as an HxWx3 uint8 array, if PIL is importable and `image` is one."""
-    try:
-        from PIL import Image
-    except ImportError:
-        return None
-    if not isinstance(image, Image.Image):
+    """A PIL image as an HxWx3 uint8 array, if `image` is one. A PIL image means PIL is imported
+    already: the binding never imports it (nor pays for a failed import on every frame)."""
+    Image = sys.modules.get("PIL.Image")
+    if Image is None or not isinstance(image, Image.Image):
         return None
     return np.asarray(image.convert("RGB"))
 

@@ -103,6 +103,9 @@ class SessionClosedError(Error, ValueError):
     def __init__(self, message="the session is closed"):
         super().__init__(S.ERR_INVALID_ARGUMENT, message)
 
+    def __reduce__(self):
+        return type(self), (self.message,)
+
 
 _BY_STATUS = {
     1: InvalidArgumentError, 2: StructSizeError, 3: OutOfMemoryError, 4: DeviceOutOfMemoryError,
