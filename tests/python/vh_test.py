@@ -18,7 +18,6 @@ except ImportError:
     print("numpy is not importable by", sys.executable, "- skipped")
     sys.exit(SKIP)
 
-import vlahybrid  # noqa: E402  (after the numpy check)
 
 SOURCE_ROOT = os.environ.get("VH_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
 TEST_DATA = os.environ.get("VH_TEST_DATA", os.path.join(SOURCE_ROOT, "tests", "fixtures"))
