@@ -10,9 +10,9 @@ import sys
 import tempfile
 import unittest
 
-import numpy as np
+import vh_test  # first: exits 77 without numpy
 
-import vh_test
+import numpy as np
 import vlahybrid
 
 

@@ -8,9 +8,9 @@ image (numpy, strided view, flipped view, PIL) gives the same action."""
 import sys
 import unittest
 
-import numpy as np
+import vh_test  # first: exits 77 without numpy
 
-import vh_test
+import numpy as np
 import vlahybrid
 
 FIXTURES = (("openvla-tiny.json", vh_test.TINY_MODEL), ("openvla-tiny-b.json", vh_test.TINY_B_MODEL))

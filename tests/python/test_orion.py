@@ -9,9 +9,9 @@ import os
 import sys
 import unittest
 
-import numpy as np
+import vh_test  # first: exits 77 without numpy
 
-import vh_test
+import numpy as np
 import vlahybrid
 
 ORION = os.path.join(vh_test.TEST_DATA, "orion")

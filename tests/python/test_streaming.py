@@ -7,9 +7,9 @@ import sys
 import time
 import unittest
 
-import numpy as np
+import vh_test  # first: exits 77 without numpy
 
-import vh_test
+import numpy as np
 import vlahybrid
 
 INSTRUCTION = "pick up the red block"

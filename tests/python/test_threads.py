@@ -9,9 +9,9 @@ import threading
 import time
 import unittest
 
-import numpy as np
+import vh_test  # first: exits 77 without numpy
 
-import vh_test
+import numpy as np
 import vlahybrid
 from vlahybrid import _library, _structs
 
