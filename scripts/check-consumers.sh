@@ -2,7 +2,9 @@
 # Build programs against vlahybrid the three ways users do, and run each on the bundled model:
 #  1. installed (meson install from $BUILD into a staging root), a C program built with pkg-config;
 #  2. the same install, a CMake project: find_package(vlahybrid) -> vlahybrid::vlahybrid;
-#  3. a meson project with vlahybrid as a subproject (the source tree), built from scratch.
+#  3. a meson project with vlahybrid as a subproject (the source tree), built from scratch;
+#  4. the same install's Python package (examples/python/predict.py with /usr/bin/python3), which
+#     must find the staged library by its path relative to the package, not the loader's path.
 # The staged library finds the staged plugins beside itself (no VH_BACKEND_PATH: it looks relative to
 # where it is), and pkg-config sees only the staged .pc files (PKG_CONFIG_LIBDIR: no jansson.pc).
 set -eu
@@ -34,6 +36,21 @@ cmake -S tests/consumers/cmake -B "$work/cmake" -DCMAKE_PREFIX_PATH="$staged" -D
 cmake --build "$work/cmake" >/dev/null
 "$work/cmake/consumer" "$model"
 
+echo "== Python package"
+pkg_init=$(find "$staged" -path '*/vlahybrid/_install_paths.py' | head -n 1)
+if [ -z "$pkg_init" ]; then
+  echo "no Python package installed (meson found no /usr/bin/python3): skipped"
+elif ! /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+  echo "no numpy for /usr/bin/python3: skipped"
+else
+  site=$(dirname "$(dirname "$pkg_init")")
+  (cd "$work" && env -u LD_LIBRARY_PATH -u VLAHYBRID_BUILD_DIR -u VLAHYBRID_LIBRARY PYTHONPATH="$site" \
+    /usr/bin/python3 "$src/examples/python/predict.py" "$model") > "$work/python.out"
+  cat "$work/python.out"
+  grep -q "from $staged/$libdir/libvlahybrid.so.0" "$work/python.out" ||
+    { echo "the installed package did not load the installed library"; exit 1; }
+fi
+
 echo "== meson subproject"
 mkdir -p "$work/meson/subprojects"
 cp tests/consumers/meson/meson.build tests/consumers/consumer.c "$work/meson/"
@@ -43,4 +60,4 @@ unset PKG_CONFIG_LIBDIR
 meson setup "$work/meson/build" "$work/meson" --force-fallback-for=vlahybrid >/dev/null
 ninja -C "$work/meson/build" >/dev/null
 "$work/meson/build/consumer" "$model" # the subproject's library finds its plugins beside it
-echo "consumers: pkg-config, CMake and meson subproject builds all ran"
+echo "consumers: pkg-config, CMake, the Python package and the meson subproject build all ran"

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""A trajectory model through the binding: the tiny converted Orion (tests/fixtures/orion/model),
+frames of vision tokens + command + noise. predict returns the (6, 2) trajectory, poll's Action
+carries it with the extras; all within 1e-4 relative of cases.json (transformers + peft + the
+original planner, float64; the tolerance of tests/tools/vh_run_orion.sh). Frames without noise
+draw it from the session's seed and the frame's sequence: the same seed repeats, another differs."""
+import json
+import os
+import sys
+import unittest
+
+import vh_test  # first: exits 77 without numpy
+
+import numpy as np
+import vlahybrid
+
+ORION = os.path.join(vh_test.TEST_DATA, "orion")
+
+
+def close(test, name, got, want, tol=1e-4):
+    got, want = np.asarray(got, np.float64).ravel(), np.asarray(want, np.float64).ravel()
+    test.assertEqual(got.shape, want.shape, name)
+    err = np.max(np.abs(got - want)) / np.max(np.abs(want))
+    test.assertLessEqual(err, tol, f"{name}: off by {err:.3g} relative")
+
+
+class Orion(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        with open(os.path.join(ORION, "cases.json")) as f:
+            cls.ref = json.load(f)
+        width = cls.ref["hidden"]
+        cls.tokens = {k: np.fromfile(os.path.join(ORION, f"tokens_{k}.f32"), dtype="<f4").reshape(-1, width)
+                      for k in {c["token_set"] for c in cls.ref["cases"]}}
+
+    def test_cases(self):
+        with vlahybrid.Session(os.path.join(ORION, "model"), backends="cpu_generic") as s:
+            self.assertEqual(s.info()["action_dim"], 0)
+            for c in self.ref["cases"]:
+                with self.subTest(case=c["name"]):
+                    tokens = self.tokens[c["token_set"]]
+                    trajectory = s.predict(None, None, vision_tokens=tokens, command=c["command"], noise=c["eps"])
+                    self.assertEqual(trajectory.shape, (6, 2))
+                    close(self, "trajectory", trajectory, c["trajectory"])
+                    s.submit(None, None, vision_tokens=tokens, command=c["command"], noise=c["eps"], tag=3)
+                    a = s.poll(60000)
+                    self.assertEqual((a.kind, a.tag, len(a.values)), ("trajectory", 3, 0))
+                    np.testing.assert_array_equal(a.trajectory, trajectory)
+                    modes = np.cumsum(np.array(c["preds"]).reshape(6, 6, 2), axis=1)
+                    close(self, "mode_trajectories", a.extras["mode_trajectories"], modes)
+                    close(self, "mu", a.extras["mu"], c["mu"])
+                    close(self, "log_sigma", a.extras["log_sigma"], c["log_sigma"])
+
+    def test_seeded_noise_repeats(self):
+        tokens = self.tokens[0]
+
+        def run(seed):
+            with vlahybrid.Session(os.path.join(ORION, "model"), backends="cpu_generic", seed=seed) as s:
+                return s.predict(None, None, vision_tokens=tokens, command=2, sequence=5)
+        a, b, c = run(11), run(11), run(12)
+        np.testing.assert_array_equal(a, b)
+        self.assertFalse(np.array_equal(a, c))
+
+    def test_refused_frames(self):
+        with vlahybrid.Session(os.path.join(ORION, "model"), backends="cpu_generic") as s:
+            with self.assertRaises(vlahybrid.BadFrameError) as e:
+                s.predict(None, None, command=2)
+            self.assertIn("529", e.exception.message)
+            with self.assertRaises(vlahybrid.BadFrameError):
+                s.predict(None, None, vision_tokens=self.tokens[0][:100], command=2)
+            with self.assertRaises(vlahybrid.BadFrameError):
+                s.predict(None, None, vision_tokens=self.tokens[0], command=7)
+            with self.assertRaises(ValueError):  # not 2-D: refused by the binding
+                s.predict(None, None, vision_tokens=self.tokens[0].ravel(), command=2)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1])
