@@ -40,6 +40,8 @@ ACTION_KINDS = {0: "values", 1: "trajectory"}
 
 # void (*vh_log_fn)(void *user, vh_log_level level, const char *message)
 LOG_FN = ctypes.CFUNCTYPE(None, c_void_p, c_enum, c_char_p)
+# int (*vh_progress_fn)(void *user, const char *stage, double fraction)
+PROGRESS_FN = ctypes.CFUNCTYPE(ctypes.c_int, c_void_p, c_char_p, ctypes.c_double)
 
 
 class SessionParams(ctypes.Structure):
@@ -68,6 +70,9 @@ class SessionParams(ctypes.Structure):
         ("cpu_affinity", c_char_p),
         # 0.3.0
         ("seed", c_uint64),
+        # 0.4.0
+        ("progress_fn", PROGRESS_FN),
+        ("progress_user", c_void_p),
     ]
 
 

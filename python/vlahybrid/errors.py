@@ -97,6 +97,10 @@ class InternalError(Error):
     """INTERNAL: a bug in the library: please report it with the message."""
 
 
+class ShutdownError(Error):
+    """SHUTDOWN: the session was shut down (shutdown()); only info, stats and close remain."""
+
+
 class SessionClosedError(Error, ValueError):
     """A call on a session after close() (or while close() runs); no C call was made."""
 
@@ -111,7 +115,7 @@ _BY_STATUS = {
     1: InvalidArgumentError, 2: StructSizeError, 3: OutOfMemoryError, 4: DeviceOutOfMemoryError,
     5: FileError, 6: BadModelError, 7: UnsupportedError, 8: BackendNotFoundError, 9: BackendAbiError,
     10: BackendFailedError, 11: BusyError, 12: TimeoutError, 13: DroppedError, 14: CancelledError,
-    15: ExpiredError, 16: UnnormKeyError, 17: BadFrameError, 18: InternalError,
+    15: ExpiredError, 16: UnnormKeyError, 17: BadFrameError, 18: InternalError, 19: ShutdownError,
 }
 
 

@@ -67,8 +67,11 @@ class Session:
     log_level ("error", "warn", "info", "debug"), decode_positions ("contiguous",
     "openvla_hf440"), gpu_memory_budget, llm_split, execution_mode ("pipeline", "serial",
     "packed"), split_zone, trace_path, frames_in_flight, deadline_ms, warmup_frames,
-    cpu_affinity, seed. Enums also take their C values. log_fn(log_user, level, message) is
-    called from library threads (with the GIL) and must not call into the session.
+    cpu_affinity, seed, progress_fn, progress_user. Enums also take their C values.
+    log_fn(log_user, level, message) is called from library threads (with the GIL) and must not
+    call into the session. progress_fn(progress_user, stage, fraction) is called while the model
+    loads (stage a short name, fraction 0..1, ending at 1.0); a truthy return cancels the load,
+    which then raises CancelledError (an exception inside it is printed and the load goes on).
 
     Every method may be called from any thread; close() waits until the calls in progress on
     other threads have returned (a poll waiting notices within 0.1 s and raises
@@ -100,12 +103,18 @@ class Session:
                 value = self._log_callback(value, params.get("log_user"))
             elif name == "log_user":
                 continue  # given to log_fn by the callback wrapper
+            elif name == "progress_fn":
+                value = self._progress_callback(value, params.get("progress_user"))
+            elif name == "progress_user":
+                continue  # given to progress_fn by the callback wrapper
             else:
                 raise TypeError(f"Session: unknown parameter {name!r}")
             setattr(p, name, value)
         self._log_fn = p.log_fn if params.get("log_fn") is not None else None  # alive while the session is
+        progress = p.progress_fn if params.get("progress_fn") is not None else None  # alive during create
         handle = ctypes.c_void_p()
         status = L.lib.vh_session_create(ctypes.byref(p), ctypes.byref(handle))
+        del progress
         if status != S.OK:
             raise errors.error(status, L.text(L.lib.vh_last_error()))
         self._handle = handle
@@ -118,6 +127,20 @@ class Session:
         def deliver(_user, level, message):
             log_fn(log_user, level, L.text(message))
         return S.LOG_FN(deliver)
+
+    @staticmethod
+    def _progress_callback(progress_fn, progress_user):
+        if not callable(progress_fn):
+            raise TypeError("progress_fn must be callable: progress_fn(progress_user, stage, fraction)")
+
+        def deliver(_user, stage, fraction):
+            try:
+                return 1 if progress_fn(progress_user, L.text(stage), fraction) else 0
+            except Exception:  # ctypes cannot carry it through C: say it, and go on loading
+                import traceback
+                traceback.print_exc()
+                return 0
+        return S.PROGRESS_FN(deliver)
 
     # -- bookkeeping: no call may run on the handle during or after vh_session_destroy ---------
     def _enter(self):
@@ -241,6 +264,13 @@ class Session:
         n = ctypes.c_uint32()
         self._call(L.lib.vh_session_cancel_pending, ctypes.byref(n))
         return n.value
+
+    def shutdown(self):
+        """Wake every thread blocked in submit or poll on this session (they raise ShutdownError),
+        cancel the frames not started, wait for those running; later calls raise ShutdownError
+        (info, stats and close still work). For a control program stopping while its own threads
+        wait in the library (vh_session_shutdown)."""
+        self._call(L.lib.vh_session_shutdown)
 
     def reset(self, statistics=False):
         """Start a new episode: frames not started are cancelled, the call waits for those
