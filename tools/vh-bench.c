@@ -88,11 +88,15 @@ typedef struct bench_input {
     float *tokens[ORION_TOKEN_SETS];
 } bench_input;
 
-static int parse_int(const char *s, int lo, int hi, int *out)
+/* 0, or -1 after saying which option wanted what */
+static int parse_int(const char *flag, const char *s, int lo, int hi, int *out)
 {
     char *end;
     long v = strtol(s, &end, 10);
-    if (end == s || *end || v < lo || v > hi) return -1;
+    if (end == s || *end || v < lo || v > hi) {
+        fprintf(stderr, "vh-bench: %s needs a whole number in [%d, %d], not \"%s\"\n", flag, lo, hi, s);
+        return -1;
+    }
     *out = (int)v;
     return 0;
 }
@@ -128,7 +132,7 @@ static int parse_args(int argc, char **argv, options *o)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--json")) { o->format = FORMAT_JSON; continue; }
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) return -1;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) return 1;
         if (!strcmp(a, "--version")) {
             printf("vh-bench (vlahybrid %s)\n", vh_version());
             exit(0);
@@ -142,22 +146,28 @@ static int parse_args(int argc, char **argv, options *o)
         else if (!strcmp(a, "--plugin-path")) o->plugin_path = v;
         else if (!strcmp(a, "--instruction")) o->instruction = v;
         else if (!strcmp(a, "--unnorm-key")) o->unnorm_key = v;
-        else if (!strcmp(a, "--frames")) { if (parse_int(v, 1, 1000000, &o->frames)) return -1; }
-        else if (!strcmp(a, "--warmup")) { if (parse_int(v, 0, 1000000, &o->warmup)) return -1; }
-        else if (!strcmp(a, "--session-warmup")) { if (parse_int(v, -1, 64, &o->stage.warmup_frames)) return -1; }
-        else if (!strcmp(a, "--threads")) { if (parse_int(v, 0, 4096, &o->threads)) return -1; }
-        else if (!strcmp(a, "--inflight")) { if (parse_int(v, 1, 64, &o->inflight)) return -1; }
-        else if (!strcmp(a, "--rounds")) { if (parse_int(v, 1, 1000, &o->sweep.rounds)) return -1; }
+        else if (!strcmp(a, "--frames")) { if (parse_int(a, v, 1, 1000000, &o->frames)) return -1; }
+        else if (!strcmp(a, "--warmup")) { if (parse_int(a, v, 0, 1000000, &o->warmup)) return -1; }
+        else if (!strcmp(a, "--session-warmup")) { if (parse_int(a, v, -1, 64, &o->stage.warmup_frames)) return -1; }
+        else if (!strcmp(a, "--threads")) { if (parse_int(a, v, 0, 4096, &o->threads)) return -1; }
+        else if (!strcmp(a, "--inflight")) { if (parse_int(a, v, 1, 64, &o->inflight)) return -1; }
+        else if (!strcmp(a, "--rounds")) { if (parse_int(a, v, 1, 1000, &o->sweep.rounds)) return -1; }
         else if (!strcmp(a, "--seed")) {
             char *end;
             o->seed = strtoull(v, &end, 10);
-            if (*end || end == v || *v == '-') return -1;
+            if (*end || end == v || *v == '-') {
+                fprintf(stderr, "vh-bench: --seed needs a whole number >= 0, not \"%s\"\n", v);
+                return -1;
+            }
             o->stage.seed = o->seed;
         }
         else if (!strcmp(a, "--rate")) {
             char *end;
             o->rate = strtod(v, &end);
-            if (*end || !(o->rate > 0 && o->rate <= 10000)) return -1;
+            if (*end || end == v || !(o->rate > 0 && o->rate <= 10000)) {
+                fprintf(stderr, "vh-bench: --rate needs frames a second in (0, 10000], not \"%s\"\n", v);
+                return -1;
+            }
         }
         else if (!strcmp(a, "--format")) {
             if (!strcmp(v, "text")) o->format = FORMAT_TEXT;
@@ -509,8 +519,9 @@ static void free_input(bench_input *in)
 int main(int argc, char **argv)
 {
     options o;
-    if (parse_args(argc, argv, &o)) {
-        fprintf(stderr,
+    const int parsed = parse_args(argc, argv, &o);
+    if (parsed) {
+        fprintf(parsed > 0 ? stdout : stderr,
                 "usage: vh-bench [options]   (every option is optional)\n"
                 "  --model DIR           model folder (default: the bundled tiny OpenVLA)\n"
                 "  --image FILE          PNG/JPEG frame submitted again and again (default: the first bundled frame)\n"
@@ -538,7 +549,7 @@ int main(int argc, char **argv)
                 "  --version, --help\n"
                 "Orion models: synthetic frames (vision tokens normal from --seed, commands 0..5 in turn,\n"
                 "noise drawn from --seed and the frame's sequence); --image does not apply.\n");
-        return 2;
+        return parsed > 0 ? 0 : 2;
     }
     if (!o.model) o.model = VH_BUNDLED_MODEL_DIR;
     bench_input in;

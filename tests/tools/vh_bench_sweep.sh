@@ -3,9 +3,11 @@
 # runs once a round; the rounds alternate their order; the table's medians and paired ratios equal
 # what the per-run lines give when recomputed here; CSV has a row a run; bad lists and unknown
 # options are refused before anything loads.
-# usage: vh_bench_sweep.sh VH_BENCH
+# vh-bench-plot draws the CSV where matplotlib exists and says how to get it where it does not.
+# usage: vh_bench_sweep.sh VH_BENCH VH_BENCH_PLOT
 set -eu
 vh_bench=$1
+plot=$2
 py=/usr/bin/python3
 [ -x "$py" ] || { echo "no $py: skipped"; exit 77; }
 out=$(mktemp -d)
@@ -53,6 +55,23 @@ assert all(r["llm_split"] == "1" and r["failures"] == "0" and float(r["actions_p
 assert all(float(r["rss_mb"]) > 0 for r in rows), rows
 print("csv: %d rows" % len(rows))
 PY
+
+# the plot: a PNG with matplotlib; without it, status 3 and what to install; a CSV that is not
+# vh-bench's, status 2
+rc=0
+"$py" "$plot" "$out/sweep.csv" "$out/sweep.png" > "$out/plot.out" 2>&1 || rc=$?
+if "$py" -c 'import matplotlib' 2> /dev/null; then
+    [ "$rc" -eq 0 ] && head -c 8 "$out/sweep.png" | od -An -tx1 | grep -q '89 50 4e 47 0d 0a 1a 0a' ||
+        { echo "plot: rc $rc"; cat "$out/plot.out"; exit 1; }
+    echo "plot: a PNG"
+else
+    [ "$rc" -eq 3 ] && grep -q "python3-matplotlib" "$out/plot.out" || { echo "plot: rc $rc"; cat "$out/plot.out"; exit 1; }
+    echo "plot: no matplotlib, said so"
+fi
+printf 'a,b\n1,2\n' > "$out/other.csv"
+rc=0
+"$py" "$plot" "$out/other.csv" "$out/x.png" > "$out/plot.out" 2>&1 || rc=$?
+[ "$rc" -eq 2 ] && grep -q "not vh-bench" "$out/plot.out" || { echo "plot of another CSV: rc $rc"; cat "$out/plot.out"; exit 1; }
 
 # refusals: exit status 2 and the reason, before a model loads
 refuse() { # EXPECTED-TEXT ARGS...
