@@ -99,13 +99,13 @@ def check(cond, what):
         raise Failure(what)
 
 
-def check_action(reply, case, what):
+def check_action(reply, case, what, dtype=np.float64):
     check(isinstance(reply, bytes), f"{what}: expected a binary answer, got {reply!r:.300}")
     d = unpackb(reply)
     a = d["actions"]
-    check(isinstance(a, np.ndarray) and a.dtype == np.float64 and a.shape == (1, 7),
+    check(isinstance(a, np.ndarray) and a.dtype == dtype and a.shape == (1, 7),
           f"{what}: actions {type(a)} {getattr(a, 'dtype', '')} {getattr(a, 'shape', '')}")
-    check(np.array_equal(a[0], case["action"]),
+    check(np.array_equal(a[0], case["action"].astype(dtype)),
           f"{what}: {case['name']} / {case['prompt']!r}: actions {a[0].tolist()} != reference {case['action'].tolist()}")
     check(d["server_timing"]["infer_ms"] > 0 and d["policy_timing"]["infer_ms"] > 0, f"{what}: timings {d}")
     return d
@@ -220,13 +220,13 @@ async def one_client(server, cases):
     print("  one client: HWC, CHW, numpy str_, bin keys, 'image': equal to the reference")
 
 
-async def many_clients(server, cases, n_clients, rounds, what):
+async def many_clients(server, cases, n_clients, rounds, what, dtype=np.float64):
     async def run(i):
         ws, _ = await connect(server)
         for r in range(rounds):
             c = cases[(i + r) % len(cases)]
             check_action(await infer(ws, {"observation/image": c["image"], "prompt": c["prompt"]}), c,
-                         f"{what} client {i} round {r}")
+                         f"{what} client {i} round {r}", dtype)
         await ws.close()
     start = time.monotonic()
     await asyncio.gather(*(run(i) for i in range(n_clients)))
@@ -373,9 +373,25 @@ async def main_async(vh_serve, cases):
     check("closed with a frame in flight" in err, "no client closed with its frame in flight")
     check(re.search(r"\d+ answers dropped", err), "no answer was dropped for a departed client")
 
-    packed = Server(vh_serve, "--mode", "packed", "--frames-in-flight", "8")
+    # packed, float32 actions, a default prompt, at most 16 clients
+    c = cases[0]
+    packed = Server(vh_serve, "--mode", "packed", "--frames-in-flight", "8", "--actions-dtype", "float32",
+                    "--max-clients", "16", "--default-prompt", c["prompt"])
     try:
-        await many_clients(packed, cases, 16, 2, "packed, 8 frames in flight")
+        await many_clients(packed, cases, 16, 2, "packed, 8 frames in flight, float32", np.float32)
+        ws, meta = await connect(packed)
+        check(meta["actions_dtype"] == "float32" and meta["execution_mode"] == "packed" and
+              meta["observation_keys"]["default_prompt"] == c["prompt"], f"packed metadata: {meta}")
+        check_action(await infer(ws, {"observation/image": c["image"]}), c, "the default prompt", np.float32)
+        others = [(await connect(packed))[0] for _ in range(15)]
+        extra = await websockets.connect(packed.url, compression=None, max_size=None, open_timeout=TIMEOUT)
+        refusal = await asyncio.wait_for(extra.recv(), TIMEOUT)  # instead of the metadata
+        check(isinstance(refusal, str) and "already has 16 clients" in refusal, f"a 17th client got {refusal!r:.200}")
+        await extra.wait_closed()
+        check(extra.close_code == 1011, f"a 17th client: close code {extra.close_code}")
+        print(f"  a 17th client: {refusal}")
+        for o in others + [ws]:
+            await o.close()
     finally:
         rc, err = packed.stop()
     check(rc == 0, f"vh-serve (packed) exited with {rc}:\n{err}")
