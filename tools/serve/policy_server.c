@@ -72,7 +72,8 @@ typedef struct client {
 } client;
 
 struct vh_policy_server {
-    vh_session *session;
+    vh_session *session;         /* policy.session, once running */
+    vh_serve_policy policy;
     vh_serve_config cfg;
     struct lws_context *context;
     struct lws_protocols protocols[2];
@@ -190,9 +191,9 @@ static void submit_observation(vh_policy_server *s, client *c)
         fail_client(s, c, "bad observation: %s", why);
         return;
     }
-    if (obs.unnorm_key && strcmp(obs.unnorm_key, s->cfg.unnorm_key)) {
+    if (obs.unnorm_key && strcmp(obs.unnorm_key, s->policy.unnorm_key)) {
         fail_client(s, c, "this server un-normalises actions with '%s' (vh-serve --unnorm-key); the "
-                    "observation asks for '%s'", s->cfg.unnorm_key, obs.unnorm_key);
+                    "observation asks for '%s'", s->policy.unnorm_key, obs.unnorm_key);
         vh_openpi_observation_free(&obs);
         release_rx(c);
         return;
@@ -413,7 +414,7 @@ static void client_opened(vh_policy_server *s, client *c, struct lws *wsi)
     s->clients = c;
     s->n_clients++;
     if (s->cfg.verbose) fprintf(stderr, "vh-serve: client %llu (%s) connected\n", (unsigned long long)c->id, c->peer);
-    const vh_openpi_buffer *meta = s->cfg.metadata;
+    const vh_openpi_buffer *meta = s->policy.metadata;
     enqueue_copy(s, c, meta->data + meta->headroom, meta->size - meta->headroom, 0);
 }
 
@@ -490,11 +491,10 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 /* ------------------------------------------------------------------------------------------------
  * The server.
  */
-vh_policy_server *vh_policy_server_create(vh_session *session, const vh_serve_config *cfg)
+vh_policy_server *vh_policy_server_create(const vh_serve_config *cfg)
 {
     vh_policy_server *s = calloc(1, sizeof *s);
     if (!s) return NULL;
-    s->session = session;
     s->cfg = *cfg;
     atomic_init(&s->stop, false);
     /* one protocol, the first: it gets the plain HTTP requests and the websockets that name none */
@@ -520,13 +520,6 @@ vh_policy_server *vh_policy_server_create(vh_session *session, const vh_serve_co
         return NULL;
     }
     s->port = lws_get_vhost_listen_port(lws_get_vhost_by_name(s->context, "default"));
-    s->poller = vh_serve_poller_start(session, wake_loop, s->context);
-    if (!s->poller) {
-        fprintf(stderr, "vh-serve: cannot start the poller thread\n");
-        lws_context_destroy(s->context);
-        free(s);
-        return NULL;
-    }
     return s;
 }
 
@@ -535,8 +528,15 @@ int vh_policy_server_port(const vh_policy_server *s)
     return s->port;
 }
 
-int vh_policy_server_run(vh_policy_server *s)
+int vh_policy_server_run(vh_policy_server *s, const vh_serve_policy *policy)
 {
+    s->policy = *policy;
+    s->session = policy->session;
+    s->poller = vh_serve_poller_start(s->session, wake_loop, s->context);
+    if (!s->poller) {
+        fprintf(stderr, "vh-serve: cannot start the poller thread\n");
+        return -1;
+    }
     while (!atomic_load(&s->stop))
         if (lws_service(s->context, 0) < 0) return -1;
     return 0;
@@ -552,7 +552,7 @@ void vh_policy_server_destroy(vh_policy_server *s)
 {
     if (!s) return;
     /* the poller first: it wakes the context, which must still exist */
-    vh_serve_poller_stop(s->poller);
+    if (s->poller) vh_serve_poller_stop(s->poller);
     s->poller = NULL;
     lws_context_destroy(s->context); /* closes every connection (client_closed for each) */
     if (s->cfg.verbose && s->answers_dropped)

@@ -19,22 +19,29 @@ typedef struct vh_serve_config {
     int socket_send_buffer;        /* SO_SNDBUF of each connection in bytes; 0: the system's (autotuned) */
     vh_openpi_keys keys;
     int actions_float32;           /* "actions" as <f4 instead of <f8 */
-    const char *unnorm_key;        /* the session's dataset: a request naming another is refused */
-    const vh_openpi_buffer *metadata; /* sent to every client on connect (headroom LWS_PRE) */
     int verbose;                   /* a line on stderr per connection */
 } vh_serve_config;
 
+/* What the server serves, known once the session is made. */
+typedef struct vh_serve_policy {
+    vh_session *session;
+    const char *unnorm_key;        /* the session's dataset: a request naming another is refused */
+    const vh_openpi_buffer *metadata; /* sent to every client on connect (headroom LWS_PRE) */
+} vh_serve_policy;
+
 typedef struct vh_policy_server vh_policy_server;
 
-/* Bind and listen; returns NULL with a message on stderr when the port cannot be opened.
- * The session must outlive the server. */
-vh_policy_server *vh_policy_server_create(vh_session *session, const vh_serve_config *config);
+/* Bind and listen, before the model is loaded, so that a port in use fails in a moment rather than
+ * after minutes of loading; clients that connect meanwhile wait in the kernel's backlog. Returns
+ * NULL with a message on stderr when the port cannot be opened. */
+vh_policy_server *vh_policy_server_create(const vh_serve_config *config);
 
 /* The port listened on (the kernel's choice when config->port was 0). */
 int vh_policy_server_port(const vh_policy_server *server);
 
-/* Serve until vh_policy_server_stop; returns 0, or -1 when the event loop failed. */
-int vh_policy_server_run(vh_policy_server *server);
+/* Serve `policy` until vh_policy_server_stop; returns 0, or -1 when the event loop or the poller
+ * thread failed. The session must outlive the server. */
+int vh_policy_server_run(vh_policy_server *server, const vh_serve_policy *policy);
 
 /* Make vh_policy_server_run return soon. Safe from any thread (a signal-handling thread). */
 void vh_policy_server_stop(vh_policy_server *server);

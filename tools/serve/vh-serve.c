@@ -218,6 +218,10 @@ int main(int argc, char **argv)
     sigaddset(&waiter.set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &waiter.set, NULL); /* before any thread exists: all inherit it */
 
+    o.serve.verbose = o.verbose;
+    vh_policy_server *server = vh_policy_server_create(&o.serve); /* the port first: fail fast */
+    if (!server) return 2;
+
     const char *model = o.model ? o.model : VH_BUNDLED_MODEL_DIR;
     o.session.model_path = model;
     /* each client has at most one frame in the session, so a queue as deep as the clients are many
@@ -231,6 +235,7 @@ int main(int argc, char **argv)
     vh_session *session = NULL;
     if (vh_session_create(&o.session, &session) != VH_OK) {
         fprintf(stderr, "vh-serve: %s\n", vh_last_error());
+        vh_policy_server_destroy(server);
         return 2;
     }
     vh_session_info info;
@@ -255,19 +260,11 @@ int main(int argc, char **argv)
     vh_openpi_buffer metadata = {.headroom = LWS_PRE};
     if (vh_openpi_encode_metadata(&meta, &metadata)) {
         fprintf(stderr, "vh-serve: out of memory\n");
+        vh_policy_server_destroy(server);
         vh_session_destroy(session);
         return 2;
     }
-    o.serve.metadata = &metadata;
-    o.serve.unnorm_key = info.unnorm_key;
-    o.serve.verbose = o.verbose;
-
-    vh_policy_server *server = vh_policy_server_create(session, &o.serve);
-    if (!server) {
-        vh_openpi_buffer_free(&metadata);
-        vh_session_destroy(session);
-        return 2;
-    }
+    const vh_serve_policy policy = {.session = session, .unnorm_key = info.unnorm_key, .metadata = &metadata};
     printf("vh-serve: listening on ws://%s:%d (model %s, backends %s, %s, %u frames in flight, "
            "unnorm_key %s)\n", o.serve.host, vh_policy_server_port(server), model_name, info.backends,
            mode_name(info.execution_mode), info.frames_in_flight, info.unnorm_key);
@@ -278,7 +275,7 @@ int main(int argc, char **argv)
     int have_signal_thread = !pthread_create(&signal_thread, NULL, wait_for_signal, &waiter);
     if (!have_signal_thread) fprintf(stderr, "vh-serve: no signal thread: SIGINT/SIGTERM will not stop it\n");
 
-    int rc = vh_policy_server_run(server);
+    int rc = vh_policy_server_run(server, &policy);
     if (rc) fprintf(stderr, "vh-serve: the event loop failed\n");
     if (have_signal_thread) {
         pthread_kill(signal_thread, SIGTERM); /* wakes its sigwait if no signal did */
