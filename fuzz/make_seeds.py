@@ -104,3 +104,43 @@ write("tokenizer", "bpe_small", sp_model(base + words + merges))
 write("tokenizer", "bpe_user_defined", sp_model(base + [("<act>", 0.0, USER_DEFINED)] + words + merges))
 write("tokenizer", "bpe_byte_fallback",
       sp_model(base + [(f"<0x{b:02X}>", 0.0, BYTE) for b in range(256)] + words + merges, byte_fallback=True))
+
+
+# openpi_message: observations as openpi_client's msgpack_numpy packs them (tools/serve/openpi_message.c)
+def openpi_seeds():
+    try:
+        import msgpack
+    except ImportError:
+        print("make_seeds.py: python3-msgpack missing, openpi_message seeds not written")
+        return
+
+    def ndarray(data, dtype, shape, bin_keys=True):
+        k = (lambda s: s.encode()) if bin_keys else (lambda s: s)
+        return {k("__ndarray__"): True, k("data"): data, k("dtype"): dtype, k("shape"): shape}
+
+    pixels = bytes(i % 256 for i in range(4 * 5 * 3))
+
+    def obs(**kw):
+        return msgpack.packb(kw, use_bin_type=True)
+
+    write("openpi_message", "hwc", msgpack.packb(
+        {"observation/image": ndarray(pixels, "|u1", [4, 5, 3]), "observation/state": ndarray(b"\0" * 64, "<f8", [8]),
+         "prompt": "pick up the red block"}))
+    write("openpi_message", "chw_image_key", msgpack.packb({"image": ndarray(pixels, "|u1", [3, 4, 5]), "prompt": "open"}))
+    write("openpi_message", "str_keys_npgeneric_prompt", msgpack.packb(
+        {"observation/image": ndarray(pixels, "|u1", [4, 5, 3], bin_keys=False),
+         "prompt": {b"__npgeneric__": True, b"data": "put the cube", b"dtype": "<U12"}, "unnorm_key": "bridge_orig"}))
+    write("openpi_message", "float_image", msgpack.packb(
+        {"observation/image": ndarray(b"\0" * 240, "<f4", [4, 5, 3]), "prompt": "x"}))
+    write("openpi_message", "shape_mismatch", msgpack.packb(
+        {"observation/image": ndarray(pixels, "|u1", [5, 5, 3]), "prompt": "x"}))
+    write("openpi_message", "bin_top_keys", msgpack.packb(
+        {b"observation/image": ndarray(pixels, "|u1", [4, 5, 3]), b"prompt": "x"}))
+    write("openpi_message", "huge_array_header", b"\xdd\x7f\xff\xff\xff")
+    write("openpi_message", "deep_nesting", b"\x91" * 40 + b"\xc0")
+    write("openpi_message", "truncated", msgpack.packb({"image": ndarray(pixels, "|u1", [4, 5, 3])})[:30])
+    write("openpi_message", "ext_and_floats", msgpack.packb(
+        {"image": msgpack.ExtType(5, b"abc"), "prompt": 1.5, "x": [None, True, -7, 2 ** 63]}))
+
+
+openpi_seeds()

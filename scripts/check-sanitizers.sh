@@ -25,5 +25,5 @@ if [ "$what" = all ] || [ "$what" = tsan ]; then
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 VH_TEST_STREAMS=1 \
     meson test -C build-tsan-ci --no-rebuild --print-errorlogs --num-processes 2 --timeout-multiplier 4 \
       pipeline packed_logits api_misuse frame_queue thread_pool split_scheduler vh_run_pipeline realtime vh_run_rate \
-      good_neighbour shutdown
+      good_neighbour shutdown vh_serve_openpi
 fi
