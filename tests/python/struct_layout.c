@@ -55,6 +55,8 @@ int main(void)
     FIELD(vh_session_params, warmup_frames);
     FIELD(vh_session_params, cpu_affinity);
     FIELD(vh_session_params, seed);
+    FIELD(vh_session_params, progress_fn);
+    FIELD(vh_session_params, progress_user);
     end();
 
     BEGIN(vh_camera_image);
