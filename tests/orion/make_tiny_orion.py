@@ -35,7 +35,9 @@ import numpy as np
 import torch
 
 # The Llama-2 sentencepiece model (md5 eeec4125e9c7560836b4873b6f8e3025, 32000 pieces).
-TOKENIZER_SRC = os.environ.get("ORION_TOKENIZER_MODEL", "/work/shared/data/llama2-tokenizer.model")
+TOKENIZER_SRC = os.environ.get("ORION_TOKENIZER_MODEL", os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "tests", "fixtures", "tokenizer",
+    "llama2-tokenizer.model"))
 
 HIDDEN = 64
 LAYERS = 2
