@@ -10,7 +10,7 @@
 #include "image/bicubic_resize.h"
 #include "image/normalize.h"
 #include "pipeline/frame_job.h"
-#include "text/bpe_tokenizer.h"
+#include "text/text_tokenizer.h"
 
 /* KV positions reserved for the prompt's text beyond the image tokens and the action. */
 #define PROMPT_TEXT_BUDGET 512u
@@ -23,7 +23,7 @@
 struct vh_program {
     const vh_model *model;
     const vh_openvla_config *config;
-    vh_tokenizer *tokenizer;
+    vh_text_tokenizer *tokenizer;     /* tokenizer.model, else tokenizer.json */
     const vh_action_stats *stats;      /* the unnorm_key's dataset */
     vh_action_decoder decoder;
     int32_t bos_id, eos_id;
@@ -51,19 +51,17 @@ static vh_status program_create(const vh_model *m, const vh_session_params *para
     p->config = vh_openvla_config_of(m);
     p->decode_positions = params->decode_positions;
     const vh_openvla_config *c = p->config;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/tokenizer.model", vh_checkpoint_dir(m->checkpoint));
-    vh_status st = vh_tokenizer_load(path, &p->tokenizer, err);
-    if (!st && vh_tokenizer_vocab_size(p->tokenizer) > c->vocab)
-        st = vh_error_set(err, VH_ERR_BAD_MODEL, "%s has %u pieces, more than the model's vocab_size %u", path,
-                          vh_tokenizer_vocab_size(p->tokenizer), c->vocab);
+    vh_status st = vh_text_tokenizer_open_dir(vh_checkpoint_dir(m->checkpoint), &p->tokenizer, err);
+    if (!st && vh_text_tokenizer_vocab_size(p->tokenizer) > c->vocab)
+        st = vh_error_set(err, VH_ERR_BAD_MODEL, "%s has %u pieces, more than the model's vocab_size %u",
+                          vh_text_tokenizer_path(p->tokenizer), vh_text_tokenizer_vocab_size(p->tokenizer), c->vocab);
     if (!st) st = vh_openvla_config_dataset(c, params->unnorm_key, &p->stats, err);
     if (!st) st = vh_action_decoder_init(&p->decoder, c->vocab_unpadded, c->n_action_bins, p->stats, err);
     if (st) {
         vh_family_openvla.program_free(p);
         return st;
     }
-    p->bos_id = vh_tokenizer_bos_id(p->tokenizer) >= 0 ? vh_tokenizer_bos_id(p->tokenizer) : c->bos_id;
+    p->bos_id = vh_text_tokenizer_bos_id(p->tokenizer) >= 0 ? vh_text_tokenizer_bos_id(p->tokenizer) : c->bos_id;
     p->eos_id = c->eos_id;
     uint64_t context = (uint64_t)m->desc.n_image_tokens + PROMPT_TEXT_BUDGET + p->stats->dim;
     p->max_context = context < c->max_positions ? (uint32_t)context : c->max_positions;
@@ -81,7 +79,7 @@ static void program_free(vh_program *p)
 {
     if (!p) return;
     vh_action_decoder_free(&p->decoder);
-    vh_tokenizer_free(p->tokenizer);
+    vh_text_tokenizer_free(p->tokenizer);
     free(p->warmup_rgb);
     free(p);
 }
