@@ -144,3 +144,53 @@ def openpi_seeds():
 
 
 openpi_seeds()
+
+
+# tokenizer.json: small files in the forms of tests/fixtures/tokenizer/tokenizer_json (Llama's Metaspace and
+# Prepend/Replace forms with byte fallback, GPT-2's ByteLevel, Qwen2's NFC + Split), merges in both spellings
+def hf_json(normalizer, pre_tokenizer, byte_level, merge_strings, post=None, added=None):
+    alphabet = [chr(c) for c in range(0x21, 0x7F)] + ["\u0120", "\u010a", "\u2581"]
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    for c in alphabet:
+        vocab.setdefault(c, len(vocab))
+    if not byte_level:
+        for b in range(256):
+            vocab["<0x%02X>" % b] = len(vocab)
+    pairs = [("\u2581", "p"), ("i", "c"), ("ic", "k"), ("\u0120", "t"), ("h", "e"), ("\u2581p", "ick"), ("\u0120t", "he")]
+    for a, b in pairs:
+        vocab.setdefault(a + b, len(vocab))
+    model = {"type": "BPE", "dropout": None, "unk_token": None if byte_level else "<unk>",
+             "continuing_subword_prefix": None, "end_of_word_suffix": None, "fuse_unk": not byte_level,
+             "byte_fallback": not byte_level, "ignore_merges": False, "vocab": vocab,
+             "merges": [a + " " + b for a, b in pairs] if merge_strings else [[a, b] for a, b in pairs]}
+    tokens = added or [{"id": 0, "content": "<unk>", "special": True}, {"id": 1, "content": "<s>", "special": True},
+                       {"id": 2, "content": "</s>", "special": True}]
+    for t in tokens:
+        t.update({k: False for k in ("single_word", "lstrip", "rstrip", "normalized") if k not in t})
+    return json.dumps({"version": "1.0", "truncation": None, "padding": None, "added_tokens": tokens,
+                       "normalizer": normalizer, "pre_tokenizer": pre_tokenizer, "post_processor": post,
+                       "decoder": None, "model": model}, ensure_ascii=False)
+
+
+TEMPLATE = {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                                                     {"Sequence": {"id": "A", "type_id": 0}}],
+            "pair": [], "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}}
+QWEN2 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
+         r"\s*[\r\n]+|\s+(?!\S)|\s+")
+write("tokenizer_json", "metaspace", hf_json(None, {"type": "Metaspace", "replacement": "\u2581",
+                                                    "prepend_scheme": "first", "split": True}, False, False, TEMPLATE))
+write("tokenizer_json", "prepend_replace", hf_json(
+    {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "\u2581"},
+                                         {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
+    None, False, True, TEMPLATE))
+write("tokenizer_json", "gpt2", hf_json(None, {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,
+                                               "use_regex": True}, True, True))
+write("tokenizer_json", "qwen2", hf_json(
+    {"type": "NFC"},
+    {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": QWEN2}, "behavior": "Isolated", "invert": False},
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]},
+    True, False, {"type": "ByteLevel", "trim_offsets": False},
+    [{"id": 0, "content": "<|im_start|>", "special": True}, {"id": 1, "content": "<|im_end|>", "special": True},
+     {"id": 2, "content": "<act>", "special": False, "lstrip": True, "rstrip": True, "single_word": True},
+     {"id": 3, "content": "ick", "special": False, "normalized": True}]))

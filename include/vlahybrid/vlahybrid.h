@@ -281,6 +281,13 @@ typedef struct vh_frame {
     const float *noise;        /* a sampling model's noise for this frame (Orion: 32 floats, the
                                   planner's epsilon), or NULL: drawn from the session's seed */
     uint32_t n_noise;
+    /* Added in 0.4.0 (callers with older headers pass the shorter struct_size: the session's key
+       applies): */
+    const char *unnorm_key;    /* the dataset whose statistics un-normalise this frame's action, as
+                                  HF's predict_action takes it per call; copied on submit. NULL:
+                                  the session's unnorm_key. One the model lacks (or one whose
+                                  action has another length than the session's) is refused at
+                                  submit with VH_ERR_UNNORM_KEY. */
 } vh_frame;
 
 VH_API void vh_frame_init_sized(vh_frame *frame, size_t struct_size);

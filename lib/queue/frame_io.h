@@ -17,6 +17,7 @@ typedef struct vh_frame_input {
     uint32_t width, height;
     size_t stride;
     const char *instruction;           /* NUL-terminated, or NULL */
+    const char *unnorm_key;            /* the frame's dataset (checked at submit), or NULL: the session's */
     uint64_t episode;                  /* vh_session_reset starts a new one: state carried from
                                           frame to frame starts afresh */
     uint64_t sequence;                 /* the caller's sequence number (seeds sampling models) */

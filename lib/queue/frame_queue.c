@@ -13,6 +13,7 @@ void vh_frame_record_free(vh_frame_record *rec)
     if (!rec) return;
     free(rec->rgb);
     free(rec->instruction);
+    free(rec->unnorm_key);
     free(rec->owned);
     free(rec);
 }
@@ -37,6 +38,7 @@ vh_frame_input vh_frame_record_input(const vh_frame_record *rec)
     in.height = rec->height;
     in.stride = (size_t)rec->width * 3;
     in.instruction = rec->instruction;
+    in.unnorm_key = rec->unnorm_key;
     in.episode = rec->result.episode;
     in.sequence = rec->result.sequence;
     return in;
@@ -82,6 +84,8 @@ static void mark_done(vh_frame_queue *q, vh_frame_record *rec)
     rec->rgb = NULL;
     free(rec->instruction);
     rec->instruction = NULL;
+    free(rec->unnorm_key);
+    rec->unnorm_key = NULL;
     free(rec->owned);
     rec->owned = NULL;
     memset(&rec->driving, 0, sizeof rec->driving);

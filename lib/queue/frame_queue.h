@@ -35,6 +35,7 @@ typedef struct vh_frame_record {
     uint8_t *rgb;                      /* the frame's pixels, tightly packed; freed once answered */
     uint32_t width, height;
     char *instruction;
+    char *unnorm_key;                  /* the frame's own unnorm_key (vh_frame 0.4.0), or NULL */
     vh_frame_input driving;            /* the driving fields (vh_frame 0.3.0), pointing into `owned` */
     void *owned;                       /* one allocation holding the driving fields' copies */
     vh_action result;                  /* frame_id, tag, sequence, times, deadline_ns and, when

@@ -90,6 +90,7 @@ vh_frame_record *vh_frame_copy(const vh_frame *f)
         for (uint32_t y = 0; y < f->height; y++) memcpy(rec->rgb + y * row_bytes, f->rgb + y * stride, row_bytes);
     }
     if (f->instruction && !(rec->instruction = strdup(f->instruction))) goto oom;
+    if (f->unnorm_key && !(rec->unnorm_key = strdup(f->unnorm_key))) goto oom;
 
     /* the driving fields, in one block */
     vh_frame_input *d = &rec->driving;

@@ -404,8 +404,11 @@ vh_status vh_submit_frame(vh_session *s, const vh_frame *frame, uint64_t *frame_
     if (!s) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
     if (is_shut(s)) return fail(s, VH_ERR_SHUTDOWN, SHUT_MESSAGE, "");
     if (!frame) return fail(s, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "frame");
-    const size_t known = known_struct_size(frame->struct_size, offsetof(vh_frame, sequence), offsetof(vh_frame, n_cameras),
-                                           sizeof *frame);
+    /* 0.1.0, 0.2.0 and 0.3.0 callers pass the struct as it ended then */
+    const size_t known = frame->struct_size == offsetof(vh_frame, unnorm_key)
+                             ? frame->struct_size
+                             : known_struct_size(frame->struct_size, offsetof(vh_frame, sequence),
+                                                 offsetof(vh_frame, n_cameras), sizeof *frame);
     if (!struct_size_ok(frame, frame->struct_size, known))
         return fail(s, VH_ERR_STRUCT_SIZE, "%s: struct_size is wrong; call vh_frame_init first", "vh_frame");
     vh_frame f; /* the caller's fields over the defaults of the ones its header lacks */

@@ -114,6 +114,8 @@ class Frame(ctypes.Structure):
         ("vision_token_width", c_uint32),
         ("noise", POINTER(c_float)),
         ("n_noise", c_uint32),
+        # 0.4.0
+        ("unnorm_key", c_char_p),
     ]
 
 

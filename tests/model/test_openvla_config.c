@@ -89,7 +89,11 @@ static vh_status parse_edited(edit_fn edit, vh_error *err)
     char *edited = json_dumps(root, 0);
     vh_openvla_config c;
     vh_status st = vh_openvla_config_parse(edited, strlen(edited), "config.json", &c, err);
-    if (st == VH_OK) vh_openvla_config_free(&c);
+    /* norm_stats may come from dataset_statistics.json instead: checked once both are read */
+    if (st == VH_OK) {
+        st = vh_openvla_config_check_datasets(&c, "config.json", err);
+        vh_openvla_config_free(&c);
+    }
     free(edited);
     json_decref(root);
     free(text);

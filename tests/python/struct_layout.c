@@ -92,6 +92,7 @@ int main(void)
     FIELD(vh_frame, vision_token_width);
     FIELD(vh_frame, noise);
     FIELD(vh_frame, n_noise);
+    FIELD(vh_frame, unnorm_key);
     end();
 
     BEGIN(vh_action_extra_info);

@@ -196,6 +196,14 @@ vh_status vh_openvla_load(vh_model *m, const char *dir, const char *config_text,
         free(text);
         if (st) return st;
     }
+    if ((st = read_folder_file(dir, "dataset_statistics.json", 1, &text, &len, path, sizeof path, err)))
+        return st;
+    if (text) {
+        st = vh_openvla_config_apply_dataset_statistics(&ov->config, text, len, path, err);
+        free(text);
+        if (st) return st;
+    }
+    if ((st = vh_openvla_config_check_datasets(&ov->config, dir, err))) return st;
 
     if ((st = vh_checkpoint_open(dir, &m->checkpoint, err))) return st;
 

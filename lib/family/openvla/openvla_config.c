@@ -314,22 +314,31 @@ static vh_status parse_stat_list(parse_ctx *c, const json_t *action, const char 
     return VH_OK;
 }
 
-static vh_status parse_norm_stats(parse_ctx *c, const json_t *root, vh_openvla_config *cfg)
+/* The datasets of a norm_stats-shaped map ({dataset: {"action": {"q01", "q99", "mask"}, ...}}),
+ * added to cfg; a dataset already there (from config.json) is replaced by this map's. */
+static vh_status parse_dataset_map(parse_ctx *c, const json_t *ns, vh_openvla_config *cfg)
 {
-    const json_t *ns = json_object_get(root, "norm_stats");
-    if (!json_is_object(ns) || json_object_size(ns) == 0)
-        return bad(c, "'%s' must be an object with at least one dataset (an OpenVLA checkpoint)", "norm_stats");
-    if (json_object_size(ns) > VH_MAX_DATASETS) return bad(c, "'%s' has too many datasets", "norm_stats");
-    cfg->datasets = calloc(json_object_size(ns), sizeof *cfg->datasets);
-    if (!cfg->datasets) return vh_error_set(c->err, VH_ERR_OUT_OF_MEMORY, "out of memory");
-
     const char *key;
     const json_t *entry;
     json_object_foreach((json_t *)ns, key, entry) {
-        vh_action_stats *ds = &cfg->datasets[cfg->n_datasets];
-        ds->dataset = strdup(key);
-        if (!ds->dataset) return vh_error_set(c->err, VH_ERR_OUT_OF_MEMORY, "out of memory");
-        cfg->n_datasets++;
+        vh_action_stats *ds = NULL;
+        for (uint32_t i = 0; i < cfg->n_datasets && !ds; i++)
+            if (!strcmp(cfg->datasets[i].dataset, key)) ds = &cfg->datasets[i];
+        if (!ds) {
+            if (cfg->n_datasets >= VH_MAX_DATASETS) return bad(c, "'%s' has too many datasets", "norm_stats");
+            vh_action_stats *grown = realloc(cfg->datasets, (cfg->n_datasets + 1) * sizeof *grown);
+            if (!grown) return vh_error_set(c->err, VH_ERR_OUT_OF_MEMORY, "out of memory");
+            cfg->datasets = grown;
+            ds = &cfg->datasets[cfg->n_datasets];
+            memset(ds, 0, sizeof *ds);
+            ds->dataset = strdup(key);
+            if (!ds->dataset) return vh_error_set(c->err, VH_ERR_OUT_OF_MEMORY, "out of memory");
+            cfg->n_datasets++;
+        } else {
+            char *name = ds->dataset;
+            memset(ds, 0, sizeof *ds);
+            ds->dataset = name;
+        }
         const json_t *action = json_is_object(entry) ? json_object_get(entry, "action") : NULL;
         if (!json_is_object(action)) {
             return vh_error_set(c->err, VH_ERR_BAD_MODEL, "%s: norm_stats['%s'] has no 'action' object",
@@ -357,6 +366,18 @@ static vh_status parse_norm_stats(parse_ctx *c, const json_t *root, vh_openvla_c
         }
     }
     return VH_OK;
+}
+
+/* config.json's norm_stats: optional here, since a fine-tune may ship them in
+ * dataset_statistics.json instead (vh_openvla_config_check_datasets requires one of the two). */
+static vh_status parse_norm_stats(parse_ctx *c, const json_t *root, vh_openvla_config *cfg)
+{
+    const json_t *ns = json_object_get(root, "norm_stats");
+    if (!ns || json_is_null(ns)) return VH_OK;
+    if (!json_is_object(ns) || json_object_size(ns) == 0)
+        return bad(c, "'%s' must be an object with at least one dataset (an OpenVLA checkpoint)", "norm_stats");
+    if (json_object_size(ns) > VH_MAX_DATASETS) return bad(c, "'%s' has too many datasets", "norm_stats");
+    return parse_dataset_map(c, ns, cfg);
 }
 
 static vh_status parse_root(parse_ctx *c, const json_t *root, vh_openvla_config *cfg)
@@ -507,6 +528,34 @@ vh_status vh_openvla_config_apply_preprocessor(vh_openvla_config *cfg, const cha
 done:
     json_decref(root);
     return st;
+}
+
+vh_status vh_openvla_config_apply_dataset_statistics(vh_openvla_config *cfg, const char *json_text, size_t len,
+                                                     const char *source, vh_error *err)
+{
+    parse_ctx c = {source, err};
+    json_error_t jerr;
+    json_t *root = json_loadb(json_text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        return vh_error_set(err, VH_ERR_BAD_MODEL, "%s: not valid JSON (line %d: %s)", source, jerr.line,
+                            jerr.text);
+    }
+    vh_status st;
+    if (!json_is_object(root) || json_object_size(root) == 0)
+        st = bad(&c, "%s must be an object with at least one dataset", "the file");
+    else if (json_object_size(root) > VH_MAX_DATASETS)
+        st = bad(&c, "%s has too many datasets", "the file");
+    else
+        st = parse_dataset_map(&c, root, cfg);
+    json_decref(root);
+    return st;
+}
+
+vh_status vh_openvla_config_check_datasets(const vh_openvla_config *cfg, const char *dir, vh_error *err)
+{
+    if (cfg->n_datasets > 0) return VH_OK;
+    return vh_error_set(err, VH_ERR_BAD_MODEL, "%s: no action statistics: config.json has no norm_stats and "
+                        "there is no dataset_statistics.json (an OpenVLA checkpoint has one of them)", dir);
 }
 
 vh_status vh_openvla_config_dataset(const vh_openvla_config *cfg, const char *key,

@@ -63,6 +63,17 @@ vh_status vh_openvla_config_parse(const char *json_text, size_t len, const char 
 vh_status vh_openvla_config_apply_preprocessor(vh_openvla_config *cfg, const char *json_text,
                                                size_t len, const char *source, vh_error *err);
 
+/* Add the datasets of a dataset_statistics.json (what OpenVLA's fine-tuning scripts save beside
+ * config.json: the same {dataset: {"action": {"q01", "q99", "mask", ...}, "proprio": ...}} map as
+ * norm_stats) to those of config.json: the union of both. A dataset in both takes this file's
+ * statistics, as OpenVLA's own evaluation code does (experiments/robot/openvla_utils.py get_vla sets
+ * vla.norm_stats from dataset_statistics.json when the checkpoint folder has one). */
+vh_status vh_openvla_config_apply_dataset_statistics(vh_openvla_config *cfg, const char *json_text, size_t len,
+                                                     const char *source, vh_error *err);
+
+/* VH_ERR_BAD_MODEL when neither config.json nor dataset_statistics.json gave a dataset. */
+vh_status vh_openvla_config_check_datasets(const vh_openvla_config *cfg, const char *dir, vh_error *err);
+
 /* Find the statistics to un-normalise with: `key` may be NULL only when there is one dataset.
  * VH_ERR_UNNORM_KEY with the list of keys otherwise. */
 vh_status vh_openvla_config_dataset(const vh_openvla_config *cfg, const char *key,

@@ -10,7 +10,7 @@
 #include "image/bicubic_resize.h"
 #include "image/normalize.h"
 #include "pipeline/frame_job.h"
-#include "text/bpe_tokenizer.h"
+#include "text/text_tokenizer.h"
 
 /* KV positions reserved for the prompt's text beyond the image tokens and the action. */
 #define PROMPT_TEXT_BUDGET 512u
@@ -23,9 +23,11 @@
 struct vh_program {
     const vh_model *model;
     const vh_openvla_config *config;
-    vh_tokenizer *tokenizer;
-    const vh_action_stats *stats;      /* the unnorm_key's dataset */
-    vh_action_decoder decoder;
+    vh_text_tokenizer *tokenizer;     /* tokenizer.model, else tokenizer.json */
+    const vh_action_stats *stats;      /* the session's unnorm_key's dataset */
+    vh_action_decoder *decoders;       /* [config->n_datasets]: one per dataset, for frames that name
+                                          their own unnorm_key */
+    uint32_t session_dataset;          /* index of stats in config->datasets */
     int32_t bos_id, eos_id;
     uint32_t max_context;
     vh_decode_positions decode_positions;
@@ -39,6 +41,7 @@ typedef struct openvla_job {
     size_t n_prompt;
     uint32_t n_generated;
     int32_t generated[VH_MAX_ACTION_DIM];
+    const vh_action_decoder *decoder;  /* the frame's dataset's (its unnorm_key, else the session's) */
 } openvla_job;
 
 static vh_status program_create(const vh_model *m, const vh_session_params *params, vh_program **out,
@@ -51,19 +54,22 @@ static vh_status program_create(const vh_model *m, const vh_session_params *para
     p->config = vh_openvla_config_of(m);
     p->decode_positions = params->decode_positions;
     const vh_openvla_config *c = p->config;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/tokenizer.model", vh_checkpoint_dir(m->checkpoint));
-    vh_status st = vh_tokenizer_load(path, &p->tokenizer, err);
-    if (!st && vh_tokenizer_vocab_size(p->tokenizer) > c->vocab)
-        st = vh_error_set(err, VH_ERR_BAD_MODEL, "%s has %u pieces, more than the model's vocab_size %u", path,
-                          vh_tokenizer_vocab_size(p->tokenizer), c->vocab);
+    vh_status st = vh_text_tokenizer_open_dir(vh_checkpoint_dir(m->checkpoint), &p->tokenizer, err);
+    if (!st && vh_text_tokenizer_vocab_size(p->tokenizer) > c->vocab)
+        st = vh_error_set(err, VH_ERR_BAD_MODEL, "%s has %u pieces, more than the model's vocab_size %u",
+                          vh_text_tokenizer_path(p->tokenizer), vh_text_tokenizer_vocab_size(p->tokenizer), c->vocab);
     if (!st) st = vh_openvla_config_dataset(c, params->unnorm_key, &p->stats, err);
-    if (!st) st = vh_action_decoder_init(&p->decoder, c->vocab_unpadded, c->n_action_bins, p->stats, err);
+    if (!st && !(p->decoders = calloc(c->n_datasets, sizeof *p->decoders)))
+        st = vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory");
+    for (uint32_t i = 0; !st && i < c->n_datasets; i++) {
+        st = vh_action_decoder_init(&p->decoders[i], c->vocab_unpadded, c->n_action_bins, &c->datasets[i], err);
+        if (&c->datasets[i] == p->stats) p->session_dataset = i;
+    }
     if (st) {
         vh_family_openvla.program_free(p);
         return st;
     }
-    p->bos_id = vh_tokenizer_bos_id(p->tokenizer) >= 0 ? vh_tokenizer_bos_id(p->tokenizer) : c->bos_id;
+    p->bos_id = vh_text_tokenizer_bos_id(p->tokenizer) >= 0 ? vh_text_tokenizer_bos_id(p->tokenizer) : c->bos_id;
     p->eos_id = c->eos_id;
     uint64_t context = (uint64_t)m->desc.n_image_tokens + PROMPT_TEXT_BUDGET + p->stats->dim;
     p->max_context = context < c->max_positions ? (uint32_t)context : c->max_positions;
@@ -80,8 +86,9 @@ static vh_status program_create(const vh_model *m, const vh_session_params *para
 static void program_free(vh_program *p)
 {
     if (!p) return;
-    vh_action_decoder_free(&p->decoder);
-    vh_tokenizer_free(p->tokenizer);
+    for (uint32_t i = 0; p->decoders && i < p->config->n_datasets; i++) vh_action_decoder_free(&p->decoders[i]);
+    free(p->decoders);
+    vh_text_tokenizer_free(p->tokenizer);
     free(p->warmup_rgb);
     free(p);
 }
@@ -94,11 +101,35 @@ void vh_openvla_program_set_decode_positions(vh_program *p, vh_decode_positions 
 int32_t vh_openvla_program_bos_id(const vh_program *p) { return p->bos_id; }
 
 /* OpenVLA needs one image and an instruction (their sizes are checked with every frame's). */
+/* The dataset a frame's unnorm_key names (NULL: the session's), as an index into config->datasets;
+ * -1 when the model has no such dataset. */
+static int32_t frame_dataset(const vh_program *p, const char *unnorm_key)
+{
+    if (!unnorm_key) return (int32_t)p->session_dataset;
+    for (uint32_t i = 0; i < p->config->n_datasets; i++)
+        if (!strcmp(p->config->datasets[i].dataset, unnorm_key)) return (int32_t)i;
+    return -1;
+}
+
 static vh_status check_frame(const vh_program *p, const vh_frame *f, vh_error *err)
 {
-    (void)p;
     if (!f->rgb) return vh_error_set(err, VH_ERR_BAD_FRAME, "%s is NULL", "frame->rgb");
     if (!f->instruction) return vh_error_set(err, VH_ERR_BAD_FRAME, "%s is NULL", "frame->instruction");
+    if (f->unnorm_key) {
+        /* checked here, at submit, so a bad key is the caller's error at once, never a failed frame */
+        if (strnlen(f->unnorm_key, 256) == 256)
+            return vh_error_set(err, VH_ERR_UNNORM_KEY, "frame->unnorm_key is longer than 255 bytes");
+        int32_t i = frame_dataset(p, f->unnorm_key);
+        if (i < 0) {
+            vh_error e;
+            vh_openvla_config_dataset(p->config, f->unnorm_key, &(const vh_action_stats *){NULL}, &e);
+            return vh_error_set(err, VH_ERR_UNNORM_KEY, "frame->unnorm_key: %s", e.message);
+        }
+        if (p->config->datasets[i].dim != p->stats->dim)
+            return vh_error_set(err, VH_ERR_UNNORM_KEY, "frame->unnorm_key '%s' has %u action values; this "
+                                "session decodes %u a frame (its unnorm_key '%s')", f->unnorm_key,
+                                p->config->datasets[i].dim, p->stats->dim, p->stats->dataset);
+    }
     return VH_OK;
 }
 
@@ -163,6 +194,10 @@ static vh_status prepare(vh_frame_job *job, const vh_frame_input *in, vh_error *
     free(oj->prompt);
     oj->prompt = NULL;
 
+    int32_t dataset = frame_dataset(p, in->unnorm_key);
+    if (dataset < 0) /* check_frame refused it at submit; a frame that gets here has a known key */
+        return vh_error_set(err, VH_ERR_INTERNAL, "frame unnorm_key '%s' unknown after submit", in->unnorm_key);
+    oj->decoder = &p->decoders[dataset];
     vh_status st = preprocess(p, job, in, err);
     if (st) return st;
     /* prompt rows: [BOS | image patches | the rest of the prompt] */
@@ -206,7 +241,7 @@ static void result(const vh_frame_job *job, vh_frame_result *out)
         int64_t from_prompt = (int64_t)oj->n_prompt + k; /* the fixed prompt text is longer than any action */
         out->token_ids[i] = k >= 0 ? oj->generated[k] : oj->prompt[from_prompt > 0 ? from_prompt : 0];
     }
-    vh_action_decode(&p->decoder, out->token_ids, out->values);
+    vh_action_decode(oj->decoder ? oj->decoder : &p->decoders[p->session_dataset], out->token_ids, out->values);
 }
 
 static vh_status prompt_ids(const vh_program *p, const char *instruction, int32_t **ids, size_t *n_ids, vh_error *err)

@@ -7,7 +7,7 @@
 static const char prompt_head[] = "In: What action should the robot take to ";
 static const char prompt_tail[] = "?\nOut:";
 
-vh_status vh_openvla_prompt_ids(const vh_tokenizer *tok, int32_t bos_id, const char *instruction,
+vh_status vh_openvla_prompt_ids(const vh_text_tokenizer *tok, int32_t bos_id, const char *instruction,
                                 int32_t **ids, size_t *n_ids, vh_error *err)
 {
     *ids = NULL;
@@ -21,7 +21,7 @@ vh_status vh_openvla_prompt_ids(const vh_tokenizer *tok, int32_t bos_id, const c
 
     int32_t *body = NULL;
     size_t n_body = 0;
-    vh_status st = vh_tokenizer_encode(tok, text, (size_t)n, &body, &n_body, err);
+    vh_status st = vh_text_tokenizer_encode(tok, text, (size_t)n, &body, &n_body, err);
     free(text);
     if (st) return st;
 

@@ -7,13 +7,13 @@
 #ifndef VH_FAMILY_OPENVLA_PROMPT_H
 #define VH_FAMILY_OPENVLA_PROMPT_H
 
-#include "text/bpe_tokenizer.h"
+#include "text/text_tokenizer.h"
 
 #define VH_OPENVLA_EMPTY_TOKEN 29871
 
 /* *ids is malloc'd (caller frees). The instruction is used as given (the reference lower-cases
  * nothing either). */
-vh_status vh_openvla_prompt_ids(const vh_tokenizer *tok, int32_t bos_id, const char *instruction,
+vh_status vh_openvla_prompt_ids(const vh_text_tokenizer *tok, int32_t bos_id, const char *instruction,
                                 int32_t **ids, size_t *n_ids, vh_error *err);
 
 #endif

@@ -154,6 +154,9 @@ const int32_t *vh_orion_program_prompt(const vh_program *p, size_t *n_ids, size_
 static vh_status check_frame(const vh_program *p, const vh_frame *f, vh_error *err)
 {
     const vh_orion_config *c = p->config;
+    if (f->unnorm_key)
+        return vh_error_set(err, VH_ERR_UNNORM_KEY, "frame->unnorm_key '%.64s': an Orion model has no dataset "
+                            "statistics to choose from (leave it NULL)", f->unnorm_key);
     if (!f->vision_tokens)
         return vh_error_set(err, VH_ERR_BAD_FRAME, "an Orion frame needs its %u vision tokens (frame->vision_tokens): "
                             "this version starts from the tokens", c->n_vision_tokens);
