@@ -22,18 +22,18 @@ vh_status vh_text_tokenizer_open_dir(const char *dir, vh_text_tokenizer **out, v
     vh_text_tokenizer *tok = calloc(1, sizeof *tok);
     if (!tok) return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (tokenizer)");
     struct stat sb;
-    snprintf(tok->path, sizeof tok->path, "%s/tokenizer.model", dir);
-    bool have_model = stat(tok->path, &sb) == 0 || errno != ENOENT; /* let the loader say why */
-    if (!have_model) {
-        snprintf(tok->path, sizeof tok->path, "%s/tokenizer.json", dir);
+    snprintf(tok->path, sizeof tok->path, "%s/tokenizer.json", dir);
+    bool have_json = stat(tok->path, &sb) == 0 || errno != ENOENT; /* let the loader say why */
+    if (!have_json) {
+        snprintf(tok->path, sizeof tok->path, "%s/tokenizer.model", dir);
         if (stat(tok->path, &sb) != 0 && errno == ENOENT) {
             free(tok);
-            return vh_error_set(err, VH_ERR_IO, "%s has neither tokenizer.model nor tokenizer.json",
+            return vh_error_set(err, VH_ERR_IO, "%s has neither tokenizer.json nor tokenizer.model",
                                 dir);
         }
     }
-    vh_status st = have_model ? vh_tokenizer_load(tok->path, &tok->sentencepiece, err)
-                              : vh_hf_tokenizer_load(tok->path, &tok->hf, err);
+    vh_status st = have_json ? vh_hf_tokenizer_load(tok->path, &tok->hf, err)
+                             : vh_tokenizer_load(tok->path, &tok->sentencepiece, err);
     if (st) {
         free(tok);
         return st;

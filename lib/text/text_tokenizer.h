@@ -1,9 +1,10 @@
 /* text_tokenizer: a model folder's tokenizer, whichever file the folder holds.
  *
- *   tokenizer.model  sentencepiece's model (bpe_tokenizer.h): preferred when both exist, since it
- *                    is the file the original (slow) tokenizer reads and the one this library
- *                    has always used, so prompts keep their ids when a tokenizer.json is added;
- *   tokenizer.json   Hugging Face tokenizers' file (hf_tokenizer.h), for folders without one.
+ *   tokenizer.json   Hugging Face tokenizers' file (hf_tokenizer.h): preferred when both exist,
+ *                    since it is what transformers' AutoTokenizer (fast, the default) reads, and so
+ *                    what OpenVLA's predict_action tokenizes with (its AutoProcessor);
+ *   tokenizer.model  sentencepiece's model (bpe_tokenizer.h), for folders without one. The two
+ *                    agree on ordinary text (see doc/api.md, "Model folder files").
  *
  * Both encode without special tokens (the family adds BOS itself). Immutable after loading: any
  * number of threads may encode at once. */
@@ -17,7 +18,7 @@
 
 typedef struct vh_text_tokenizer vh_text_tokenizer;
 
-/* Load dir/tokenizer.model, else dir/tokenizer.json. Errors: VH_ERR_IO (neither file; the
+/* Load dir/tokenizer.json, else dir/tokenizer.model. Errors: VH_ERR_IO (neither file; the
  * message names both), and those of the file's loader. */
 vh_status vh_text_tokenizer_open_dir(const char *dir, vh_text_tokenizer **out, vh_error *err);
 

@@ -222,6 +222,48 @@ START_TEST(test_tokenizer_json_only)
 }
 END_TEST
 
+/* Both tokenizer files: tokenizer.json is used (what transformers' AutoTokenizer loads). Shown on
+ * instructions where Hugging Face tokenizers and sentencepiece give different ids (runs of spaces,
+ * a literal U+2581): the folder with both gives the json-only folder's ids, and at least one of
+ * them differs from the sentencepiece-only folder's, so the test can tell which file was read. */
+START_TEST(test_both_tokenizers_prefer_json)
+{
+    char *both = copy_model(NULL);
+    static const char *const no_model[] = {"tokenizer.model", NULL};
+    char *json_only = copy_model(no_model);
+    char *json_from = vh_test_fixture_path("tokenizer/tokenizer_json/llama2-hf4.tokenizer.json");
+    char *to_both = join(both, "tokenizer.json"), *to_json_only = join(json_only, "tokenizer.json");
+    copy_file(json_from, to_both);
+    copy_file(json_from, to_json_only);
+
+    vh_session *sp = open_session(model_dir, NULL), *b = open_session(both, NULL), *j = open_session(json_only, NULL);
+    static const char *const instructions[] = {"pick  up the   red block", "  put the spoon in the bowl",
+                                               "move \xe2\x96\x81 left", "open the drawer    "};
+    int differs = 0;
+    for (size_t i = 0; i < sizeof instructions / sizeof *instructions; i++) {
+        int32_t is[256], ib[256], ij[256];
+        size_t ns = 0, nb = 0, nj = 0;
+        ck_assert_int_eq(vh_session_prompt_ids(sp, instructions[i], is, 256, &ns), VH_OK);
+        ck_assert_int_eq(vh_session_prompt_ids(b, instructions[i], ib, 256, &nb), VH_OK);
+        ck_assert_int_eq(vh_session_prompt_ids(j, instructions[i], ij, 256, &nj), VH_OK);
+        ck_assert_msg(nb == nj && memcmp(ib, ij, nb * sizeof *ib) == 0,
+                      "\"%s\": with both files the ids are not tokenizer.json's", instructions[i]);
+        differs |= ns != nj || memcmp(is, ij, ns * sizeof *is) != 0;
+    }
+    ck_assert_msg(differs, "no instruction tells the two tokenizers apart: the test proves nothing");
+    vh_session_destroy(sp);
+    vh_session_destroy(b);
+    vh_session_destroy(j);
+    vh_test_remove_tree(both);
+    vh_test_remove_tree(json_only);
+    free(both);
+    free(json_only);
+    free(json_from);
+    free(to_both);
+    free(to_json_only);
+}
+END_TEST
+
 /* config.json without norm_stats, dataset_statistics.json with them: the same actions as the
  * original; neither: a clear error. */
 START_TEST(test_dataset_statistics_only)
@@ -348,6 +390,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_tokenizer_json_only);
+    tcase_add_test(tc, test_both_tokenizers_prefer_json);
     tcase_add_test(tc, test_dataset_statistics_only);
     tcase_add_test(tc, test_dataset_statistics_and_norm_stats);
     tcase_add_test(tc, test_frame_unnorm_key);

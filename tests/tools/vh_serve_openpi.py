@@ -258,7 +258,7 @@ async def faults(server, cases):
     await expect_error(server, packb({"observation/image": img, "prompt": 42}), "must be a string", "prompt not a string")
     await expect_error(server, "a text message", "binary msgpack", "text message")
     await expect_error(server, packb({"observation/image": img, "prompt": prompt, "unnorm_key": "fractal20220817_data"}),
-                       "un-normalises actions with 'bridge_orig'", "a foreign unnorm_key")
+                       "is not in norm_stats; choose one of: bridge_orig", "a foreign unnorm_key")
     before = server.peak_rss_mb()
     huge = packb({"observation/image": np.zeros((100 << 20,), np.uint8), "prompt": prompt})
     await expect_error(server, huge, "over the limit", "a 100 MB message")

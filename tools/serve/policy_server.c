@@ -191,19 +191,13 @@ static void submit_observation(vh_policy_server *s, client *c)
         fail_client(s, c, "bad observation: %s", why);
         return;
     }
-    if (obs.unnorm_key && strcmp(obs.unnorm_key, s->policy.unnorm_key)) {
-        fail_client(s, c, "this server un-normalises actions with '%s' (vh-serve --unnorm-key); the "
-                    "observation asks for '%s'", s->policy.unnorm_key, obs.unnorm_key);
-        vh_openpi_observation_free(&obs);
-        release_rx(c);
-        return;
-    }
     vh_frame frame;
     vh_frame_init(&frame);
     frame.rgb = obs.rgb;
     frame.width = obs.width;
     frame.height = obs.height;
     frame.instruction = obs.prompt;
+    frame.unnorm_key = obs.unnorm_key; /* NULL: the session's (--unnorm-key); the library checks it */
     frame.tag = c->id;
     frame.timestamp_ns = c->request_start_ns;
     uint64_t id = 0;

@@ -25,7 +25,7 @@ typedef struct vh_serve_config {
 /* What the server serves, known once the session is made. */
 typedef struct vh_serve_policy {
     vh_session *session;
-    const char *unnorm_key;        /* the session's dataset: a request naming another is refused */
+    const char *unnorm_key;        /* the session's dataset: what a request without its own uses */
     const vh_openpi_buffer *metadata; /* sent to every client on connect (headroom LWS_PRE) */
 } vh_serve_policy;
 
