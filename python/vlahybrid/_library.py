@@ -107,7 +107,7 @@ def new(struct_type):
 
 
 # The header these mirrors follow; later 0.x libraries only append fields, so they accept them.
-HEADER_VERSION_NUMBER = 300
+HEADER_VERSION_NUMBER = 400
 
 
 def _check_defaults():
@@ -115,7 +115,7 @@ def _check_defaults():
     a struct that drifted from the header (the layout test compares every offset)."""
     if lib.vh_version_number() < HEADER_VERSION_NUMBER:
         raise ImportError(f"vlahybrid: {path} is version {text(lib.vh_version())}; this package "
-                          "needs 0.3.0 or later")
+                          "needs 0.4.0 or later")
     p = new(S.SessionParams)
     f = new(S.Frame)
     i = new(S.SessionInfo)
