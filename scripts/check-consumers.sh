@@ -3,6 +3,9 @@
 #  1. installed (meson install from $BUILD into a staging root), a C program built with pkg-config;
 #  2. the same install, a CMake project: find_package(vlahybrid) -> vlahybrid::vlahybrid;
 #  3. a meson project with vlahybrid as a subproject (the source tree), built from scratch;
+#  2b. the same install's static core (libvlahybrid.a, where the build made one: -Ddefault_library=both),
+#     linked with pkg-config --static: no libvlahybrid.so in the program, the plugins still dlopen'd,
+#     and the same action as the shared build's consumer;
 #  4. the same install's Python package (examples/python/predict.py with /usr/bin/python3), which
 #     must find the staged library by its path relative to the package, not the loader's path.
 # The staged library finds the staged plugins beside itself (no VH_BACKEND_PATH: it looks relative to
@@ -29,7 +32,31 @@ export PKG_CONFIG_LIBDIR="$staged/$libdir/pkgconfig"
 # shellcheck disable=SC2046
 cc -std=c11 -Wall -Wextra -Werror tests/consumers/consumer.c -o "$work/consumer-pkgconfig" \
   $(pkg-config --cflags --libs vlahybrid)
-"$work/consumer-pkgconfig" "$model"
+"$work/consumer-pkgconfig" "$model" | tee "$work/shared.out"
+
+echo "== pkg-config --static (libvlahybrid.a)"
+if [ ! -f "$staged/$libdir/libvlahybrid.a" ]; then
+  echo "no libvlahybrid.a installed (built with -Ddefault_library=shared): skipped"
+else
+  # the archive by path: beside libvlahybrid.so, -lvlahybrid would pick the shared one
+  # shellcheck disable=SC2046
+  cc -std=c11 -Wall -Wextra -Werror tests/consumers/consumer.c -o "$work/consumer-static" \
+    $(pkg-config --cflags vlahybrid) "$staged/$libdir/libvlahybrid.a" \
+    $(pkg-config --static --libs vlahybrid | sed 's/ *-lvlahybrid\b//')
+  if readelf -d "$work/consumer-static" | grep -q 'libvlahybrid'; then
+    echo "the static consumer still needs libvlahybrid.so"; exit 1
+  fi
+  # only the public API is visible in the archive (the shared library's version script's list)
+  internal=$(nm -g --defined-only "$staged/$libdir/libvlahybrid.a" | awk 'NF == 3 {print $3}' | grep -v '^vh_' || true)
+  count=$(nm -g --defined-only "$staged/$libdir/libvlahybrid.a" | awk 'NF == 3' | wc -l)
+  exported=$(grep -c '^ *vh_[a-z_]*;' lib/vlahybrid.map)
+  if [ -n "$internal" ] || [ "$count" -ne "$exported" ]; then
+    echo "libvlahybrid.a exports $count symbols, the version script $exported: $internal"; exit 1
+  fi
+  # a program linking the core statically finds the installed plugins through VH_BACKEND_PATH
+  VH_BACKEND_PATH="$staged/$libdir/vlahybrid/backends" "$work/consumer-static" "$model" | tee "$work/static.out"
+  cmp "$work/shared.out" "$work/static.out" || { echo "the static and shared consumers' actions differ"; exit 1; }
+fi
 
 echo "== CMake (find_package)"
 cmake -S tests/consumers/cmake -B "$work/cmake" -DCMAKE_PREFIX_PATH="$staged" -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -60,4 +87,4 @@ unset PKG_CONFIG_LIBDIR
 meson setup "$work/meson/build" "$work/meson" --force-fallback-for=vlahybrid >/dev/null
 ninja -C "$work/meson/build" >/dev/null
 "$work/meson/build/consumer" "$model" # the subproject's library finds its plugins beside it
-echo "consumers: pkg-config, CMake, the Python package and the meson subproject build all ran"
+echo "consumers: pkg-config (shared and static), CMake, the Python package and the meson subproject build all ran"

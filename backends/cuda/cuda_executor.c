@@ -1,6 +1,7 @@
 #include "backend_error.h"
 #include "backend_log.h"
 #include "cuda_executor.h"
+#include "cuda_shared_memory.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -481,6 +482,25 @@ vh_status cuda_executor_plan_memory(const vh_executor_params *params, vh_memory_
     return VH_OK;
 }
 
+/* Say what sharing the host's memory means for this executor: its budget is system RAM, the
+ * hand-off is in place, and (when it holds only part of the model, a CPU stage holding the rest)
+ * that the CPU stage draws on the same memory bandwidth (doc/jetson.md has the arithmetic). */
+static void log_shared_memory(const vh_executor *e, uint64_t total, size_t free_bytes, size_t total_bytes)
+{
+    const vh_executor_params *p = &e->params;
+    const int integrated = vhc_device_integrated(e->device);
+    vh_backend_log(p, VH_LOG_INFO, "cuda: %s: the GPU shares the host's memory; the memory budget (%s) and the "
+                   "%.3f GB taken here count against system RAM (%.3f GB free of %.3f GB); hidden rows cross "
+                   "stages in mapped host memory, in place", integrated ? "integrated GPU" : "VH_CUDA_INTEGRATED=1 "
+                   "on a discrete GPU (mapped memory over PCIe: a test of the path, slow)",
+                   p->memory_budget ? "set" : "none: the free memory", total / 1e9, free_bytes / 1e9,
+                   total_bytes / 1e9);
+    if (p->n_blocks < p->model->n_blocks)
+        vh_backend_log(p, VH_LOG_INFO, "cuda: blocks %u..%u of %u here: a CPU stage beside this GPU reads its weights "
+                       "over the same memory bus, so a split adds CPU compute, not bandwidth (doc/jetson.md)",
+                       p->first_block, p->first_block + p->n_blocks - 1, p->model->n_blocks);
+}
+
 vh_status cuda_executor_create(const vh_executor_params *params, vh_executor **out, char *err, size_t err_size)
 {
     vh_executor *e;
@@ -505,12 +525,16 @@ vh_status cuda_executor_create(const vh_executor_params *params, vh_executor **o
     const uint64_t total = count_w.used + count_x.used + e->cache_bytes;
     size_t free_bytes = 0, total_bytes = 0;
     cudaMemGetInfo(&free_bytes, &total_bytes);
+    /* an integrated GPU's "device memory" is the system's RAM: cudaMemGetInfo counts it, and what
+     * this executor takes the CPU side (the core, a CPU stage, the program) no longer has */
+    e->shares_host_memory = vhc_shares_host_memory(e->device);
+    const char *free_what = vhc_device_integrated(e->device) ? "free system memory (integrated GPU)" : "free GPU memory";
     if ((params->memory_budget && total > params->memory_budget) || total > free_bytes) {
         st = vh_backend_fail(err, err_size, VH_ERR_DEVICE_OUT_OF_MEMORY,
                   "cuda: blocks %u..%u need %.3f GB (weights %.3f, KV cache %.3f, activations and workspace %.3f) "
                   "but %s is %.3f GB", params->first_block, params->first_block + params->n_blocks - 1, total / 1e9,
                   count_w.used / 1e9, e->cache_bytes / 1e9, count_x.used / 1e9,
-                  params->memory_budget && total > params->memory_budget ? "the memory budget" : "free GPU memory",
+                  params->memory_budget && total > params->memory_budget ? "the memory budget" : free_what,
                   (params->memory_budget && total > params->memory_budget ? params->memory_budget : free_bytes) / 1e9);
         goto fail;
     }
@@ -536,6 +560,7 @@ vh_status cuda_executor_create(const vh_executor_params *params, vh_executor **o
                    cudaGetDeviceProperties(&prop, e->device) == cudaSuccess ? prop.name : "a GPU", count_w.used / 1e9,
                    e->cache_bytes / 1e9, count_x.used / 1e9, e->graphs_enabled ? "on" : "off",
                    e->profile ? ", profiling" : "");
+    if (e->shares_host_memory) log_shared_memory(e, total, free_bytes, total_bytes);
     *out = e;
     return VH_OK;
 fail:
@@ -711,7 +736,7 @@ static vh_status run_graph(vh_executor *e, const vh_batch *batch, const cuda_blo
     int found = 0;
     for (uint32_t i = 0; i < n_slots && !found; i++) {
         found = e->graphs[i].seen && e->graphs[i].first_block == first_block && e->graphs[i].n_blocks == n_blocks &&
-                e->graphs[i].n_images == n_images;
+                e->graphs[i].n_images == n_images && e->graphs[i].x == e->llm.x;
         if (found || e->graphs[i].last_use < e->graphs[slot].last_use) slot = i;
     }
     if (!found) { /* first sight: run eagerly, remember the key */
@@ -720,6 +745,7 @@ static vh_status run_graph(vh_executor *e, const vh_batch *batch, const cuda_blo
         e->graphs[slot].first_block = first_block;
         e->graphs[slot].n_blocks = n_blocks;
         e->graphs[slot].n_images = n_images;
+        e->graphs[slot].x = e->llm.x;
         e->graphs[slot].seen = 1;
         e->graphs[slot].last_use = ++e->graph_clock;
         return VH_OK;
@@ -760,8 +786,8 @@ static void stage_pixels(vh_executor *e, const vh_batch *batch)
                    sizeof(float) * 3 * m->towers[t].image_size * m->towers[t].image_size);
 }
 
-vh_status cuda_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first_block, uint32_t n_blocks,
-                            char *err, size_t err_size)
+static vh_status run_blocks(vh_executor *e, const vh_batch *batch, uint32_t first_block, uint32_t n_blocks,
+                            int bound, char *err, size_t err_size)
 {
     const vh_executor_params *p = &e->params;
     if (!batch || n_blocks == 0 || first_block < p->first_block || first_block - p->first_block > p->n_blocks ||
@@ -822,7 +848,8 @@ vh_status cuda_executor_run(vh_executor *e, const vh_batch *batch, uint32_t firs
         return st;
     if (!launched && (st = enqueue(e, batch, blocks, n_blocks, needs_pixels, needs_rows, err, err_size))) return st;
     cudaError_t ce = cudaGetLastError();
-    const int hand_out = needs_rows && !has_head && batch->n_rows <= HIDDEN_OUT_ROWS;
+    /* bound rows are the caller's already: nothing to hand out */
+    const int hand_out = needs_rows && !has_head && batch->n_rows <= HIDDEN_OUT_ROWS && !bound;
     e->x_out_rows = 0;
     if (ce == cudaSuccess && hand_out)
         ce = cudaMemcpyAsync(e->llm.x_out_host, e->llm.x, sizeof(float) * batch->n_rows * e->model->llm.hidden,
@@ -847,6 +874,41 @@ vh_status cuda_executor_run(vh_executor *e, const vh_batch *batch, uint32_t firs
     if (has_head && batch->out_tokens) memcpy(batch->out_tokens, e->llm.tokens_host, sizeof(int32_t) * batch->n_segments);
     if (needs_rows) e->last_rows_count = batch->n_rows;
     if (hand_out) e->x_out_rows = batch->n_rows;
+    return VH_OK;
+}
+
+/* A run works on its own llm.x, or, after bind_hidden, on the core's mapped rows (for that run
+ * only: the binding is used up whatever the outcome). */
+vh_status cuda_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first_block, uint32_t n_blocks,
+                            char *err, size_t err_size)
+{
+    float *own_x = e->llm.x, *bound_x = e->bound_x;
+    e->bound_x = NULL;
+    if (bound_x && batch && batch->n_rows > e->bound_rows)
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: a batch of %u rows, %u rows bound",
+                               batch->n_rows, e->bound_rows);
+    if (bound_x) e->llm.x = bound_x;
+    vh_status st = run_blocks(e, batch, first_block, n_blocks, bound_x != NULL, err, err_size);
+    e->llm.x = own_x;
+    return st;
+}
+
+vh_status cuda_bind_hidden(vh_executor *e, float *rows, uint32_t n_rows, char *err, size_t err_size)
+{
+    if (!e->llm.x || !rows || n_rows == 0 || n_rows > e->params.max_rows)
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: bind_hidden of %u rows (max %u)", n_rows,
+                               e->params.max_rows);
+    cudaSetDevice(e->device);
+    void *device_rows = NULL;
+    cudaError_t ce = cudaHostGetDevicePointer(&device_rows, rows, 0);
+    if (ce != cudaSuccess) {
+        cudaGetLastError();
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: bind_hidden: the rows are not mapped host "
+                               "memory from this plugin's host_alloc: %s", cudaGetErrorString(ce));
+    }
+    e->bound_x = device_rows;
+    e->bound_rows = n_rows;
+    e->x_out_rows = 0; /* the rows handed out by an earlier run are not this run's */
     return VH_OK;
 }
 

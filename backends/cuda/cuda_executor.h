@@ -164,12 +164,20 @@ struct vh_executor {
     head_buffers head;
     uint32_t last_rows_count;          /* rows of the last batch (read_hidden) */
     uint32_t x_out_rows;               /* rows in llm.x_out_host from the last run (0: none) */
+    /* The GPU shares the host's memory (integrated, or VH_CUDA_INTEGRATED=1: cuda_shared_memory.h).
+     * bind_hidden then hands the next run the core's rows, mapped pinned memory, as its device
+     * pointer: that run's llm.x is bound_x, read and written in place (no copy either way). */
+    int shares_host_memory;
+    float *bound_x;                    /* the next run's rows (device address of the core's memory); NULL: own */
+    uint32_t bound_rows;               /* how many rows bound_x holds */
 
     /* A one-row decode step and a vision batch replay captured CUDA graphs: no per-kernel launch
      * cost (a vision batch is ~600 small kernels, launch-bound without one). */
     int graphs_enabled;                /* 0 after a capture failed, or with VH_CUDA_GRAPHS=0 */
     /* one graph per block range (a moving pipeline split runs several) and image count (0: decode) */
-    struct { cudaGraphExec_t exec; uint32_t first_block, n_blocks, n_images; int seen; uint64_t last_use; } graphs[8];
+    /* (the rows' address is part of the key: a graph holds the pointers it was captured with) */
+    struct { cudaGraphExec_t exec; uint32_t first_block, n_blocks, n_images; const float *x; int seen;
+             uint64_t last_use; } graphs[8];
     uint64_t graph_clock;
     vhc_profile *profile;              /* VH_CUDA_PROFILE=1 only (cuda_profile.h) */
     /* VH_CUDA_KV_GATHER=1, a benchmark peer only (ActionFlow's way): every layer of every pass copies
@@ -189,6 +197,9 @@ vh_status cuda_executor_run(vh_executor *e, const vh_batch *batch, uint32_t firs
                             char *err, size_t err_size);
 vh_status cuda_read_hidden(vh_executor *e, float *dst, uint32_t n_rows, char *err, size_t err_size);
 vh_status cuda_write_hidden(vh_executor *e, const float *src, uint32_t n_rows, char *err, size_t err_size);
+/* Offered only where the GPU shares the host's memory (plugin.c): `rows` must come from this
+ * plugin's host_alloc (mapped). */
+vh_status cuda_bind_hidden(vh_executor *e, float *rows, uint32_t n_rows, char *err, size_t err_size);
 
 static inline float *cuda_tower_tokens(vh_executor *e, uint32_t t, uint32_t image)
 {

@@ -1,10 +1,12 @@
 /*
  * cuda: OpenVLA's blocks on NVIDIA GPUs (cuBLASLt GEMMs, CUDA kernels), one executor per GPU.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cuda_executor.h"
+#include "cuda_shared_memory.h"
 
 static int32_t cuda_score(void)
 {
@@ -56,9 +58,15 @@ static vh_status cuda_memory(vh_executor *e, vh_memory_report *report)
     return VH_OK;
 }
 
-/* Hidden states cross to and from the CPU through page-locked memory: DMA copies, no staging. */
+/* Set once, at the first vh_backend_entry: the GPU shares the host's memory (Jetson), or
+ * VH_CUDA_INTEGRATED=1 says to act as if it did. Device 0 decides (a Jetson has one GPU). */
+static int shared_memory;
+
+/* Hidden states cross to and from the CPU through page-locked memory: DMA copies, no staging. A
+ * GPU sharing the host's memory gets it mapped too, and works on it in place (bind_hidden). */
 static void *cuda_host_alloc(size_t bytes)
 {
+    if (shared_memory) return vhc_mapped_host_alloc(bytes);
     void *p = NULL;
     return cudaHostAlloc(&p, bytes, cudaHostAllocPortable) == cudaSuccess ? p : NULL;
 }
@@ -68,7 +76,8 @@ static void cuda_host_free(void *p)
     if (p) cudaFreeHost(p);
 }
 
-static const vh_backend_iface cuda_iface = {
+/* Not const: bind_hidden is offered only where the GPU shares the host's memory (see below). */
+static vh_backend_iface cuda_iface = {
     .abi_major = VH_BACKEND_ABI_MAJOR,
     .abi_minor = VH_BACKEND_ABI_MINOR,
     .struct_size = sizeof(vh_backend_iface),
@@ -92,8 +101,21 @@ static const vh_backend_iface cuda_iface = {
     .unavailable_reason = cuda_unavailable_reason,
 };
 
+/* On a GPU with memory of its own the rows cross by DMA copies (read_hidden / write_hidden, the
+ * measured path); on one sharing the host's memory a copy buys nothing, so the next run works on
+ * the core's mapped rows in place. */
+static void decide_shared_memory(void)
+{
+    int n = 0;
+    shared_memory = vhc_shared_memory_forced() == 1 ||
+                    (cudaGetDeviceCount(&n) == cudaSuccess && n > 0 && vhc_shares_host_memory(0));
+    if (shared_memory) cuda_iface.bind_hidden = cuda_bind_hidden;
+}
+
 VH_PLUGIN_EXPORT const vh_backend_iface *vh_backend_entry(uint32_t core_abi_major, uint32_t core_abi_minor)
 {
     (void)core_abi_minor;
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, decide_shared_memory);
     return core_abi_major == VH_BACKEND_ABI_MAJOR ? &cuda_iface : NULL;
 }

@@ -98,6 +98,74 @@ START_TEST(test_frames_take_no_device_memory_packed)
 }
 END_TEST
 
+/* The shared-memory path (cuda_shared_memory.h) is on exactly when the device is integrated or
+ * VH_CUDA_INTEGRATED=1 forces it, and the backend says so, naming system RAM and the shared
+ * bandwidth. The session is split over cuda and cpu_generic, so the hidden rows cross in mapped
+ * memory (bind_hidden) and a frame must come back; the tokens are held to the fixtures by
+ * gpu_pipeline_generic_integrated (a synthetic frame's margins say nothing). */
+static char shared_memory_log[8192];
+
+static void keep_log(void *user, vh_log_level level, const char *message)
+{
+    (void)user, (void)level;
+    if (strlen(shared_memory_log) + strlen(message) + 2 < sizeof shared_memory_log) {
+        strcat(shared_memory_log, message);
+        strcat(shared_memory_log, "\n");
+    }
+}
+
+static int device_integrated(void)
+{
+    int integrated = 0;
+    return cudaDeviceGetAttribute(&integrated, cudaDevAttrIntegrated, 0) == cudaSuccess && integrated;
+}
+
+static void one_action(const char *backends, int32_t split, int log, vh_action *a)
+{
+    char *dir = vh_test_source_path("models/openvla-tiny");
+    vh_session_params p;
+    vh_session_params_init(&p);
+    p.model_path = dir;
+    p.backends = backends;
+    p.llm_split = split;
+    p.execution_mode = VH_EXECUTION_SERIAL;
+    if (log) p.log_fn = keep_log, p.log_level = VH_LOG_INFO;
+    vh_session *s = NULL;
+    ck_assert_msg(vh_session_create(&p, &s) == VH_OK, "%s", vh_last_error());
+    static uint8_t rgb[64 * 48 * 3];
+    for (int i = 0; i < (int)sizeof rgb; i++) rgb[i] = (uint8_t)(i * 7);
+    vh_frame f;
+    vh_frame_init(&f);
+    f.rgb = rgb, f.width = 64, f.height = 48, f.stride = 64 * 3, f.instruction = "pick up the red block";
+    uint64_t id;
+    vh_action_init(a);
+    ck_assert_int_eq(vh_submit_frame(s, &f, &id), VH_OK);
+    ck_assert_int_eq(vh_poll_action(s, a, 60000), VH_OK);
+    ck_assert_msg(a->status == VH_OK, "%s", vh_session_last_error(s));
+    vh_session_destroy(s);
+    free(dir);
+}
+
+START_TEST(test_shared_memory_path)
+{
+    if (!vh_test_backend_usable("cpu_generic")) return;
+    const char *forced = getenv("VH_CUDA_INTEGRATED");
+    const int expected = forced && !strcmp(forced, "1") ? 1 : forced && !strcmp(forced, "0") ? 0 : device_integrated();
+    shared_memory_log[0] = '\0';
+    vh_action split;
+    one_action("cuda,cpu_generic", 1, 1, &split);
+    const int said = strstr(shared_memory_log, "shares the host's memory") != NULL;
+    ck_assert_msg(said == expected, "shared-memory path %s, expected %s; log:\n%s", said ? "on" : "off",
+                  expected ? "on" : "off", shared_memory_log);
+    if (expected) {
+        ck_assert_msg(strstr(shared_memory_log, "system RAM") != NULL, "%s", shared_memory_log);
+        ck_assert_msg(strstr(shared_memory_log, "a split adds CPU compute, not bandwidth") != NULL, "%s",
+                      shared_memory_log);
+    }
+    ck_assert_uint_eq(split.action_dim, 7);
+}
+END_TEST
+
 int main(void)
 {
     if (!vh_test_backend_usable("cuda")) return 77;
@@ -107,6 +175,7 @@ int main(void)
     tcase_add_test(tc, test_budget_too_small);
     tcase_add_test(tc, test_frames_take_no_device_memory_serial);
     tcase_add_test(tc, test_frames_take_no_device_memory_packed);
+    tcase_add_test(tc, test_shared_memory_path);
     suite_add_tcase(s, tc);
     return vh_test_run_suite(s);
 }
