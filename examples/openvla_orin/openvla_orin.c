@@ -112,7 +112,7 @@ static void print_window(window *w, double t, double seconds)
 {
     qsort(w->latency, w->n, sizeof w->latency[0], cmp_i64);
     printf("stats t=%.1fs: %.2f actions/s, %llu actions (%llu late), %llu dropped, %llu expired, %llu failed; "
-           "capture->action p50 %.1f ms p95 %.1f ms max %.1f ms\n", t, w->actions / seconds,
+           "capture->action p50 %.1f ms p95 %.1f ms max %.1f ms\n", t, seconds > 0 ? w->actions / seconds : 0.0,
            (unsigned long long)w->actions, (unsigned long long)w->late, (unsigned long long)w->dropped,
            (unsigned long long)w->expired, (unsigned long long)w->other, percentile_ms(w->latency, w->n, 50),
            percentile_ms(w->latency, w->n, 95), w->n ? w->latency[w->n - 1] / 1e6 : 0.0);
@@ -194,7 +194,7 @@ int main(int argc, char **argv)
     }
     static window w;
     const int64_t start = now_ns(), every = (int64_t)(o.stats_every * 1e9);
-    int64_t next_stats = start + every;
+    int64_t next_stats = start + every, window_start = start;
     uint64_t answered = 0;
     /* every accepted frame is answered: poll until the capture thread stopped and all came back */
     while (!atomic_load(&c.done) || answered < atomic_load(&c.submitted)) {
@@ -221,12 +221,17 @@ int main(int argc, char **argv)
             }
         }
         if (now_ns() >= next_stats) {
-            print_window(&w, (now_ns() - start) / 1e9, o.stats_every);
+            const int64_t t = now_ns();
+            print_window(&w, (t - start) / 1e9, (t - window_start) / 1e9);
+            window_start = t;
             next_stats += every;
         }
     }
     pthread_join(thread, NULL);
-    if (w.actions + w.dropped + w.expired + w.other) print_window(&w, (now_ns() - start) / 1e9, o.stats_every);
+    if (w.actions + w.dropped + w.expired + w.other) { /* the last, partial window: over its own length */
+        const int64_t t = now_ns();
+        print_window(&w, (t - start) / 1e9, (t - window_start) / 1e9);
+    }
     vh_session_stats st;
     vh_session_stats_init(&st);
     int failed = atomic_load(&c.failed);
