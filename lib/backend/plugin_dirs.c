@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/error.h"
+#include "util/file_read.h"
+
 #ifndef VH_PLUGIN_SUBDIR
 #define VH_PLUGIN_SUBDIR "vlahybrid/backends"
 #endif
@@ -26,11 +29,9 @@ static int own_folder(char *dir, size_t size)
 }
 
 /* The build tree's marker, one plugin folder a line, relative to the library's folder (or absolute). */
-static void read_build_tree_marker(FILE *f, const char *lib_dir, vh_own_plugin_dirs *out)
+static void read_build_tree_marker(char *text, const char *lib_dir, vh_own_plugin_dirs *out)
 {
-    char line[1024];
-    while (out->n < VH_MAX_OWN_PLUGIN_DIRS && fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\r\n")] = '\0';
+    for (char *line = strtok(text, "\r\n"); line && out->n < VH_MAX_OWN_PLUGIN_DIRS; line = strtok(NULL, "\r\n")) {
         if (!line[0] || line[0] == '#') continue;
         char *dir = out->dirs[out->n];
         int n = line[0] == '/' ? snprintf(dir, sizeof out->dirs[0], "%s", line)
@@ -46,10 +47,13 @@ void vh_own_plugin_dirs_find(vh_own_plugin_dirs *out)
     if (!own_folder(lib_dir, sizeof lib_dir)) return;
     char marker[PATH_MAX + 64];
     snprintf(marker, sizeof marker, "%s/%s", lib_dir, VH_BUILD_TREE_MARKER);
-    FILE *f = fopen(marker, "r");
-    if (f) {
-        read_build_tree_marker(f, lib_dir, out);
-        fclose(f);
+    /* the checked reader: a FIFO or device in the marker's place is refused, never waited on */
+    char *text = NULL;
+    vh_error err;
+    vh_error_clear(&err);
+    if (vh_read_text_file(marker, 64 << 10, &text, NULL, &err) == VH_OK) {
+        read_build_tree_marker(text, lib_dir, out);
+        free(text);
         return;
     }
     if (snprintf(out->dirs[0], sizeof out->dirs[0], "%s/%s", lib_dir, VH_PLUGIN_SUBDIR) < (int)sizeof out->dirs[0])
