@@ -80,7 +80,7 @@ if command -v pkg-config >/dev/null && command -v cc >/dev/null; then
     PKG_CONFIG_LIBDIR=$pcdir pkg-config --exists --print-errors vlahybrid
     libdir=$(PKG_CONFIG_LIBDIR=$pcdir pkg-config --variable=libdir vlahybrid)
     # shellcheck disable=SC2086
-    cc -std=c11 -Wall -Wextra -Werror "$src/tests/consumers/consumer.c" -o "$work/consumer" $flags -Wl,-rpath,"$libdir"
+    cc -std=c11 -Wall -Wextra -Werror ${VH_CONSUMER_CFLAGS:-} "$src/tests/consumers/consumer.c" -o "$work/consumer" $flags -Wl,-rpath,"$libdir"
     "$work/consumer" "$moved/share/vlahybrid/models/openvla-tiny"
 else
     echo "no pkg-config or cc: that part skipped"
