@@ -1,0 +1,56 @@
+#!/bin/sh
+# The aarch64 cross build, as CI runs it (doc/aarch64.md): the core, cpu_generic (its NEON
+# kernels), the tools, examples and tests, built with Debian's crossbuild-essential-arm64 against
+# the :arm64 dev packages (cross/aarch64-linux-gnu.ini), then the test suite under qemu-user.
+# Left out: cuda and cpu_amx (x86-64 only; meson's summary says so), the Python package and
+# vh-serve (Debian's interpreter and the websocket stack are the build machine's, not arm64's).
+#
+#   scripts/check-aarch64.sh [meson test arguments...]
+#
+# Without the arm64 packages and no way to install them (no network, not root and no sudo) it
+# says so and exits 0, unless VH_AARCH64_REQUIRED=1 (CI sets it: there the job must really run).
+set -eu
+cd "$(dirname "$0")/.."
+
+packages="crossbuild-essential-arm64 qemu-user pkg-config libjansson-dev:arm64 libopenblas-dev:arm64 libhwloc-dev:arm64 libpng-dev:arm64 libjpeg-dev:arm64 check:arm64"
+
+skip() {
+    echo "check-aarch64: SKIPPED: $1" >&2
+    if [ "${VH_AARCH64_REQUIRED:-0}" = 1 ]; then
+        echo "check-aarch64: VH_AARCH64_REQUIRED=1: failing instead" >&2
+        exit 1
+    fi
+    exit 0
+}
+
+missing=""
+for p in $packages; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    if [ "$(id -u)" -eq 0 ]; then as_root=""
+    elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then as_root="sudo"
+    else skip "missing:$missing (and not root, no sudo to install them)"; fi
+    echo "check-aarch64: installing:$missing"
+    # the :arm64 packages need the architecture enabled in dpkg
+    if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+        $as_root dpkg --add-architecture arm64
+    fi
+    # shellcheck disable=SC2086
+    if ! { $as_root apt-get update -qq &&
+           DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y -qq --no-install-recommends $missing; }; then
+        skip "could not install:$missing (no network or no Debian arm64 archive?)"
+    fi
+fi
+
+# Configure once. cpu_amx stays 'auto' so the summary shows its "x86-64 only" line.
+if [ ! -f build-aarch64/build.ninja ]; then
+    meson setup build-aarch64 --cross-file cross/aarch64-linux-gnu.ini --buildtype=release -Db_ndebug=false \
+        -Dcuda=disabled -Dpython=disabled -Dserve=disabled -Dcpu_generic=enabled -Dtests=enabled \
+        -Dexamples=enabled
+fi
+ninja -C build-aarch64
+
+# Tests under qemu-user (meson runs each cross-built test through the cross file's exe_wrapper;
+# test scripts get it as $MESON_EXE_WRAPPER). Emulation is 5-20x slower than native: timeouts x10.
+meson test -C build-aarch64 --no-rebuild --print-errorlogs --num-processes 2 --timeout-multiplier 10 "$@"
