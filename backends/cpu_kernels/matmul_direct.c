@@ -379,7 +379,7 @@ tile_neon(const vhk_gemm_direct *g, int64_t r0, int64_t o0, int mr, int nr, vh_d
 
     int64_t k = 0;
     for (; k + LANES <= in; k += LANES) {
-        const float *x_rows[2] = {x + k, x + xs + k};
+        const float *x_rows[2] = {x + k, x + (mr > 1 ? xs : 0) + k}; /* no pointer past a 1-row x */
         for (int j = 0; j < nr; j++) wv[j] = load_w_neon(w + (j * in + k) * esize, dtype);
         fma_block_neon(acc, wv, x_rows, mr, nr);
     }
