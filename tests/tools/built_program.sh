@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # Sourced by the test scripts that run programs of this build (vh-run, vh-bench).
 # built_program PROGRAM DIR prints a command that runs PROGRAM on this machine: PROGRAM itself, or
 # in a cross build (meson test puts the cross file's exe_wrapper, e.g. qemu-aarch64, in
