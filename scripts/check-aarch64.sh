@@ -52,7 +52,7 @@ fi
 ninja -C build-aarch64
 
 # Tests under qemu-user (meson runs each cross-built test through the cross file's exe_wrapper;
-# test scripts get it as $MESON_EXE_WRAPPER). Emulation is 3-15x slower than native (the model's
+# test scripts get it as $MESON_EXE_WRAPPER). Emulation is 3-30x slower than native (the model's
 # kernels the most): timeouts x10.
 run_tests() {
     meson test -C build-aarch64 --no-rebuild --print-errorlogs --num-processes 2 --timeout-multiplier 10 "$@"
@@ -62,22 +62,24 @@ if [ $# -gt 0 ]; then
     exit 0
 fi
 if [ "${VH_AARCH64_TESTS:-ci}" = all ]; then
-    run_tests  # the whole suite: about 40 minutes on 2 cores (doc/aarch64.md)
+    run_tests  # the whole suite: most of an hour on 2 cores (doc/aarch64.md)
     exit 0
 fi
 
-# CI's share of its 30 minutes is about 8 for this script, 3 of them for the tests, so CI runs:
-#  - the whole 'unit' suite: every kernel test on the NEON paths, the parsers, the image code,
-#    the thread pools, the ABI checks (about 70 s);
-#  - vh_run_rate: vh-run end to end on the tiny model under the real-time contract (about 30 s);
-#  - vh-run --check on one reference case per bundled frame: the NEON build's actions against the
-#    fixtures' reference (OpenVLA's own code, float64), prompt and action ids equal (about 25 s).
+# CI's share of its 30 minutes is about 8 for this script, so CI runs (times on 2 quiet cores):
+#  - the whole 'unit' suite: every kernel test on the NEON paths, the resize against Pillow on
+#    NEON, the parsers, the image decoders, the thread pools, the ABI checks (about 35 s);
+#  - vh_run_rate (vh-run on the tiny model under the real-time contract) and soak_drop and
+#    soak_reject (1500 frames offered to two pipelined stages, most of them dropped or refused;
+#    every accepted frame answered): about 15 s each;
+#  - vh-run --check on one reference case per bundled image: the NEON build's actions against the
+#    fixtures' reference (OpenVLA's own code, float64), prompt and action ids equal (about 15 s).
 # Left out here, built all the same and run natively by scripts/test.sh: the other integration
-# tests, each a full tiny-model run of many frames, from 30 s (bad_models) to over 5 minutes
-# (openvla_fixtures: 32 cases twice; pipeline; soak_*: 1500 frames each) under emulation, and
+# tests, each a full tiny-model run of many frames, from 30 s (bad_models) to over 7 minutes
+# (openvla_fixtures: 32 cases twice; soak_block: 1500 frames, all computed) under emulation, and
 # orion_converter (Python on the build machine: no aarch64 code in it).
 run_tests --suite unit
-run_tests vh_run_rate
+run_tests vh_run_rate soak_drop soak_reject
 reference=$(mktemp)
 trap 'rm -f "$reference"' EXIT
 /usr/bin/python3 - tests/fixtures/reference/openvla-tiny.json "$reference" <<'PYEOF'
@@ -91,4 +93,4 @@ for case in ref["cases"]:
 ref["cases"] = cases
 json.dump(ref, open(sys.argv[2], "w"))
 PYEOF
-qemu-aarch64 build-aarch64/tools/vh-run --backend cpu_generic --check "$reference"
+qemu-aarch64 build-aarch64/tools/vh-run --backend cpu_generic --check "$reference"  # the cross file's exe_wrapper
