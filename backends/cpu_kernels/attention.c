@@ -17,7 +17,9 @@
  *
  * Vector code uses GCC vector extensions (16 floats) compiled for AVX-512, AVX2 and baseline
  * x86-64 (target_clones); products and sums are separate roundings (no FMA contraction in ISO C
- * mode), so every clone gives the same bits.
+ * mode), so every clone gives the same bits. On aarch64 the same code is the NEON path: GCC lowers
+ * each 16-float vector to four 128-bit Advanced SIMD registers (baseline there, no clones needed),
+ * doing the same operations in the same order as the x86 clones.
  */
 #include <math.h>
 #include <stdint.h>

@@ -7,6 +7,9 @@
 #include <immintrin.h>
 #define VHK_X86 1
 #endif
+#if defined(__aarch64__)
+#include <arm_neon.h>
+#endif
 
 /* Portable conversion; the vector variants use it for their tails. */
 static void convert_generic(const void *src, vh_dtype dtype, float *dst, int64_t n)
@@ -66,12 +69,43 @@ static void convert_avx2(const void *src, vh_dtype dtype, float *dst, int64_t n)
 }
 #endif
 
+#if defined(__aarch64__)
+/* bf16: widen each 16-bit value into the high half of a 32-bit lane (ushll #16); f16: fcvtl,
+ * for every half value (subnormals, infinities), NaN staying NaN (signalling ones quieted), as
+ * F16C does. */
+static void convert_neon(const void *src, vh_dtype dtype, float *dst, int64_t n)
+{
+    if (dtype == VH_DTYPE_F32) {
+        convert_generic(src, dtype, dst, n);
+        return;
+    }
+    const uint16_t *s = src;
+    int64_t i = 0;
+    if (dtype == VH_DTYPE_BF16) {
+        for (; i + 8 <= n; i += 8) {
+            uint16x8_t h = vld1q_u16(s + i);
+            vst1q_f32(dst + i, vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(h), 16)));
+            vst1q_f32(dst + i + 4, vreinterpretq_f32_u32(vshll_high_n_u16(h, 16)));
+        }
+    } else {
+        for (; i + 8 <= n; i += 8) {
+            float16x8_t h = vreinterpretq_f16_u16(vld1q_u16(s + i));
+            vst1q_f32(dst + i, vcvt_f32_f16(vget_low_f16(h)));
+            vst1q_f32(dst + i + 4, vcvt_high_f32_f16(h));
+        }
+    }
+    convert_generic(s + i, dtype, dst + i, n - i);
+}
+#endif
+
 void vhk_convert_to_f32_isa(vhk_isa isa, const void *src, vh_dtype dtype, float *dst, int64_t n)
 {
     if (n <= 0) return;
 #ifdef VHK_X86
     if (isa == VHK_ISA_AVX512) { convert_avx512(src, dtype, dst, n); return; }
     if (isa == VHK_ISA_AVX2) { convert_avx2(src, dtype, dst, n); return; }
+#elif defined(__aarch64__)
+    if (isa == VHK_ISA_NEON) { convert_neon(src, dtype, dst, n); return; }
 #else
     (void)isa;
 #endif

@@ -15,6 +15,10 @@ int vhk_isa_supported(vhk_isa isa)
         __builtin_cpu_init();
         return __builtin_cpu_supports("avx512f") != 0;
 #endif
+#if defined(__aarch64__)
+    case VHK_ISA_NEON:
+        return 1; /* Advanced SIMD is part of the aarch64 base architecture */
+#endif
     default:
         return 0;
     }
@@ -22,6 +26,7 @@ int vhk_isa_supported(vhk_isa isa)
 
 vhk_isa vhk_isa_detect(void)
 {
+    if (vhk_isa_supported(VHK_ISA_NEON)) return VHK_ISA_NEON;
     if (vhk_isa_supported(VHK_ISA_AVX512)) return VHK_ISA_AVX512;
     if (vhk_isa_supported(VHK_ISA_AVX2)) return VHK_ISA_AVX2;
     return VHK_ISA_GENERIC;
@@ -32,6 +37,7 @@ const char *vhk_isa_name(vhk_isa isa)
     switch (isa) {
     case VHK_ISA_AVX512: return "avx512";
     case VHK_ISA_AVX2: return "avx2";
+    case VHK_ISA_NEON: return "neon";
     default: return "generic";
     }
 }

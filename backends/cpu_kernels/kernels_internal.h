@@ -14,7 +14,9 @@
 typedef enum vhk_isa {
     VHK_ISA_GENERIC = 0,  /* portable C (fmaf) */
     VHK_ISA_AVX2 = 1,     /* x86-64 with AVX2, FMA and F16C */
-    VHK_ISA_AVX512 = 2    /* x86-64 with AVX-512F */
+    VHK_ISA_AVX512 = 2,   /* x86-64 with AVX-512F */
+    VHK_ISA_NEON = 3,     /* aarch64 Advanced SIMD (baseline there: compiled in, no run-time check) */
+    VHK_ISA_COUNT         /* not a variant: one past the last, for loops over them */
 } vhk_isa;
 
 /* The best variant this CPU runs. */
@@ -23,7 +25,7 @@ vhk_isa vhk_isa_detect(void);
 /* 1 when this CPU (and this build) can run the variant. */
 int vhk_isa_supported(vhk_isa isa);
 
-/* "generic", "avx2", "avx512". */
+/* "generic", "avx2", "avx512", "neon". */
 const char *vhk_isa_name(vhk_isa isa);
 
 /* vhk_convert_to_f32 with a chosen variant (which must be supported). */

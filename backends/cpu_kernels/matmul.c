@@ -28,10 +28,14 @@
  *    128 and lost by 1.1-1.4x at 286. So: sgemm from 128 rows when OpenBLAS has AVX-512
  *    kernels, else never.
  *  - AVX2 direct GEMM (2x2 tiles): panels win from 20..32 rows on both machines.
+ *  - NEON direct GEMM (2x2 tiles of 4 x 128-bit quarters, half AVX2's width): not measured on
+ *    aarch64 hardware yet (bench_kernels --section crossover on a Jetson tells); sgemm from 16
+ *    rows, where AVX2's 2x2 tiles of twice the width already lose.
  *  - portable C: not measured on a machine where it is the best variant (non-x86); its dot
  *    products are only as fast as the compiler's auto-vectorisation, so sgemm takes over early. */
 #define SGEMM_MIN_ROWS_AVX512_WITH_AVX512_BLAS 128
 #define SGEMM_MIN_ROWS_AVX2 24
+#define SGEMM_MIN_ROWS_NEON 16
 #define SGEMM_MIN_ROWS_GENERIC 4
 /* Weight rows per converted panel. Each sgemm call packs x again, so wide panels pay: at 286
  * rows, 512-row panels beat 128-row ones by 1.2-1.6x (bench_kernels --section panel, both
@@ -76,6 +80,7 @@ static int64_t default_sgemm_min_rows(vhk_isa isa)
     case VHK_ISA_AVX512:
         return openblas_runs_avx512() ? SGEMM_MIN_ROWS_AVX512_WITH_AVX512_BLAS : INT64_MAX;
     case VHK_ISA_AVX2: return SGEMM_MIN_ROWS_AVX2;
+    case VHK_ISA_NEON: return SGEMM_MIN_ROWS_NEON;
     default: return SGEMM_MIN_ROWS_GENERIC;
     }
 }

@@ -8,11 +8,12 @@
  *   acc[j] (j < 16) = fma(x[k], w[k], acc[j]) over k = j, j+16, j+32, ...; a final partial block
  *   is padded with zeros (fma(0, 0, a) == a); then sum = ((acc[j] + acc[j+8]) pairwise down to
  *   one value: j+4, j+2, j+1), then + bias.
- * AVX-512 keeps one 16-lane register per accumulator; AVX2 two 8-lane halves; C an array.
+ * AVX-512 keeps one 16-lane register per accumulator; AVX2 two 8-lane halves; NEON four 4-lane
+ * quarters; C an array.
  *
  * Register tiles: MR rows of x times NR rows of W, with MR * NR accumulators live over the whole
  * k loop, so each converted W vector is used MR times and each x vector NR times (AVX-512 4 x 4,
- * AVX2 2 x 2, C 4 x 1). Cache blocking around the tiles is matmul.c's job.
+ * AVX2 2 x 2, NEON 2 x 2, C 4 x 1). Cache blocking around the tiles is matmul.c's job.
  */
 #include <math.h>
 #include <string.h>
@@ -22,6 +23,9 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define VHK_X86 1
+#endif
+#if defined(__aarch64__)
+#include <arm_neon.h>
 #endif
 
 #define LANES 16
@@ -312,12 +316,130 @@ static void gemm_direct_avx2(const vhk_gemm_direct *g, int64_t o_begin, int64_t 
 }
 #endif /* VHK_X86 */
 
+#if defined(__aarch64__)
+/* ------------------------------------------------------------------------------------------------
+ * NEON (aarch64 Advanced SIMD, baseline there): each 16-lane accumulator is four 4-lane quarters
+ * (lanes 0-3, 4-7, 8-11, 12-15); tiles up to 2 x 2 (16 accumulator registers of the 32), vfmaq
+ * being the same fused multiply-add as fmaf.
+ */
+typedef struct lanes16_neon {
+    float32x4_t q[4];
+} lanes16_neon;
+
+static inline __attribute__((always_inline)) lanes16_neon load_w_neon(const char *p, vh_dtype dtype)
+{
+    lanes16_neon v;
+    if (dtype == VH_DTYPE_F32) {
+        for (int i = 0; i < 4; i++) v.q[i] = vld1q_f32((const float *)p + 4 * i);
+    } else {
+        for (int half = 0; half < 2; half++) {
+            uint16x8_t h = vld1q_u16((const uint16_t *)p + 8 * half);
+            if (dtype == VH_DTYPE_BF16) {
+                v.q[2 * half] = vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(h), 16));
+                v.q[2 * half + 1] = vreinterpretq_f32_u32(vshll_high_n_u16(h, 16));
+            } else {
+                float16x8_t f = vreinterpretq_f16_u16(h);
+                v.q[2 * half] = vcvt_f32_f16(vget_low_f16(f));
+                v.q[2 * half + 1] = vcvt_high_f32_f16(f);
+            }
+        }
+    }
+    return v;
+}
+
+/* The canonical tree: (j + j+8) is quarter 0 + 2 and 1 + 3, then j + j+4, j + j+2, 0 + 1. */
+static inline __attribute__((always_inline)) float reduce_neon(lanes16_neon a)
+{
+    float32x4_t s4 = vaddq_f32(vaddq_f32(a.q[0], a.q[2]), vaddq_f32(a.q[1], a.q[3]));
+    float32x2_t s2 = vadd_f32(vget_low_f32(s4), vget_high_f32(s4));
+    return vget_lane_f32(s2, 0) + vget_lane_f32(s2, 1);
+}
+
+static inline __attribute__((always_inline)) void
+fma_block_neon(lanes16_neon acc[2][2], const lanes16_neon wv[2], const float *x_rows[2], int mr, int nr)
+{
+    for (int i = 0; i < mr; i++) {
+        for (int q = 0; q < 4; q++) {
+            float32x4_t xq = vld1q_f32(x_rows[i] + 4 * q);
+            for (int j = 0; j < nr; j++) acc[i][j].q[q] = vfmaq_f32(acc[i][j].q[q], xq, wv[j].q[q]);
+        }
+    }
+}
+
+static inline __attribute__((always_inline)) void
+tile_neon(const vhk_gemm_direct *g, int64_t r0, int64_t o0, int mr, int nr, vh_dtype dtype)
+{
+    int64_t in = g->in, esize = vhk_dtype_size(dtype), xs = g->x_stride;
+    const float *x = g->x + r0 * xs;
+    const char *w = (const char *)g->w + o0 * in * esize;
+    lanes16_neon acc[2][2], wv[2];
+    for (int i = 0; i < mr; i++)
+        for (int j = 0; j < nr; j++)
+            for (int q = 0; q < 4; q++) acc[i][j].q[q] = vdupq_n_f32(0.0f);
+
+    int64_t k = 0;
+    for (; k + LANES <= in; k += LANES) {
+        const float *x_rows[2] = {x + k, x + (mr > 1 ? xs : 0) + k}; /* no pointer past a 1-row x */
+        for (int j = 0; j < nr; j++) wv[j] = load_w_neon(w + (j * in + k) * esize, dtype);
+        fma_block_neon(acc, wv, x_rows, mr, nr);
+    }
+    if (k < in) {
+        unsigned char wbuf[LANES * 4];
+        float xbuf[2][LANES];
+        for (int j = 0; j < nr; j++) {
+            pad_w_block(w + j * in * esize, esize, k, in - k, wbuf);
+            wv[j] = load_w_neon((const char *)wbuf, dtype);
+        }
+        for (int i = 0; i < mr; i++) pad_x_block(x + i * xs, k, in - k, xbuf[i]);
+        const float *x_rows[2] = {xbuf[0], xbuf[1]};
+        fma_block_neon(acc, wv, x_rows, mr, nr);
+    }
+
+    float *y = g->y + r0 * g->y_stride + o0;
+    for (int i = 0; i < mr; i++) {
+        for (int j = 0; j < nr; j++) {
+            float s = reduce_neon(acc[i][j]);
+            if (g->bias) s += g->bias[o0 + j];
+            y[i * g->y_stride + j] = s;
+        }
+    }
+}
+
+static inline __attribute__((always_inline)) void
+range_neon(const vhk_gemm_direct *g, int64_t o_begin, int64_t o_end, vh_dtype dtype)
+{
+    for (int64_t o0 = o_begin; o0 < o_end; o0 += 2) {
+        int64_t nr = min_i64(2, o_end - o0);
+        for (int64_t r0 = 0; r0 < g->rows; r0 += 2) {
+            int64_t mr = min_i64(2, g->rows - r0);
+            switch ((mr - 1) * 2 + (nr - 1)) {
+            case 0: tile_neon(g, r0, o0, 1, 1, dtype); break;
+            case 1: tile_neon(g, r0, o0, 1, 2, dtype); break;
+            case 2: tile_neon(g, r0, o0, 2, 1, dtype); break;
+            default: tile_neon(g, r0, o0, 2, 2, dtype); break;
+            }
+        }
+    }
+}
+
+static void gemm_direct_neon(const vhk_gemm_direct *g, int64_t o_begin, int64_t o_end)
+{
+    switch (g->dtype) {
+    case VH_DTYPE_F32: range_neon(g, o_begin, o_end, VH_DTYPE_F32); break;
+    case VH_DTYPE_F16: range_neon(g, o_begin, o_end, VH_DTYPE_F16); break;
+    default: range_neon(g, o_begin, o_end, VH_DTYPE_BF16); break;
+    }
+}
+#endif /* __aarch64__ */
+
 void vhk_gemm_direct_run(vhk_isa isa, const vhk_gemm_direct *g, int64_t o_begin, int64_t o_end)
 {
     if (o_begin >= o_end || g->rows <= 0) return;
 #ifdef VHK_X86
     if (isa == VHK_ISA_AVX512) { gemm_direct_avx512(g, o_begin, o_end); return; }
     if (isa == VHK_ISA_AVX2) { gemm_direct_avx2(g, o_begin, o_end); return; }
+#elif defined(__aarch64__)
+    if (isa == VHK_ISA_NEON) { gemm_direct_neon(g, o_begin, o_end); return; }
 #else
     (void)isa;
 #endif

@@ -27,13 +27,13 @@
  * Plain: output sample i is the sum over k < count[i] of source[first[i] + k] * weights[i * stride
  * + k], in fixed point.
  *
- * RGB pairs (the horizontal axis, for the AVX2 code, where the row is wide enough): every output
+ * RGB pairs (the horizontal axis, for the AVX2 and NEON code, where the row is wide enough): every output
  * reads the same run of count[i] = a multiple of 4 pixels from first[i], the kernel's taps padded
  * with zero weights on either side (a product with a zero weight is exact, so this changes no
  * result), and first[i] moved left where the run would pass the row's end. Each weight w is split
  * as hi * 2^11 + lo, lo in 0..2047, which both fit int16, so that the exact sum is
  * 2^11 * sum(pixel * hi) + sum(pixel * lo), each sum made with 16-bit multiplies that add pairs of
- * products (pmaddwd). For pixels 4s..4s+3 of the run of output i, pairs[i * stride + 32 * s ...]
+ * products (pmaddwd; NEON: widening multiply-accumulates, the pairs added at the end). For pixels 4s..4s+3 of the run of output i, pairs[i * stride + 32 * s ...]
  * holds 16 int16 for hi then 16 for lo, each {w0 w1 w0 w1 w0 w1 0 0 w2 w3 w2 w3 w2 w3 0 0} to meet
  * the pixels' bytes arranged as {R0 R1 G0 G1 B0 B1 0 0 R2 R3 G2 G3 B2 B3 0 0}. The vector loop loads
  * 16 bytes for every 4 pixels (12 bytes), 4 bytes past the run: outputs from n_vector on, whose
@@ -337,6 +337,63 @@ horizontal_pairs_avx2(const uint8_t *src, size_t src_stride, uint32_t row0, uint
 }
 #endif
 
+#if defined(__aarch64__)
+#define HAVE_NEON_CODE 1
+#include <arm_neon.h>
+
+/* Horizontal pass from the RGB pairs layout (the AVX2 code's, above), outputs 0..n_vector-1. Per
+ * 4 pixels: one 16-byte load, two table lookups to the int16 halves {R0 R1 G0 G1 B0 B1 0 0} and
+ * {R2 R3 G2 G3 B2 B3 0 0} (index 0xff gives 0), and widening multiply-accumulates (smlal) of each
+ * with its weights into int32 lanes {R G R G} {B B 0 0} per part; the lane pairs are added at the
+ * end. Sums wrap modulo 2^32 like the AVX2 code's, and the true sum fits int32: the same bits. The
+ * vertical pass needs nothing of its own: NEON has the 32-bit multiply and the compiler vectorises
+ * the portable loop. */
+static void horizontal_pairs_neon(const uint8_t *src, size_t src_stride, uint32_t row0,
+                                  uint32_t n_rows, const resample_axis *across, uint8_t *out,
+                                  size_t out_stride)
+{
+    static const uint8_t spread_first[16] = {0, 0xff, 3, 0xff, 1, 0xff, 4, 0xff,
+                                             2, 0xff, 5, 0xff, 0xff, 0xff, 0xff, 0xff};
+    static const uint8_t spread_second[16] = {6, 0xff, 9, 0xff, 7, 0xff, 10, 0xff,
+                                              8, 0xff, 11, 0xff, 0xff, 0xff, 0xff, 0xff};
+    const uint8x16_t first = vld1q_u8(spread_first), second = vld1q_u8(spread_second);
+    const uint32_t steps = across->count[0] / 4; /* the same for every output */
+    for (uint32_t y = 0; y < n_rows; y++) {
+        const uint8_t *in_row = src + (size_t)(row0 + y) * src_stride;
+        uint8_t *out_row = out + (size_t)y * out_stride;
+        for (uint32_t x = 0; x < across->n_vector; x++) {
+            const int16_t *w = across->pairs + (size_t)x * across->stride;
+            const uint8_t *p = in_row + (size_t)across->first[x] * 3;
+            int32x4_t hi_rg = vdupq_n_s32(0), hi_b = vdupq_n_s32(0);
+            int32x4_t lo_rg = vdupq_n_s32(0), lo_b = vdupq_n_s32(0);
+            for (uint32_t s = 0; s < steps; s++, p += 12, w += 32) {
+                uint8x16_t px = vld1q_u8(p);
+                int16x8_t a = vreinterpretq_s16_u8(vqtbl1q_u8(px, first));
+                int16x8_t b = vreinterpretq_s16_u8(vqtbl1q_u8(px, second));
+                int16x8_t w_hi_a = vld1q_s16(w), w_hi_b = vld1q_s16(w + 8);
+                int16x8_t w_lo_a = vld1q_s16(w + 16), w_lo_b = vld1q_s16(w + 24);
+                hi_rg = vmlal_s16(hi_rg, vget_low_s16(a), vget_low_s16(w_hi_a));
+                hi_b = vmlal_high_s16(hi_b, a, w_hi_a);
+                hi_rg = vmlal_s16(hi_rg, vget_low_s16(b), vget_low_s16(w_hi_b));
+                hi_b = vmlal_high_s16(hi_b, b, w_hi_b);
+                lo_rg = vmlal_s16(lo_rg, vget_low_s16(a), vget_low_s16(w_lo_a));
+                lo_b = vmlal_high_s16(lo_b, a, w_lo_a);
+                lo_rg = vmlal_s16(lo_rg, vget_low_s16(b), vget_low_s16(w_lo_b));
+                lo_b = vmlal_high_s16(lo_b, b, w_lo_b);
+            }
+            /* {R G B 0} per part; shifts and adds on unsigned lanes wrap as the AVX2 code's do */
+            uint32x4_t hi = vreinterpretq_u32_s32(vpaddq_s32(hi_rg, hi_b));
+            uint32x4_t lo = vreinterpretq_u32_s32(vpaddq_s32(lo_rg, lo_b));
+            uint32x4_t sum = vaddq_u32(vaddq_u32(vshlq_n_u32(hi, LO_BITS), lo), vdupq_n_u32(WEIGHT_HALF));
+            int32_t rgb[4];
+            vst1q_s32(rgb, vreinterpretq_s32_u32(sum));
+            for (int c = 0; c < 3; c++)
+                out_row[3 * (size_t)x + c] = fixed_to_u8(rgb[c]);
+        }
+    }
+}
+#endif
+
 bool vh_resize_code_available(vh_resize_code code)
 {
     switch (code) {
@@ -346,6 +403,12 @@ bool vh_resize_code_available(vh_resize_code code)
     case VH_RESIZE_CODE_AVX2:
 #ifdef HAVE_AVX2_CODE
         return __builtin_cpu_supports("avx2");
+#else
+        return false;
+#endif
+    case VH_RESIZE_CODE_NEON:
+#ifdef HAVE_NEON_CODE
+        return true; /* Advanced SIMD is part of the aarch64 base architecture */
 #else
         return false;
 #endif
@@ -361,10 +424,13 @@ static void resample_horizontal(const uint8_t *src, size_t src_stride, uint32_t 
         horizontal_scalar(src, src_stride, row0, n_rows, across, 0, out, out_stride, 0);
         return;
     }
-#ifdef HAVE_AVX2_CODE
+#if defined(HAVE_AVX2_CODE)
     horizontal_pairs_avx2(src, src_stride, row0, n_rows, across, out, out_stride);
+#elif defined(HAVE_NEON_CODE)
+    horizontal_pairs_neon(src, src_stride, row0, n_rows, across, out, out_stride);
 #endif
-    /* the outputs at the row's end that the vector loop leaves (the pairs layout is AVX2's) */
+    /* the outputs at the row's end that the vector loop leaves (the pairs layout is the vector
+     * code's: only AVX2 or NEON asks for it) */
     horizontal_scalar(src, src_stride, row0, n_rows, across, across->n_vector, out, out_stride, 1);
 }
 
@@ -403,8 +469,9 @@ vh_status vh_resize_bicubic_rgb8_code(const uint8_t *src, uint32_t src_w, uint32
                             "resize: source stride %zu is less than width %u * 3", src_stride,
                             src_w);
     if (code == VH_RESIZE_CODE_BEST)
-        code = vh_resize_code_available(VH_RESIZE_CODE_AVX2) ? VH_RESIZE_CODE_AVX2
-                                                             : VH_RESIZE_CODE_PORTABLE;
+        code = vh_resize_code_available(VH_RESIZE_CODE_AVX2)   ? VH_RESIZE_CODE_AVX2
+               : vh_resize_code_available(VH_RESIZE_CODE_NEON) ? VH_RESIZE_CODE_NEON
+                                                               : VH_RESIZE_CODE_PORTABLE;
     else if (!vh_resize_code_available(code))
         return vh_error_set(err, VH_ERR_INVALID_ARGUMENT,
                             "resize: code path %d is not available on this CPU", (int)code);
@@ -421,7 +488,8 @@ vh_status vh_resize_bicubic_rgb8_code(const uint8_t *src, uint32_t src_w, uint32
     uint8_t *between = NULL; /* the horizontal pass's output, when a vertical pass follows */
     vh_status status = VH_OK;
     if (need_horizontal &&
-        (status = axis_init(&across, src_w, dst_w, code == VH_RESIZE_CODE_AVX2, "horizontal",
+        (status = axis_init(&across, src_w, dst_w,
+                            code == VH_RESIZE_CODE_AVX2 || code == VH_RESIZE_CODE_NEON, "horizontal",
                                  err)) != VH_OK)
         goto done;
     if (need_vertical &&

@@ -39,6 +39,8 @@ typedef enum vh_resize_code {
     VH_RESIZE_CODE_BEST = 0, /* the fastest this CPU runs: what vh_resize_bicubic_rgb8 uses */
     VH_RESIZE_CODE_PORTABLE, /* plain C for the build's baseline instruction set */
     VH_RESIZE_CODE_AVX2,     /* AVX2 intrinsics across, the vertical C compiled for AVX2 (x86-64) */
+    VH_RESIZE_CODE_NEON,     /* NEON intrinsics across, the vertical C vectorised by the compiler
+                                (aarch64, where NEON is baseline) */
 } vh_resize_code;
 
 /* Whether this build and CPU can run `code`. */

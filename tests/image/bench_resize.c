@@ -79,6 +79,7 @@ int main(int argc, char **argv)
         {VH_RESIZE_CODE_BEST, "best"},
         {VH_RESIZE_CODE_PORTABLE, "portable"},
         {VH_RESIZE_CODE_AVX2, "avx2"},
+        {VH_RESIZE_CODE_NEON, "neon"},
     };
     double *times = malloc((size_t)iterations * sizeof *times);
     if (!times)

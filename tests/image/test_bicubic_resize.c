@@ -20,6 +20,7 @@ static const struct {
 } codes[] = {
     {VH_RESIZE_CODE_PORTABLE, "portable"},
     {VH_RESIZE_CODE_AVX2, "avx2"},
+    {VH_RESIZE_CODE_NEON, "neon"},
 };
 
 static uint8_t *load_image(const char *relative, uint32_t *w, uint32_t *h)
@@ -110,6 +111,20 @@ START_TEST(resizes_like_pillow)
 }
 END_TEST
 
+/* The vector code each architecture must have, so that the jobs above really run it: AVX2 is a
+ * run-time choice on x86-64; NEON is baseline on aarch64, always there and the default. */
+START_TEST(vector_code_compiled_in)
+{
+    ck_assert(vh_resize_code_available(VH_RESIZE_CODE_PORTABLE));
+#if defined(__aarch64__)
+    ck_assert(vh_resize_code_available(VH_RESIZE_CODE_NEON));
+    ck_assert(!vh_resize_code_available(VH_RESIZE_CODE_AVX2));
+#else
+    ck_assert(!vh_resize_code_available(VH_RESIZE_CODE_NEON));
+#endif
+}
+END_TEST
+
 START_TEST(refuses_bad_arguments)
 {
     uint8_t src[4 * 3 * 3] = {0}, dst[16 * 3] = {0};
@@ -174,6 +189,7 @@ static Suite *resize_suite(void)
     tcase_set_timeout(tc, 60);
     /* A missing manifest still runs one iteration, which fails. */
     tcase_add_loop_test(tc, resizes_like_pillow, 0, n_resize_jobs > 0 ? (int)n_resize_jobs : 1);
+    tcase_add_test(tc, vector_code_compiled_in);
     tcase_add_test(tc, refuses_bad_arguments);
     tcase_add_test(tc, extreme_sizes);
     suite_add_tcase(s, tc);

@@ -248,7 +248,7 @@ START_TEST(test_direct_gemm_isa_variants)
                 problem p = make_problem(&rng, &w, rows_list[r]);
                 int64_t ys = p.out + 1;
                 float *ref_bits = NULL;
-                for (int isa = VHK_ISA_GENERIC; isa <= VHK_ISA_AVX512; isa++) {
+                for (int isa = VHK_ISA_GENERIC; isa < VHK_ISA_COUNT; isa++) {
                     if (!vhk_isa_supported((vhk_isa)isa)) continue;
                     float *y = test_alloc_floats(p.rows * ys);
                     vhk_gemm_direct g = {p.x, p.in + X_PAD, p.rows, p.in, w.view.data, w.view.dtype,
@@ -271,6 +271,25 @@ START_TEST(test_direct_gemm_isa_variants)
             free_weights(&w);
         }
     }
+}
+END_TEST
+
+/* The variant each architecture must run: NEON on aarch64 (baseline there, so always), never an
+ * x86 one off x86 (and NEON never on x86), so that the variants test above really compares NEON
+ * with portable C when it runs on aarch64 (natively or under qemu-user). */
+START_TEST(test_isa_compiled_in)
+{
+#if defined(__aarch64__)
+    ck_assert(vhk_isa_supported(VHK_ISA_NEON));
+    ck_assert_int_eq(vhk_isa_detect(), VHK_ISA_NEON);
+    ck_assert_str_eq(vhk_isa_name(vhk_isa_detect()), "neon");
+    ck_assert(!vhk_isa_supported(VHK_ISA_AVX2) && !vhk_isa_supported(VHK_ISA_AVX512));
+#elif defined(__x86_64__)
+    ck_assert(!vhk_isa_supported(VHK_ISA_NEON));
+    ck_assert(vhk_isa_detect() != VHK_ISA_NEON);
+#endif
+    ck_assert(vhk_isa_supported(VHK_ISA_GENERIC));
+    ck_assert(!vhk_isa_supported(VHK_ISA_COUNT));
 }
 END_TEST
 
@@ -325,6 +344,7 @@ static Suite *linear_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, test_linear_paths, 0, 3);
     tcase_add_test(tc, test_linear_defaults);
+    tcase_add_test(tc, test_isa_compiled_in);
     tcase_add_test(tc, test_direct_gemm_isa_variants);
     tcase_add_test(tc, test_direct_gemm_long_rows);
     tcase_add_test(tc, test_linear_wider_than_scratch);

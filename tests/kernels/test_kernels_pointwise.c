@@ -388,8 +388,8 @@ START_TEST(test_convert_all_patterns)
     static const vh_dtype dtypes[] = {VH_DTYPE_BF16, VH_DTYPE_F16};
     static const int64_t lengths[] = {0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 1000};
     for (int d = 0; d < 2; d++) {
-        for (int isa = VHK_ISA_GENERIC; isa <= VHK_ISA_AVX512 + 1; isa++) {
-            int public_api = isa == VHK_ISA_AVX512 + 1;
+        for (int isa = VHK_ISA_GENERIC; isa <= VHK_ISA_COUNT; isa++) {
+            int public_api = isa == VHK_ISA_COUNT;
             if (!public_api && !vhk_isa_supported((vhk_isa)isa)) continue;
             if (public_api) vhk_convert_to_f32(all, dtypes[d], out, 65536);
             else vhk_convert_to_f32_isa((vhk_isa)isa, all, dtypes[d], out, 65536);

@@ -111,11 +111,18 @@ static void reference_modes(const json_t *c, double *modes, uint32_t M, uint32_t
     }
 }
 
+/* Maxima by comparison, not fmax: Debian 12's aarch64 GCC 12 crashes vectorising an fmax
+ * reduction over this constant-length array (internal compiler error in vect_transform_reduction).
+ * A NaN error still fails: it is counted as infinitely wrong. */
 static double rel_error_d(const float *got, const double *want, size_t n)
 {
     double worst = 0, scale = 1e-12;
-    for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(want[i]));
-    for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)got[i] - want[i]) / scale);
+    for (size_t i = 0; i < n; i++)
+        if (fabs(want[i]) > scale) scale = fabs(want[i]);
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs((double)got[i] - want[i]) / scale;
+        if (!(e <= worst)) worst = isnan(e) ? INFINITY : e;
+    }
     return worst;
 }
 

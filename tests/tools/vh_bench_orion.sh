@@ -10,6 +10,8 @@ py=/usr/bin/python3
 [ -x "$py" ] || { echo "no $py: skipped"; exit 77; }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+. "$(dirname "$0")/built_program.sh"
+vh_bench=$(built_program "$vh_bench" "$out")
 
 bench() { # NAME ARGS...
     name=$1

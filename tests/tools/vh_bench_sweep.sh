@@ -12,6 +12,8 @@ py=/usr/bin/python3
 [ -x "$py" ] || { echo "no $py: skipped"; exit 77; }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+. "$(dirname "$0")/built_program.sh"
+vh_bench=$(built_program "$vh_bench" "$out")
 two="--backend cpu_generic,cpu_generic --frames 4 --warmup 1"
 
 # JSON: a line a run, then the sweep's table

@@ -13,6 +13,8 @@ py=/usr/bin/python3
 [ -x "$py" ] || { echo "no $py: skipped"; exit 77; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/built_program.sh"
+vh_run=$(built_program "$vh_run" "$work")
 ref=$src/tests/fixtures/reference/openvla-tiny.json
 frames=$src/tests/fixtures/images/frames
 fail() { echo "FAILED: $*"; exit 1; }

@@ -13,6 +13,8 @@ py=/usr/bin/python3
 [ -x "$py" ] || { echo "no $py: skipped"; exit 77; }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+. "$(dirname "$0")/built_program.sh"
+vh_run=$(built_program "$vh_run" "$out")
 model="$fix/model"
 case_name=set0_cmd2
 

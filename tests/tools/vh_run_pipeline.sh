@@ -7,6 +7,8 @@ set -eu
 vh_run=$1
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+. "$(dirname "$0")/built_program.sh"
+vh_run=$(built_program "$vh_run" "$out")
 actions() { sed 's/,"vision_ms".*//' "$1"; }
 
 "$vh_run" --json --backend cpu_generic > "$out/one.json"

@@ -9,6 +9,8 @@ set -eu
 vh_run=$1
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+. "$(dirname "$0")/built_program.sh"
+vh_run=$(built_program "$vh_run" "$out")
 
 fail() { echo "$run: $*"; cat "$out/$run.txt" "$out/$run.err"; exit 1; }
 # The number after KEY on the statistics' "frames" line.
