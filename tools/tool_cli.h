@@ -1,10 +1,11 @@
 /* What the vlahybrid command-line tools do alike: --version, and telling an unknown option from a
  * known one that lacks its value (so "--jsn" is "unknown option --jsn", not "needs a value").
- * Header-only, for vh-run, vh-bench and vh-synth-checkpoint. */
+ * Header-only, for vh-run, vh-bench, vh-serve and vh-synth-checkpoint. */
 #ifndef VH_TOOLS_TOOL_CLI_H
 #define VH_TOOLS_TOOL_CLI_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vlahybrid/vlahybrid.h"
@@ -35,6 +36,21 @@ static inline int vh_tool_check_option(const char *tool, int argc, char **argv, 
         fprintf(stderr, "%s: %s needs a value\n", tool, argv[i]);
         return -1;
     }
+    return 0;
+}
+
+/* A whole number in [lo, hi] from `value`, the argument of `flag`: 0, or -1 after saying what it
+ * needs. */
+static inline int vh_tool_parse_long(const char *tool, const char *flag, const char *value, long lo, long hi,
+                                     long *out)
+{
+    char *end;
+    long n = strtol(value, &end, 10);
+    if (*end || end == value || n < lo || n > hi) {
+        fprintf(stderr, "%s: %s needs a number in [%ld, %ld], not \"%s\"\n", tool, flag, lo, hi, value);
+        return -1;
+    }
+    *out = n;
     return 0;
 }
 

@@ -51,6 +51,7 @@
 #include "image_file.h"
 #include "orion_inputs.h"
 #include "stage_options.h"
+#include "tool_cli.h"
 #include "vlahybrid/vlahybrid.h"
 
 #define ORION_TOKEN_SETS 4 /* distinct synthetic frames an Orion benchmark cycles over */
@@ -88,15 +89,10 @@ typedef struct bench_input {
     float *tokens[ORION_TOKEN_SETS];
 } bench_input;
 
-/* 0, or -1 after saying which option wanted what */
 static int parse_int(const char *flag, const char *s, int lo, int hi, int *out)
 {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || v < lo || v > hi) {
-        fprintf(stderr, "vh-bench: %s needs a whole number in [%d, %d], not \"%s\"\n", flag, lo, hi, s);
-        return -1;
-    }
+    long v;
+    if (vh_tool_parse_long("vh-bench", flag, s, lo, hi, &v)) return -1;
     *out = (int)v;
     return 0;
 }
@@ -134,7 +130,7 @@ static int parse_args(int argc, char **argv, options *o)
         if (!strcmp(a, "--json")) { o->format = FORMAT_JSON; continue; }
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) return 1;
         if (!strcmp(a, "--version")) {
-            printf("vh-bench (vlahybrid %s)\n", vh_version());
+            vh_tool_print_version(stdout, "vh-bench");
             exit(0);
         }
         if (!takes_value(a)) { fprintf(stderr, "vh-bench: unknown option %s\n", a); return -1; }

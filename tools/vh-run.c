@@ -164,14 +164,7 @@ static void usage(FILE *out)
 
 static int parse_count(const char *flag, const char *value, long lo, long hi, long *out)
 {
-    char *end;
-    long n = strtol(value, &end, 10);
-    if (*end || end == value || n < lo || n > hi) {
-        fprintf(stderr, "vh-run: %s needs a number in [%ld, %ld]\n", flag, lo, hi);
-        return -1;
-    }
-    *out = n;
-    return 0;
+    return vh_tool_parse_long("vh-run", flag, value, lo, hi, out);
 }
 
 static int parse_args(int argc, char **argv, options *o)

@@ -25,6 +25,7 @@
 #include "openpi_message.h"
 #include "policy_server.h"
 #include "stage_options.h"
+#include "tool_cli.h"
 #include "vlahybrid/vlahybrid.h"
 
 #include <libwebsockets.h> /* LWS_PRE, the metadata's headroom */
@@ -63,20 +64,14 @@ static void usage(FILE *out)
             "  --unnorm-key KEY      the norm_stats dataset actions are un-normalised with\n"
             "  --threads N           CPU threads of each CPU backend (default: all)\n"
             VH_STAGE_OPTIONS_USAGE
+            "  --verbose             log each connection; --version, --help\n"
             "Without --model: the bundled tiny OpenVLA model (%s).\n",
             VH_BUNDLED_MODEL_DIR);
 }
 
 static int parse_number(const char *flag, const char *value, long lo, long hi, long *out)
 {
-    char *end;
-    long n = strtol(value, &end, 10);
-    if (*end || end == value || n < lo || n > hi) {
-        fprintf(stderr, "vh-serve: %s needs a number in [%ld, %ld]\n", flag, lo, hi);
-        return -1;
-    }
-    *out = n;
-    return 0;
+    return vh_tool_parse_long("vh-serve", flag, value, lo, hi, out);
 }
 
 static int parse_args(int argc, char **argv, options *o)
@@ -93,14 +88,22 @@ static int parse_args(int argc, char **argv, options *o)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         long n;
+        static const char *const valued[] = {"--model", "--backend", "--plugin-path", "--unnorm-key",
+                                             "--cpu-affinity", "--threads", "--host", "--port", "--image-key",
+                                             "--prompt-key", "--default-prompt", "--max-message-mb",
+                                             "--max-clients", "--write-timeout", "--socket-send-buffer",
+                                             "--actions-dtype", "--split", "--mode", "--gpu-mem-budget", "--zone",
+                                             "--trace", "--frames-in-flight", NULL};
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             exit(0);
+        } else if (!strcmp(a, "--version")) {
+            vh_tool_print_version(stdout, "vh-serve");
+            exit(0);
         } else if (!strcmp(a, "--verbose")) {
             o->verbose = 1;
-        } else if (i + 1 >= argc) {
-            fprintf(stderr, "vh-serve: %s needs a value (or is unknown; --help lists the options)\n", a);
-            return -1;
+        } else if (vh_tool_check_option("vh-serve", argc, argv, i, valued)) {
+            return -1; /* unknown, or no value after it */
         } else if (!strcmp(a, "--model")) {
             o->model = argv[++i];
         } else if (!strcmp(a, "--backend")) {
