@@ -130,14 +130,21 @@ void vh_cpu_placement_pin_self(const vh_cpu_placement *p, int index)
     pthread_setaffinity_np(pthread_self(), sizeof p->cores[index], &p->cores[index]);
 }
 
+/* VH_CPU_PIN_CALLER=0: leave the caller where it is (to measure what the hold gives). Read once,
+ * whichever thread of whichever session gets here first. */
+static pthread_once_t hold_setting_once = PTHREAD_ONCE_INIT;
+static int hold_enabled;
+
+static void read_hold_setting(void)
+{
+    const char *v = getenv("VH_CPU_PIN_CALLER");
+    hold_enabled = !(v && !strcmp(v, "0"));
+}
+
 void vh_cpu_placement_hold_caller(const vh_cpu_placement *p)
 {
-    static int enabled = -1; /* VH_CPU_PIN_CALLER=0: leave the caller where it is (to measure) */
-    if (enabled < 0) {
-        const char *v = getenv("VH_CPU_PIN_CALLER");
-        enabled = !(v && !strcmp(v, "0"));
-    }
-    if (!p || !enabled || caller_held || pinned_placement_id) return; /* (a pinned worker stays put) */
+    pthread_once(&hold_setting_once, read_hold_setting);
+    if (!p || !hold_enabled || caller_held || pinned_placement_id) return; /* (a pinned worker stays put) */
     if (pthread_getaffinity_np(pthread_self(), sizeof cpus_before_hold, &cpus_before_hold) != 0) return;
     if (pthread_setaffinity_np(pthread_self(), sizeof p->cores[0], &p->cores[0]) == 0) caller_held = 1;
 }
