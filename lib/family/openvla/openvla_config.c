@@ -57,6 +57,16 @@ static vh_status bad(parse_ctx *c, const char *fmt, const char *field)
     return vh_error_set(c->err, VH_ERR_BAD_MODEL, "%s: %s", c->source, what);
 }
 
+/* The file's JSON (duplicate keys refused), or VH_ERR_BAD_MODEL naming the line. */
+static vh_status load_json(parse_ctx *c, const char *json_text, size_t len, json_t **root)
+{
+    json_error_t jerr;
+    *root = json_loadb(json_text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (*root) return VH_OK;
+    return vh_error_set(c->err, VH_ERR_BAD_MODEL, "%s: not valid JSON (line %d: %s)", c->source, jerr.line,
+                        jerr.text);
+}
+
 /* Optional unsigned integer field within [lo, hi]; keeps *out when absent or null. */
 static vh_status get_uint(parse_ctx *c, const json_t *obj, const char *key, uint32_t lo, uint32_t hi,
                           uint32_t *out)
@@ -437,12 +447,9 @@ vh_status vh_openvla_config_parse(const char *json_text, size_t len, const char 
 {
     memset(cfg, 0, sizeof *cfg);
     parse_ctx c = {source, err};
-    json_error_t jerr;
-    json_t *root = json_loadb(json_text, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) {
-        return vh_error_set(err, VH_ERR_BAD_MODEL, "%s: not valid JSON (line %d: %s)", source, jerr.line,
-                            jerr.text);
-    }
+    json_t *root;
+    vh_status loaded = load_json(&c, json_text, len, &root);
+    if (loaded) return loaded;
     vh_status st = parse_root(&c, root, cfg);
     json_decref(root);
     if (st) vh_openvla_config_free(cfg);
@@ -472,12 +479,9 @@ vh_status vh_openvla_config_apply_preprocessor(vh_openvla_config *cfg, const cha
                                                const char *source, vh_error *err)
 {
     parse_ctx c = {source, err};
-    json_error_t jerr;
-    json_t *root = json_loadb(json_text, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) {
-        return vh_error_set(err, VH_ERR_BAD_MODEL, "%s: not valid JSON (line %d: %s)", source, jerr.line,
-                            jerr.text);
-    }
+    json_t *root;
+    vh_status loaded = load_json(&c, json_text, len, &root);
+    if (loaded) return loaded;
     vh_status st = VH_OK;
     float means[VH_MAX_TOWERS][3], stds[VH_MAX_TOWERS][3];
     const char *resize = NULL;
@@ -534,12 +538,9 @@ vh_status vh_openvla_config_apply_dataset_statistics(vh_openvla_config *cfg, con
                                                      const char *source, vh_error *err)
 {
     parse_ctx c = {source, err};
-    json_error_t jerr;
-    json_t *root = json_loadb(json_text, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) {
-        return vh_error_set(err, VH_ERR_BAD_MODEL, "%s: not valid JSON (line %d: %s)", source, jerr.line,
-                            jerr.text);
-    }
+    json_t *root;
+    vh_status loaded = load_json(&c, json_text, len, &root);
+    if (loaded) return loaded;
     vh_status st;
     if (!json_is_object(root) || json_object_size(root) == 0)
         st = bad(&c, "%s must be an object with at least one dataset", "the file");
