@@ -109,16 +109,11 @@ static void log_to_stderr(void *user, vh_log_level level, const char *message)
 
 /* Options that take a value; any other word starting with "--" is unknown (and says so, rather
  * than "needs a value"). */
-static int takes_value(const char *a)
-{
-    static const char *const valued[] = {"--model", "--image", "--backend", "--plugin-path", "--instruction",
-                                         "--unnorm-key", "--frames", "--warmup", "--session-warmup", "--threads",
-                                         "--inflight", "--seed", "--rate", "--rounds", "--format", "--split",
-                                         "--mode", "--frames-in-flight", "--gpu-mem-budget", "--zone", "--trace"};
-    for (size_t i = 0; i < sizeof valued / sizeof *valued; i++)
-        if (!strcmp(a, valued[i])) return 1;
-    return 0;
-}
+static const char *const valued_options[] = {"--model", "--image", "--backend", "--plugin-path", "--instruction",
+                                             "--unnorm-key", "--frames", "--warmup", "--session-warmup",
+                                             "--threads", "--inflight", "--seed", "--rate", "--rounds", "--format",
+                                             "--split", "--mode", "--frames-in-flight", "--gpu-mem-budget", "--zone",
+                                             "--trace", NULL};
 
 static int parse_args(int argc, char **argv, options *o)
 {
@@ -133,8 +128,7 @@ static int parse_args(int argc, char **argv, options *o)
             vh_tool_print_version(stdout, "vh-bench");
             exit(0);
         }
-        if (!takes_value(a)) { fprintf(stderr, "vh-bench: unknown option %s\n", a); return -1; }
-        if (i + 1 >= argc) { fprintf(stderr, "vh-bench: %s needs a value\n", a); return -1; }
+        if (vh_tool_check_option("vh-bench", argc, argv, i, valued_options)) return -1;
         const char *v = argv[++i];
         if (!strcmp(a, "--model")) o->model = v;
         else if (!strcmp(a, "--image")) o->image = v;
@@ -446,14 +440,13 @@ static void print_text(const options *o, const bench_input *in, const run_result
         printf("%-14s %10.2f %10.2f %10.2f %10.2f\n", names[i], all[i]->mean, all[i]->p50, all[i]->p95, all[i]->max);
 }
 
-static void print_csv_row(const vh_bench_config *c, const run_result *r, int round)
+static void print_csv_row(const run_result *r, int round)
 {
     printf("%d,%s,%u,%d,%d,%d,%.4f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.4f,%.1f,%.1f\n", r->end.llm_split, r->mode,
            r->end.frames_in_flight, round, r->timed, r->failures, r->fps, r->e2e.p50, r->e2e.p95, r->stage_ms[0],
            r->end.n_stages > 1 ? r->stage_ms[1] : 0.0, r->end.n_stages > 1 ? r->stage_passes[1] : r->stage_passes[0],
            r->overlap, r->load_s, r->rss_bytes / 1e6, r->end.gpu_bytes / 1e6);
     fflush(stdout);
-    (void)c;
 }
 
 /* A run's figures as the sweep table keeps them. */
@@ -591,7 +584,7 @@ int main(int argc, char **argv)
                 r.load_s = load_s[i];
                 vh_bench_table_add(&table, i, round, sample_of(&r));
                 if (o.format == FORMAT_JSON) print_json(&o, &in, &r, round);
-                else if (o.format == FORMAT_CSV) print_csv_row(&configs[i], &r, round);
+                else if (o.format == FORMAT_CSV) print_csv_row(&r, round);
                 else if (o.format == FORMAT_TEXT && !sweep) print_text(&o, &in, &r);
                 if (r.failures) failed = 2;
                 if (sweep && o.format == FORMAT_TEXT)
