@@ -41,7 +41,7 @@ extern "C" {
 #endif
 
 #define VH_BACKEND_ABI_MAJOR 2
-#define VH_BACKEND_ABI_MINOR 1
+#define VH_BACKEND_ABI_MINOR 2
 #define VH_BACKEND_ENTRY_SYMBOL "vh_backend_entry"
 
 #if defined(__GNUC__)
@@ -179,8 +179,18 @@ enum { /* VH_BLOCK_LLM roles (Llama) */
     VH_LLM_K_LORA_A, VH_LLM_K_LORA_B,
     VH_LLM_V_LORA_A, VH_LLM_V_LORA_B,
     VH_LLM_O_LORA_A, VH_LLM_O_LORA_B,
+    /* ABI 2.2: Qwen2's attention biases, added after q/k/v (their LoRA deltas included) */
+    VH_LLM_Q_BIAS, VH_LLM_K_BIAS, VH_LLM_V_BIAS, /* [Hq*hd], [Hkv*hd], [Hkv*hd] */
+    /* ABI 2.2: a second LoRA set on the same base weights (MindDrive's two experts): set 1's pair of
+     * projection p (q, k, v, o) at VH_LLM_LORA1_Q_A + 2 p (A) and + 1 (B), the same scale; a
+     * segment picks its set with VH_BATCH_SEGMENT_ADAPTERS (set 0 = the roles above) */
+    VH_LLM_LORA1_Q_A, VH_LLM_LORA1_Q_B,
+    VH_LLM_LORA1_K_A, VH_LLM_LORA1_K_B,
+    VH_LLM_LORA1_V_A, VH_LLM_LORA1_V_B,
+    VH_LLM_LORA1_O_A, VH_LLM_LORA1_O_B,
     VH_LLM_N_TENSORS
 };
+#define VH_LLM_LORA_SETS 2
 enum { /* VH_BLOCK_LLM_HEAD roles */
     VH_LLM_HEAD_NORM = 0,               /* [Dl] */
     VH_LLM_HEAD_LM,                     /* [V, Dl]; optional: without it the head gives hidden rows only */
@@ -342,6 +352,11 @@ typedef struct vh_model_desc {
 #define VH_BATCH_SEGMENT_EMBEDS (1u << 1) /* segments may carry their own VH_TOKEN_IMAGE rows
                                           (vh_segment.embeds: precomputed vision tokens) */
 #define VH_BATCH_PLAN (1u << 2)   /* planner blocks read plan_noise and write out_plan */
+#define VH_BATCH_SEGMENT_ADAPTERS (1u << 3) /* ABI 2.2: segment_adapters[] picks each segment's LoRA set;
+                                          without it every segment uses set 0 */
+#define VH_BATCH_PLAN_SEGMENTS (1u << 4) /* ABI 2.2: with VH_BATCH_PLAN, the planners run only on the
+                                          segments whose plan_segments[] is nonzero (the others' noise
+                                          is not read and their out_plan rows are left as they are) */
 
 typedef struct vh_segment {
     uint32_t sequence;         /* KV slot, < max_sequences */
@@ -379,6 +394,11 @@ typedef struct vh_batch {
     uint32_t plan_noise_stride;
     float *out_plan;             /* [n_segments, plan_out_stride] */
     uint32_t plan_out_stride;
+    /* VH_BATCH_SEGMENT_ADAPTERS (ABI 2.2) */
+    const uint8_t *segment_adapters; /* [n_segments]: 0 .. VH_LLM_LORA_SETS - 1; a segment naming a set
+                                    an LLM block of the run lacks is refused */
+    /* VH_BATCH_PLAN_SEGMENTS (ABI 2.2) */
+    const uint8_t *plan_segments; /* [n_segments]: nonzero where the planners run */
 } vh_batch;
 
 /* ------------------------------------------------------------------------------------------------
