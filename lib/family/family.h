@@ -43,7 +43,9 @@ typedef struct vh_program_shape {
     uint32_t action_dim;               /* values in an action */
     uint32_t passes_per_frame;         /* passes a frame makes at most (prefill + decode steps): the
                                           packed mode's frames in flight follow it */
-    uint32_t max_context;              /* KV positions a frame needs at most */
+    uint32_t max_context;              /* KV positions a frame needs at most (per segment) */
+    uint32_t segments_per_frame;       /* independent prompts a frame's passes carry side by side, each
+                                          on its own KV slot (0 or 1: one; MindDrive: 2) */
     uint32_t batch_options;            /* VH_BATCH_* its passes use: every stage's backend must know them */
     char label[64];                    /* reported as vh_session_info.unnorm_key */
 } vh_program_shape;

@@ -18,8 +18,9 @@ vh_status vh_frame_job_init(vh_frame_job *job, const vh_job_context *ctx, uint32
         job->pixels[t] = malloc(sizeof(float) * 3 * s * s);
         if (!job->pixels[t]) goto oom;
     }
-    job->tokens = malloc(sizeof *job->tokens * ctx->max_context);
-    job->hidden = vh_plan_host_alloc(ctx->plan, sizeof(float) * ctx->max_context * m->desc.llm.hidden);
+    const size_t rows = vh_job_context_frame_rows(ctx);
+    job->tokens = malloc(sizeof *job->tokens * rows);
+    job->hidden = vh_plan_host_alloc(ctx->plan, sizeof(float) * rows * m->desc.llm.hidden);
     if (!job->tokens || !job->hidden) goto oom;
     vh_status st = ctx->family->job_init(ctx->program, job, err);
     if (st) {
@@ -68,20 +69,32 @@ vh_status vh_frame_job_prepare(vh_frame_job *job, uint64_t frame_id, const vh_fr
 
 void vh_frame_job_begin_prefill(vh_frame_job *job)
 {
+    vh_frame_job_begin_prefill_segments(job, 1, &job->n_rows);
+}
+
+void vh_frame_job_begin_prefill_segments(vh_frame_job *job, uint32_t n, const uint32_t *rows)
+{
     job->pass = VH_PASS_PREFILL;
     job->next_token = -1;
-    job->segment = (vh_segment){.sequence = job->sequence, .n_rows = job->n_rows, .position = 0, .image = 0};
-    job->batch = (vh_batch){.struct_size = sizeof(vh_batch), .n_segments = 1, .segments = &job->segment, .n_rows = job->n_rows, .tokens = job->tokens,
-                            .out_tokens = &job->next_token, .out_logits = job->step_logits};
+    job->n_segments = n;
+    uint32_t total = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        job->segments[k] = (vh_segment){.sequence = job->sequence + k, .n_rows = rows[k], .position = 0, .image = 0};
+        total += rows[k];
+    }
+    job->n_rows = total;
+    job->batch = (vh_batch){.struct_size = sizeof(vh_batch), .n_segments = n, .segments = job->segments, .n_rows = total,
+                            .tokens = job->tokens, .out_tokens = &job->next_token, .out_logits = job->step_logits};
 }
 
 void vh_frame_job_begin_step(vh_frame_job *job, int32_t token, uint32_t position, int32_t rope_delta)
 {
     job->pass = VH_PASS_DECODE;
     job->step_token = token;
-    job->segment = (vh_segment){.sequence = job->sequence, .n_rows = 1, .position = position, .image = -1,
-                                .rope_delta = rope_delta};
-    job->batch = (vh_batch){.struct_size = sizeof(vh_batch), .n_segments = 1, .segments = &job->segment, .n_rows = 1, .tokens = &job->step_token,
+    job->n_segments = 1;
+    job->segments[0] = (vh_segment){.sequence = job->sequence, .n_rows = 1, .position = position, .image = -1,
+                                    .rope_delta = rope_delta};
+    job->batch = (vh_batch){.struct_size = sizeof(vh_batch), .n_segments = 1, .segments = job->segments, .n_rows = 1, .tokens = &job->step_token,
                             .out_tokens = &job->next_token,
                             .out_logits = job->step_logits ? job->step_logits + (size_t)job->n_passes *
                                                                  job->ctx->model->desc.llm.vocab : NULL};

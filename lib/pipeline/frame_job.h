@@ -33,7 +33,18 @@ typedef struct vh_job_context {
     vh_trace *trace;                   /* NULL: no timeline */
     int copy_hidden;                   /* 1: always copy rows between stages, never bind_hidden
                                           (tests of the copy path) */
+    uint32_t segments_per_frame;       /* independent prompts a frame runs side by side, each a segment
+                                          on its own KV slot of max_context positions: 1, or 2
+                                          (MindDrive's decision and action rounds) */
 } vh_job_context;
+
+#define VH_MAX_FRAME_SEGMENTS 2
+
+/* The most LLM rows one frame's pass carries (its segments together). */
+static inline uint32_t vh_job_context_frame_rows(const vh_job_context *ctx)
+{
+    return ctx->max_context * (ctx->segments_per_frame ? ctx->segments_per_frame : 1);
+}
 
 typedef enum vh_pass_kind {
     VH_PASS_PREFILL = 0,               /* vision (stage 0) + the prompt rows */
@@ -42,7 +53,8 @@ typedef enum vh_pass_kind {
 
 typedef struct vh_frame_job {
     const vh_job_context *ctx;
-    uint32_t sequence;                 /* KV slot of every executor */
+    uint32_t sequence;                 /* its first KV slot on every executor: segment k of its
+                                          passes is on slot sequence + k */
     uint64_t frame_id;                 /* for traces and messages */
     void *owner;                       /* the driver's record for this frame */
     void *family_job;                  /* the family's per-job state (job_init / job_free) */
@@ -66,7 +78,8 @@ typedef struct vh_frame_job {
     int vision_done;                   /* the patch embeddings of this frame are on stage 0 */
     int32_t next_token;                /* the head's output of the current pass */
     int32_t step_token;                /* the decode pass's input row */
-    vh_segment segment;
+    uint32_t n_segments;               /* the current pass's segments (1 unless the family asks more) */
+    vh_segment segments[VH_MAX_FRAME_SEGMENTS];
     vh_batch batch;
 
     /* timing: wall clock of the phases, and each stage's busy time per pass kind */
@@ -88,6 +101,9 @@ vh_status vh_frame_job_prepare(vh_frame_job *job, uint64_t frame_id, const vh_fr
 
 /* For the family's prepare: the prefill pass over job->tokens[0..n_rows), at position 0. */
 void vh_frame_job_begin_prefill(vh_frame_job *job);
+/* The same as n independent prompts side by side (n <= the context's segments_per_frame): segment
+ * k is the next rows[k] of job->tokens, at position 0 of the job's KV slot sequence + k. */
+void vh_frame_job_begin_prefill_segments(vh_frame_job *job, uint32_t n, const uint32_t *rows);
 /* For the family's advance: a decode pass of one row, `token` at KV position `position` (RoPE
  * position + rope_delta). */
 void vh_frame_job_begin_step(vh_frame_job *job, int32_t token, uint32_t position, int32_t rope_delta);

@@ -11,6 +11,7 @@ void vh_job_context_init(vh_job_context *ctx, const vh_model *model, const vh_pl
     ctx->family = model->family;
     ctx->program = program;
     ctx->max_context = max_context;
+    ctx->segments_per_frame = 1;
 }
 
 vh_status vh_frame_runner_init(vh_frame_runner *r, const vh_model *model, const vh_plan *plan,

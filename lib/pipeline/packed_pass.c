@@ -13,14 +13,18 @@ vh_status vh_packed_pass_init(vh_packed_pass *p, const vh_job_context *ctx, uint
     p->ctx = ctx;
     p->max_jobs = max_jobs;
     p->max_images = max_images ? max_images : 1;
-    p->max_rows = ctx->max_context * p->max_images;
-    p->segments = calloc(max_jobs, sizeof *p->segments);
+    p->max_rows = vh_job_context_frame_rows(ctx) * p->max_images;
+    p->max_segments = max_jobs * (ctx->segments_per_frame ? ctx->segments_per_frame : 1);
+    p->segments = calloc(p->max_segments, sizeof *p->segments);
+    p->first_segment = calloc(max_jobs + 1, sizeof *p->first_segment);
+    p->segment_adapters = calloc(p->max_segments, 1);
+    p->plan_segments = calloc(p->max_segments, 1);
     p->planes = calloc((size_t)p->max_images * ctx->model->desc.n_towers, sizeof *p->planes);
     p->jobs = calloc(max_jobs, sizeof *p->jobs);
     p->tokens = calloc(p->max_rows, sizeof *p->tokens);
-    p->out_tokens = calloc(max_jobs, sizeof *p->out_tokens);
+    p->out_tokens = calloc(p->max_segments, sizeof *p->out_tokens);
     p->hidden = vh_plan_host_alloc(ctx->plan, sizeof(float) * p->max_rows * ctx->model->desc.llm.hidden);
-    if (!p->segments || !p->planes || !p->jobs || !p->tokens || !p->out_tokens || !p->hidden) {
+    if (!p->segments || !p->first_segment || !p->segment_adapters || !p->plan_segments || !p->planes || !p->jobs || !p->tokens || !p->out_tokens || !p->hidden) {
         vh_packed_pass_free(p);
         return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (packed pass)");
     }
@@ -30,6 +34,9 @@ vh_status vh_packed_pass_init(vh_packed_pass *p, const vh_job_context *ctx, uint
 void vh_packed_pass_free(vh_packed_pass *p)
 {
     free(p->segments);
+    free(p->first_segment);
+    free(p->segment_adapters);
+    free(p->plan_segments);
     free(p->planes);
     free(p->jobs);
     free(p->tokens);
@@ -66,7 +73,8 @@ vh_status vh_packed_pass_run_vision(vh_packed_pass *p, vh_frame_job *const *jobs
         jobs[i]->vision_ns = t1 - t0;
         jobs[i]->vision_end_ns = t1;
         jobs[i]->vision_done = 1;
-        jobs[i]->segment.image = (int32_t)i; /* its patch embeddings in this batch */
+        for (uint32_t k = 0; k < jobs[i]->n_segments; k++)
+            jobs[i]->segments[k].image = (int32_t)i; /* its patch embeddings in this batch */
     }
     if (p->ctx->trace) {
         char name[48];
@@ -94,21 +102,32 @@ static int reserve(void **buf, size_t *cap, size_t n, size_t size)
 static vh_status gather_outputs(vh_packed_pass *p, vh_frame_job *const *jobs, uint32_t n, vh_error *err)
 {
     const vh_batch *b0 = &jobs[0]->batch;
-    const uint32_t k = b0->n_hidden_rows, Dl = p->ctx->model->desc.llm.hidden;
+    const uint32_t k = b0->n_hidden_rows, Dl = p->ctx->model->desc.llm.hidden, S = p->batch.n_segments;
     p->batch.options = b0->options;
     for (uint32_t i = 1; i < n; i++) {
         const vh_batch *b = &jobs[i]->batch;
         if (b->options != b0->options || b->n_hidden_rows != k || b->plan_noise_stride != b0->plan_noise_stride ||
-            b->plan_out_stride != b0->plan_out_stride)
+            b->plan_out_stride != b0->plan_out_stride || b->n_segments != b0->n_segments)
             return vh_error_set(err, VH_ERR_INTERNAL, "packed pass: frames ask for different outputs");
+    }
+    /* per segment: each frame's LoRA sets and where its planners run */
+    if (b0->options & VH_BATCH_SEGMENT_ADAPTERS) {
+        for (uint32_t i = 0; i < n; i++)
+            memcpy(p->segment_adapters + p->first_segment[i], jobs[i]->batch.segment_adapters, jobs[i]->batch.n_segments);
+        p->batch.segment_adapters = p->segment_adapters;
+    }
+    if (b0->options & VH_BATCH_PLAN_SEGMENTS) {
+        for (uint32_t i = 0; i < n; i++)
+            memcpy(p->plan_segments + p->first_segment[i], jobs[i]->batch.plan_segments, jobs[i]->batch.n_segments);
+        p->batch.plan_segments = p->plan_segments;
     }
     if ((b0->options & VH_BATCH_HIDDEN_ROWS) &&
         (!reserve((void **)&p->hidden_rows, &p->hidden_cap, (size_t)n * k, sizeof *p->hidden_rows) ||
          !reserve((void **)&p->out_hidden, &p->out_hidden_cap, (size_t)n * k * Dl, sizeof(float))))
         return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (packed pass)");
     if ((b0->options & VH_BATCH_PLAN) &&
-        (!reserve((void **)&p->plan_noise, &p->noise_cap, (size_t)n * b0->plan_noise_stride, sizeof(float)) ||
-         !reserve((void **)&p->out_plan, &p->plan_cap, (size_t)n * b0->plan_out_stride, sizeof(float))))
+        (!reserve((void **)&p->plan_noise, &p->noise_cap, (size_t)S * b0->plan_noise_stride, sizeof(float)) ||
+         !reserve((void **)&p->out_plan, &p->plan_cap, (size_t)S * b0->plan_out_stride, sizeof(float))))
         return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (packed pass)");
     uint32_t row0 = 0;
     for (uint32_t i = 0; i < n; i++) {
@@ -116,7 +135,8 @@ static vh_status gather_outputs(vh_packed_pass *p, vh_frame_job *const *jobs, ui
         if (b->options & VH_BATCH_HIDDEN_ROWS)
             for (uint32_t r = 0; r < k; r++) p->hidden_rows[i * k + r] = row0 + b->hidden_rows[r];
         if (b->options & VH_BATCH_PLAN)
-            memcpy(p->plan_noise + (size_t)i * b->plan_noise_stride, b->plan_noise, sizeof(float) * b->plan_noise_stride);
+            memcpy(p->plan_noise + (size_t)p->first_segment[i] * b->plan_noise_stride, b->plan_noise,
+                   sizeof(float) * b->n_segments * b->plan_noise_stride);
         row0 += b->n_rows;
     }
     if (b0->options & VH_BATCH_HIDDEN_ROWS) {
@@ -142,17 +162,23 @@ vh_status vh_packed_pass_begin(vh_packed_pass *p, vh_frame_job *const *jobs, uin
         return vh_error_set(err, VH_ERR_INTERNAL, "packed pass of %u frames (%u prefills), %u rows (at most %u, %u, "
                             "%u)", n, prefills, vh_packed_pass_rows(jobs, n), p->max_jobs, p->max_images, p->max_rows);
     /* the frames' segments and rows, in order */
-    uint32_t rows = 0;
+    uint32_t rows = 0, segments = 0;
     for (uint32_t i = 0; i < n; i++) {
         const vh_batch *b = &jobs[i]->batch;
+        if (segments + b->n_segments > p->max_segments)
+            return vh_error_set(err, VH_ERR_INTERNAL, "packed pass: more than %u segments", p->max_segments);
         p->jobs[i] = jobs[i];
-        p->segments[i] = jobs[i]->segment;
+        p->first_segment[i] = segments;
+        memcpy(p->segments + segments, b->segments, sizeof(vh_segment) * b->n_segments);
+        segments += b->n_segments;
         memcpy(p->tokens + rows, b->tokens, sizeof(int32_t) * b->n_rows);
         rows += b->n_rows;
     }
+    p->first_segment[n] = segments;
     p->n = n;
-    p->batch = (vh_batch){.struct_size = sizeof(vh_batch), .n_segments = n, .segments = p->segments, .n_rows = rows,
-                          .tokens = p->tokens, .out_tokens = jobs[0]->batch.out_tokens ? p->out_tokens : NULL};
+    p->batch = (vh_batch){.struct_size = sizeof(vh_batch), .n_segments = segments, .segments = p->segments,
+                          .n_rows = rows, .tokens = p->tokens,
+                          .out_tokens = jobs[0]->batch.out_tokens ? p->out_tokens : NULL};
     vh_status st = gather_outputs(p, jobs, n, err);
     if (st) return st;
     snprintf(p->name, sizeof p->name, "pass %llu: %u prefill + %u steps", (unsigned long long)p->count, prefills,
@@ -191,17 +217,19 @@ vh_status vh_packed_pass_stage_part(vh_packed_pass *p, uint32_t stage, uint32_t 
         return vh_error_set(err, VH_ERR_INTERNAL, "packed pass: segments %u..%u of %u on stage %u of %u", first,
                             first + count, p->n, stage, ctx->plan->n_stages);
     uint32_t row0 = 0, rows = 0, prefills = 0;
-    for (uint32_t i = 0; i < first; i++) row0 += p->segments[i].n_rows;
-    for (uint32_t i = first; i < first + count; i++) {
-        rows += p->segments[i].n_rows;
-        prefills += p->jobs[i]->pass == VH_PASS_PREFILL;
-    }
+    const uint32_t seg_begin = p->first_segment[first], seg_end = p->first_segment[first + count];
+    for (uint32_t s = 0; s < seg_begin; s++) row0 += p->segments[s].n_rows;
+    for (uint32_t s = seg_begin; s < seg_end; s++) rows += p->segments[s].n_rows;
+    for (uint32_t i = first; i < first + count; i++) prefills += p->jobs[i]->pass == VH_PASS_PREFILL;
     char name[64];
     snprintf(name, sizeof name, "pass %llu part: %u prefill + %u steps", (unsigned long long)p->count, prefills,
              count - prefills);
     /* the part's own segments and rows; the head's outputs are the last stage's, never a part's */
-    vh_batch part = {.struct_size = sizeof(vh_batch), .options = p->batch.options & VH_BATCH_SEGMENT_EMBEDS,
-                     .n_segments = count, .segments = p->segments + first, .n_rows = rows, .tokens = p->tokens + row0};
+    vh_batch part = {.struct_size = sizeof(vh_batch),
+                     .options = p->batch.options & (VH_BATCH_SEGMENT_EMBEDS | VH_BATCH_SEGMENT_ADAPTERS),
+                     .n_segments = seg_end - seg_begin, .segments = p->segments + seg_begin, .n_rows = rows,
+                     .tokens = p->tokens + row0,
+                     .segment_adapters = p->batch.segment_adapters ? p->batch.segment_adapters + seg_begin : NULL};
     const vh_rows_job r = rows_job(p, name, first);
     uint32_t begin, end;
     stage_blocks(p, stage, &begin, &end);
@@ -214,12 +242,13 @@ void vh_packed_pass_end(vh_packed_pass *p)
     const uint32_t Dl = p->ctx->model->desc.llm.hidden;
     for (uint32_t i = 0; i < p->n; i++) {
         vh_batch *b = &p->jobs[i]->batch;
-        if (p->batch.out_tokens) p->jobs[i]->next_token = p->out_tokens[i];
+        if (p->batch.out_tokens) p->jobs[i]->next_token = p->out_tokens[p->first_segment[i + 1] - 1];
         if (p->batch.options & VH_BATCH_HIDDEN_ROWS)
             memcpy(b->out_hidden, p->out_hidden + (size_t)i * b->n_hidden_rows * Dl,
                    sizeof(float) * b->n_hidden_rows * Dl);
         if (p->batch.options & VH_BATCH_PLAN)
-            memcpy(b->out_plan, p->out_plan + (size_t)i * b->plan_out_stride, sizeof(float) * b->plan_out_stride);
+            memcpy(b->out_plan, p->out_plan + (size_t)p->first_segment[i] * b->plan_out_stride,
+                   sizeof(float) * b->n_segments * b->plan_out_stride);
     }
     p->count++;
 }

@@ -21,10 +21,13 @@
 typedef struct vh_packed_pass {
     const vh_job_context *ctx;
     uint32_t max_jobs, max_images, max_rows;
-    vh_segment *segments;              /* [max_jobs] */
+    uint32_t max_segments;             /* max_jobs * the frames' segments_per_frame */
+    vh_segment *segments;              /* [max_segments] the frames' segments in order */
+    uint32_t *first_segment;           /* [max_jobs + 1] job i's segments: [first_segment[i], [i + 1]) */
+    uint8_t *segment_adapters, *plan_segments; /* [max_segments] gathered when the frames give them */
     const float **planes;              /* [max_images * towers] a vision batch's pixels, image-major */
     int32_t *tokens;                   /* [max_rows] the packed rows' tokens */
-    int32_t *out_tokens;               /* [max_jobs] */
+    int32_t *out_tokens;               /* [max_segments] */
     float *hidden;                     /* [max_rows, Dl] the packed rows between stages */
     vh_frame_job **jobs;               /* [max_jobs] the current pass's frames */
     /* the frames' own outputs gathered for one pass (hidden rows, plans: Orion's); grown on first use */

@@ -182,7 +182,7 @@ vh_status vh_stage_pipeline_start(const vh_pipeline_config *cfg, vh_stage_pipeli
     *out = p;
 
     for (uint32_t j = 0; j < p->n_jobs; j++) {
-        vh_status st = vh_frame_job_init(&p->jobs[j], cfg->ctx, j, err);
+        vh_status st = vh_frame_job_init(&p->jobs[j], cfg->ctx, j * cfg->ctx->segments_per_frame, err);
         if (st) return st; /* the caller stops what started */
         p->n_jobs_ready++;
         p->free_jobs[p->n_free++] = &p->jobs[j];

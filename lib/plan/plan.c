@@ -34,7 +34,8 @@ static vh_executor_params executor_params(const vh_model *model, const vh_plan_r
         .n_blocks = n_blocks,
         .max_sequences = req->max_sequences ? req->max_sequences : 1,
         .max_context = req->max_context,
-        .max_rows = req->max_context * (req->images_per_pass ? req->images_per_pass : 1),
+        .max_rows = req->max_context * (req->segments_per_frame ? req->segments_per_frame : 1) *
+                    (req->images_per_pass ? req->images_per_pass : 1),
         .max_images = req->images_per_pass ? req->images_per_pass : 1,
         .n_threads = req->n_threads,
         .memory_budget = req->gpu_memory_budget,

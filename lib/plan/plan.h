@@ -55,7 +55,8 @@ typedef struct vh_plan_request {
     const char *plugin_path;
     int32_t n_threads;
     uint32_t max_context;              /* KV positions per sequence */
-    uint32_t max_sequences;            /* KV sequences: frames in flight */
+    uint32_t max_sequences;            /* KV sequences: frames in flight x segments_per_frame */
+    uint32_t segments_per_frame;       /* a frame's independent prompts (its rows: max_context each); 0: 1 */
     uint32_t images_per_pass;          /* new frames a pass may carry (packed passes); 0: 1 */
     uint64_t gpu_memory_budget;        /* for GPU executors; 0: the whole card */
     int32_t llm_split;                 /* two backends: LLM blocks on the first (0..n_layers); -1: choose */

@@ -199,6 +199,10 @@ static vh_status load_session(vh_session *s, const vh_session_params *p, vh_erro
     if ((st = s->model->family->program_create(s->model, p, &s->program, &s->shape, err))) return st;
     s->max_context = s->shape.max_context;
     const uint32_t passes = s->shape.passes_per_frame;
+    const uint32_t segments = s->shape.segments_per_frame ? s->shape.segments_per_frame : 1;
+    if (segments > VH_MAX_FRAME_SEGMENTS)
+        return vh_error_set(err, VH_ERR_INTERNAL, "the model's frames have %u segments (at most %d)", segments,
+                            VH_MAX_FRAME_SEGMENTS);
 
     const char *trace_path = p->trace_path ? p->trace_path : secure_getenv("VH_TRACE");
     if (trace_path && *trace_path && (st = vh_trace_open(trace_path, &s->trace, err))) return st;
@@ -215,7 +219,8 @@ static vh_status load_session(vh_session *s, const vh_session_params *p, vh_erro
      * pass (an upper bound with two stages, where it is staged one pass more) */
     const uint32_t per_pass = p->execution_mode == VH_EXECUTION_PACKED ? (in_flight + passes - 1) / passes : 1;
     vh_plan_request req = {.backends = p->backends, .plugin_path = p->plugin_path, .n_threads = p->n_threads,
-                           .max_context = s->max_context, .max_sequences = in_flight, .images_per_pass = per_pass,
+                           .max_context = s->max_context, .max_sequences = in_flight * segments,
+                           .segments_per_frame = segments, .images_per_pass = per_pass,
                            .gpu_memory_budget = p->gpu_memory_budget, .llm_split = p->llm_split, .split_zone = zone,
                            .action_tokens = passes, .log = &s->log,
                            .before_executor = report_executor, .before_executor_user = &progress};
@@ -226,10 +231,12 @@ static vh_status load_session(vh_session *s, const vh_session_params *p, vh_erro
         const vh_backend_iface *be = s->plan.stages[i].plugin->iface;
         if (s->shape.batch_options & ~be->batch_options)
             return vh_error_set(err, VH_ERR_UNSUPPORTED, "backend '%s' cannot run this model's frames: they need "
-                                "batch options 0x%x it lacks (hidden rows 0x1, segment embeddings 0x2, plans 0x4)",
+                                "batch options 0x%x it lacks (hidden rows 0x1, segment embeddings 0x2, plans 0x4, LoRA sets "
+                                "per segment 0x8, plans on chosen segments 0x10)",
                                 be->name, s->shape.batch_options & ~be->batch_options);
     }
     vh_job_context_init(&s->jobs, s->model, &s->plan, s->program, s->max_context);
+    s->jobs.segments_per_frame = segments;
     s->jobs.trace = s->trace;
     if ((st = vh_frame_queue_init(&s->queue, p->queue_capacity, p->queue_policy, err))) return st;
     s->queue_ready = 1;

@@ -232,8 +232,8 @@ static vh_status prepare(vh_frame_job *job, const vh_frame_input *in, vh_error *
     if (in->noise) memcpy(oj->noise, in->noise, sizeof(float) * c->latent_dim);
     else vh_orion_seeded_noise(p->seed, in->sequence, oj->noise, c->latent_dim);
     vh_frame_job_begin_prefill(job);
-    job->segment.image = -1;
-    job->segment.embeds = in->vision_tokens; /* the record's copy: it outlives the job's passes */
+    job->segments[0].image = -1;
+    job->segments[0].embeds = in->vision_tokens; /* the record's copy: it outlives the job's passes */
     job->batch.options = VH_BATCH_HIDDEN_ROWS | VH_BATCH_SEGMENT_EMBEDS | VH_BATCH_PLAN;
     job->batch.out_tokens = NULL;
     job->batch.n_hidden_rows = 1;
