@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "family/driving/driving_noise.h"
 #include "family/orion/orion_family.h"
 #include "model/model.h"
 #include "pipeline/frame_runner.h"
@@ -420,7 +421,7 @@ START_TEST(test_bad_frames_and_seeded_noise)
         }
     ck_assert_msg(memcmp(first[0], first[1], sizeof first[0]), "two sequences drew the same noise");
     /* ... and it is the documented draw: the same frame with that noise given explicitly */
-    vh_orion_seeded_noise(0, 100, eps, 32);
+    vh_driving_seeded_noise(0, 100, eps, 32);
     frame_of_case(&f, c, (float[32]){0}, &fr);
     fr.noise = eps;
     ck_assert_int_eq(vh_submit_frame(s, &fr, NULL), VH_OK);

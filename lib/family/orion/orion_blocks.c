@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 
+#include "family/driving/vae_gru_planner.h"
 #include "model/llama_layer.h"
 #include "model/tensor_lookup.h"
 
@@ -40,17 +41,8 @@ static vh_status load_llm(vh_model *m, const vh_orion_config *c, uint32_t *next,
     return TAKE(&b->by_role[VH_LLM_HEAD_NORM], SHAPE(H), "%s", "model.norm.weight");
 }
 
-/* A linear layer's weight and bias: [out, in], [out]. */
-static vh_status linear(vh_model *m, vh_tensor_view *w, int role, int64_t out, int64_t in, const char *name,
-                        vh_error *err)
-{
-    vh_status st = TAKE(&w[role], SHAPE(out, in), "planner.%s.weight", name);
-    return st ? st : TAKE(&w[role + 1], SHAPE(out), "planner.%s.bias", name);
-}
-
 static vh_status load_planner(vh_model *m, const vh_orion_config *c, uint32_t *next, vh_error *err)
 {
-    const int64_t F = c->hidden, G = c->gru_hidden, L = c->latent_dim, M = c->n_modes;
     vh_orion_model *om = m->family_model;
     om->planner_block = *next;
     vh_model_block *b = vh_model_begin_block(m, (*next)++, VH_BLOCK_VAE_GRU_PLANNER, VH_SLOT_OUTPUTS, VH_SLOT_OUTPUTS,
@@ -64,29 +56,7 @@ static vh_status load_planner(vh_model *m, const vh_orion_config *c, uint32_t *n
     p->n_steps = c->n_steps;
     p->min_log_sigma = c->min_log_sigma;
     p->max_log_sigma = c->max_log_sigma;
-    vh_tensor_view *w = b->by_role;
-    vh_status st;
-    if ((st = linear(m, w, VH_PLAN_ENC1_W, 2 * F, F, "present_distribution.encoder.conv1", err)) ||
-        (st = linear(m, w, VH_PLAN_ENC2_W, 2 * F, 2 * F, "present_distribution.encoder.conv2", err)) ||
-        (st = linear(m, w, VH_PLAN_ENC3_W, F / 2, 2 * F, "present_distribution.encoder.conv3", err)) ||
-        (st = linear(m, w, VH_PLAN_DIST_W, 2 * L, F / 2, "present_distribution.last_conv.1", err)))
-        return st;
-    for (uint32_t l = 0; l < c->gru_layers; l++) {
-        const int r = VH_PLAN_GRU0 + 4 * (int)l;
-        if ((st = TAKE(&w[r + 0], SHAPE(3 * G, l ? G : L), "planner.predict_model.gru.weight_ih_l%u", l)) ||
-            (st = TAKE(&w[r + 1], SHAPE(3 * G, G), "planner.predict_model.gru.weight_hh_l%u", l)) ||
-            (st = TAKE(&w[r + 2], SHAPE(3 * G), "planner.predict_model.gru.bias_ih_l%u", l)) ||
-            (st = TAKE(&w[r + 3], SHAPE(3 * G), "planner.predict_model.gru.bias_hh_l%u", l)))
-            return st;
-    }
-    if ((st = linear(m, w, VH_PLAN_MLP1_W, 2 * G, G, "predict_model.linear1", err)) ||
-        (st = linear(m, w, VH_PLAN_MLP2_W, 4 * G, 2 * G, "predict_model.linear2", err)) ||
-        (st = linear(m, w, VH_PLAN_MLP3_W, F, 4 * G, "predict_model.linear3", err)) ||
-        (st = linear(m, w, VH_PLAN_DEC1_W, 2 * F, 2 * F, "ego_fut_decoder.0", err)) ||
-        (st = linear(m, w, VH_PLAN_DEC2_W, 2 * F, 2 * F, "ego_fut_decoder.2", err)) ||
-        (st = linear(m, w, VH_PLAN_DEC3_W, 2 * M, 2 * F, "ego_fut_decoder.4", err)))
-        return st;
-    return VH_OK;
+    return vh_take_vae_gru_planner(m->checkpoint, "planner.", p, b->by_role, err);
 }
 
 vh_status vh_orion_load(vh_model *m, const char *dir, const char *config_text, size_t config_len,

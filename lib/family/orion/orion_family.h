@@ -20,7 +20,5 @@ extern const vh_family vh_family_orion;
 const float *vh_orion_job_feature(const struct vh_frame_job *job);
 /* The prompt's ids (the image's rows not included) and where the image's rows go. */
 const int32_t *vh_orion_program_prompt(const vh_program *program, size_t *n_ids, size_t *image_index);
-/* The noise a frame without its own gets: seed and sequence through SplitMix64, Box-Muller. */
-void vh_orion_seeded_noise(uint64_t seed, uint64_t sequence, float *noise, uint32_t n);
 
 #endif
