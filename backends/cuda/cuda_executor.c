@@ -40,7 +40,7 @@ static int is_fp32_tensor(const cuda_block *b, uint32_t i)
     return d->kind == VH_BLOCK_VIT_EMBED && i != VH_VIT_EMBED_PATCH_W;
 }
 
-/* The LLM tensors held in the block's own layout, uploaded apart (upload_llm_tensors): q/k/v and
+/* The LLM tensors held in the block's own layout, uploaded apart (upload_weights, upload_llm_extras): q/k/v and
  * gate/up concatenated, the q/k/v biases stacked into one vector, the LoRA pairs padded. */
 static int is_packed_llm_tensor(const cuda_block *b, uint32_t i)
 {
