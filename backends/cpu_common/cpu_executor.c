@@ -24,14 +24,47 @@ static float *alloc_floats(uint64_t a, uint64_t b, uint64_t c, uint64_t *total)
     return p;
 }
 
-/* An LLM block whose q|k|v and gate|up the backend fuses: it offers fusing, and no LoRA adapter is
- * kept apart (those add to q, k, v one by one). */
+/* An LLM block whose q|k|v and gate|up the backend fuses: it offers fusing, and no LoRA adapter of
+ * either set is kept apart (those add to q, k, v one by one, from the normed rows the fused GEMM
+ * never writes out). Biases fuse: the q|k|v GEMM's epilogue adds them. */
 static int fusable(const vh_executor *e, const cpu_block *cb)
 {
     if (!e->ops->prepare_fused || !e->ops->linear_fused || cb->desc->kind != VH_BLOCK_LLM) return 0;
-    for (int a = VH_LLM_Q_LORA_A; a < VH_LLM_N_TENSORS; a++)
-        if (cb->t[a].data) return 0;
-    return 1;
+    return cb->lora_sets == 0;
+}
+
+/* The LoRA pairs of an LLM block: both matrices or neither, ranks that agree; which sets it holds.
+ * (Shapes against the model were checked by the core's loader; the pair is checked here because
+ * the block code multiplies through both.) */
+static vh_status check_lora_pairs(const vh_executor *e, cpu_block *cb, char *err, size_t err_size)
+{
+    for (uint32_t set = 0; set < VH_LLM_LORA_SETS; set++)
+        for (uint32_t proj = 0; proj < 4; proj++) {
+            const uint32_t a = vh_llm_lora_role(set, proj);
+            const vh_tensor_view *A = &cb->t[a], *B = &cb->t[a + 1];
+            if (!A->data != !B->data || (A->data && (A->ndim != 2 || B->ndim != 2 || A->shape[0] != B->shape[1])))
+                return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: LoRA role %u (set %u) without "
+                                       "its pair, or ranks that differ", e->ops->backend, a, set);
+            if (A->data) cb->lora_sets |= 1u << set;
+        }
+    return VH_OK;
+}
+
+/* A fused block's q|k|v biases as one vector in the fused matrix's column order (a missing one
+ * is zeros); NULL (no vector) for a block without biases. */
+static vh_status stack_qkv_bias(vh_executor *e, cpu_block *cb, char *err, size_t err_size)
+{
+    const vh_llm_desc *l = &e->model->llm;
+    const uint64_t q_dim = (uint64_t)l->n_heads * l->head_dim, kv_dim = (uint64_t)l->n_kv_heads * l->head_dim;
+    if (!cb->vec[VH_LLM_Q_BIAS] && !cb->vec[VH_LLM_K_BIAS] && !cb->vec[VH_LLM_V_BIAS]) return VH_OK;
+    cb->qkv_bias = alloc_floats(q_dim + 2 * kv_dim, 1, 1, &e->weight_bytes);
+    if (!cb->qkv_bias)
+        return vh_backend_fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "%s: out of memory for biases", e->ops->backend);
+    const uint64_t offset[3] = {0, q_dim, q_dim + kv_dim}, width[3] = {q_dim, kv_dim, kv_dim};
+    for (int i = 0; i < 3; i++)
+        if (cb->vec[VH_LLM_Q_BIAS + i])
+            memcpy(cb->qkv_bias + offset[i], cb->vec[VH_LLM_Q_BIAS + i], sizeof(float) * width[i]);
+    return VH_OK;
 }
 
 /* The block's tensors by role, its kind's entry and parameters; then its matrices as 2-D [out, in]
@@ -64,11 +97,10 @@ static vh_status prepare_block(vh_executor *e, cpu_block *cb, const vh_block_des
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: a %s block without a state slot",
                                e->ops->backend, vh_block_kind_name(d->kind));
     for (uint32_t i = 0; i < d->n_tensors; i++) cb->t[d->tensors[i].role] = d->tensors[i];
-    if (d->kind == VH_BLOCK_LLM)
-        for (int a = VH_LLM_Q_LORA_A; a < VH_LLM_N_TENSORS; a += 2)
-            if (!cb->t[a].data != !cb->t[a + 1].data || (cb->t[a].data && cb->t[a].shape[0] != cb->t[a + 1].shape[1]))
-                return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: LoRA role %d without its pair, or "
-                                       "ranks that differ", e->ops->backend, a);
+    if (d->kind == VH_BLOCK_LLM) {
+        vh_status st = check_lora_pairs(e, cb, err, err_size);
+        if (st) return st;
+    }
     const int fuse = fusable(e, cb);
     for (uint32_t r = 0; r < CPU_MAX_ROLES; r++) {
         const vh_tensor_view *t = &cb->t[r];
@@ -90,6 +122,8 @@ static vh_status prepare_block(vh_executor *e, cpu_block *cb, const vh_block_des
         vhk_convert_to_f32(t->data, t->dtype, cb->vec[r], t->shape[0]);
     }
     if (!fuse) return VH_OK;
+    vh_status bias_st = stack_qkv_bias(e, cb, err, err_size);
+    if (bias_st) return bias_st;
     const vh_tensor_view *qkv[3] = {&cb->mat[VH_LLM_Q], &cb->mat[VH_LLM_K], &cb->mat[VH_LLM_V]};
     const vh_tensor_view *gate_up[2] = {&cb->mat[VH_LLM_GATE], &cb->mat[VH_LLM_UP]};
     vh_status st = e->ops->prepare_fused(e->linear, qkv, 3, CPU_FUSE_STACK, &cb->fused_qkv, &e->weight_bytes, err,
@@ -116,13 +150,17 @@ void cpu_linear_fused(vh_executor *e, const cpu_linear_call *call)
 
 static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
-/* The largest LoRA rank of the LLM blocks held (1 without adapters: a small buffer anyway). */
+/* The largest LoRA rank of the LLM blocks held, either set (1 without adapters: a small buffer
+ * anyway). */
 static uint64_t max_lora_rank(const vh_executor *e)
 {
     uint64_t r = 1;
     for (uint32_t i = 0; i < e->params.n_blocks; i++)
-        for (int a = VH_LLM_Q_LORA_A; e->blocks[i].desc->kind == VH_BLOCK_LLM && a < VH_LLM_N_TENSORS; a += 2)
-            if (e->blocks[i].t[a].data && (uint64_t)e->blocks[i].t[a].shape[0] > r) r = (uint64_t)e->blocks[i].t[a].shape[0];
+        for (uint32_t set = 0; e->blocks[i].desc->kind == VH_BLOCK_LLM && set < VH_LLM_LORA_SETS; set++)
+            for (uint32_t proj = 0; proj < 4; proj++) {
+                const vh_tensor_view *A = &e->blocks[i].t[vh_llm_lora_role(set, proj)];
+                if (A->data && (uint64_t)A->shape[0] > r) r = (uint64_t)A->shape[0];
+            }
     return r;
 }
 
@@ -297,6 +335,7 @@ void cpu_executor_destroy(vh_executor *e)
             }
             if (e->blocks[i].fused_qkv) e->ops->release(e->linear, e->blocks[i].fused_qkv);
             if (e->blocks[i].fused_gate_up) e->ops->release(e->linear, e->blocks[i].fused_gate_up);
+            free(e->blocks[i].qkv_bias);
         }
         free(e->blocks);
     }
@@ -396,6 +435,27 @@ static vh_status validate_batch(const vh_executor *e, const vh_batch *b, int nee
     return VH_OK;
 }
 
+/* Every segment's LoRA set is held by every LLM block of the run. Set 0 always is: without
+ * adapters of its own a block runs its base weights, as it does for a batch without
+ * VH_BATCH_SEGMENT_ADAPTERS. Set 1 must be there: running the base instead of the second expert
+ * would be a silent wrong answer. */
+static vh_status check_segment_adapters(const vh_executor *e, const vh_batch *batch, const cpu_block *blocks,
+                                        uint32_t n_blocks, char *err, size_t err_size)
+{
+    if (!(batch->options & VH_BATCH_SEGMENT_ADAPTERS)) return VH_OK;
+    for (uint32_t i = 0; i < n_blocks; i++) {
+        if (blocks[i].desc->kind != VH_BLOCK_LLM) continue;
+        for (uint32_t s = 0; s < batch->n_segments; s++) {
+            const uint32_t set = batch->segment_adapters[s];
+            if (set != 0 && !(blocks[i].lora_sets >> set & 1u))
+                return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: segment %u asks for LoRA set %u, "
+                                       "which LLM layer %u (block %u) does not hold", e->ops->backend, s, set,
+                                       blocks[i].layer, e->params.first_block + (uint32_t)(&blocks[i] - e->blocks));
+        }
+    }
+    return VH_OK;
+}
+
 vh_status cpu_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first_block, uint32_t n_blocks,
                            char *err, size_t err_size)
 {
@@ -407,6 +467,9 @@ vh_status cpu_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first
                     p->first_block + p->n_blocks);
     if (!vh_batch_options_check(e->ops->backend, CPU_BATCH_OPTIONS, batch, err, err_size))
         return VH_ERR_UNSUPPORTED;
+    char why[160];
+    if (!vh_batch_segment_arrays_valid(batch, why, sizeof why))
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: %s", e->ops->backend, why);
     const cpu_block *blocks = &e->blocks[first_block - p->first_block];
     int needs_images = 0, needs_rows = 0;
     for (uint32_t i = 0; i < n_blocks; i++) {
@@ -426,6 +489,7 @@ vh_status cpu_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first
     }
     vh_status st = validate_batch(e, batch, needs_images, needs_rows, err, err_size);
     if (st) return st;
+    if ((st = check_segment_adapters(e, batch, blocks, n_blocks, err, err_size))) return st;
 
     e->failed = VH_OK;
     /* rows bound by bind_hidden: this run works in the core's memory */

@@ -26,7 +26,8 @@ typedef struct cpu_block {
     uint32_t tower, layer;                    /* from the kind's parameters */
     uint32_t state;                           /* desc->state_slot */
     vh_planner_params plan;                   /* VAE_GRU_PLANNER: its parameters */
-    float lora_scale;                         /* LLM: its LoRA adapters' alpha / r */
+    float lora_scale;                         /* LLM: its LoRA adapters' alpha / r (both sets) */
+    uint32_t lora_sets;                       /* LLM: bit s set where it holds a pair of LoRA set s */
     float *scratch;                           /* a kind's own scratch (the planner's), or NULL */
     vh_tensor_view t[CPU_MAX_ROLES];          /* [role] */
     vh_tensor_view mat[CPU_MAX_ROLES];        /* [role] 2-D [out, in] views; data NULL for non-matrices */
@@ -35,6 +36,7 @@ typedef struct cpu_block {
     /* LLM, where the backend fuses (cpu_linear_ops.prepare_fused) and no LoRA is kept apart: q|k|v
      * as one matrix, gate|up as a gated pair (their own prepared[] stay NULL); else NULL. */
     void *fused_qkv, *fused_gate_up;
+    float *qkv_bias;                          /* fused, with q/k/v biases (Qwen2): [(Hq + 2 Hkv) hd], else NULL */
 } cpu_block;
 
 /* A block kind the CPU executor runs (cpu_kinds.c; a file per kind). */
@@ -50,7 +52,8 @@ typedef struct cpu_kind {
 } cpu_kind;
 
 #define CPU_N_KINDS 7
-#define CPU_BATCH_OPTIONS (VH_BATCH_HIDDEN_ROWS | VH_BATCH_SEGMENT_EMBEDS | VH_BATCH_PLAN)
+#define CPU_BATCH_OPTIONS (VH_BATCH_HIDDEN_ROWS | VH_BATCH_SEGMENT_EMBEDS | VH_BATCH_PLAN | VH_BATCH_SEGMENT_ADAPTERS | \
+                           VH_BATCH_PLAN_SEGMENTS)
 extern const vh_kind_support cpu_kind_support[CPU_N_KINDS];
 extern const cpu_kind cpu_kinds[CPU_N_KINDS];
 /* The entry for a kind, or NULL. */
@@ -78,7 +81,8 @@ typedef struct llm_scratch {
     float *qkv;                        /* [max_rows, (Hq + 2 Hkv) hd] fused q | k | v (or NULL) */
     int32_t *positions;                /* [max_rows] */
     float *head_in;                    /* [max_segments, Dl] last rows of the segments */
-    float *lora_a, *lora_b;            /* [max_rows, r], [max_rows, max(q, Dl)]: LoRA kept apart */
+    float *lora_a, *lora_b;            /* [max_rows, r], [max_rows, max(q, Dl)]: LoRA kept apart (r: the
+                                          largest rank of either set) */
     float *logits;                     /* [max_segments, V] */
 } llm_scratch;
 

@@ -11,7 +11,7 @@ const vh_kind_support cpu_kind_support[CPU_N_KINDS] = {
     {VH_BLOCK_VIT, VH_VIT_N_TENSORS, sizeof(vh_vit_params), 0, VH_SLOT_TOWER_TOKENS, VH_SLOT_TOWER_TOKENS},
     {VH_BLOCK_PROJECTOR, VH_PROJ_N_TENSORS, sizeof(vh_block_params), 0, VH_SLOT_TOWER_TOKENS, VH_SLOT_PATCH_EMBEDS},
     {VH_BLOCK_LLM_EMBED, VH_LLM_EMBED_N_TENSORS, sizeof(vh_block_params), 0, VH_SLOT_PATCH_EMBEDS, VH_SLOT_ROWS},
-    {VH_BLOCK_LLM, VH_LLM_Q_BIAS, sizeof(vh_llm_params), 0, VH_SLOT_ROWS, VH_SLOT_ROWS},
+    {VH_BLOCK_LLM, VH_LLM_N_TENSORS, sizeof(vh_llm_params), 0, VH_SLOT_ROWS, VH_SLOT_ROWS},
     {VH_BLOCK_LLM_HEAD, VH_LLM_HEAD_N_TENSORS, sizeof(vh_block_params), 0, VH_SLOT_ROWS, VH_SLOT_OUTPUTS},
     {VH_BLOCK_VAE_GRU_PLANNER, VH_PLAN_N_TENSORS, sizeof(vh_planner_params), 0, VH_SLOT_OUTPUTS, VH_SLOT_OUTPUTS},
 };
@@ -28,7 +28,9 @@ const cpu_kind cpu_kinds[CPU_N_KINDS] = {
     {.matrix_roles = BIT(VH_LLM_Q) | BIT(VH_LLM_K) | BIT(VH_LLM_V) | BIT(VH_LLM_O) | BIT(VH_LLM_GATE) |
                      BIT(VH_LLM_UP) | BIT(VH_LLM_DOWN) | BIT(VH_LLM_Q_LORA_A) | BIT(VH_LLM_Q_LORA_B) |
                      BIT(VH_LLM_K_LORA_A) | BIT(VH_LLM_K_LORA_B) | BIT(VH_LLM_V_LORA_A) | BIT(VH_LLM_V_LORA_B) |
-                     BIT(VH_LLM_O_LORA_A) | BIT(VH_LLM_O_LORA_B),
+                     BIT(VH_LLM_O_LORA_A) | BIT(VH_LLM_O_LORA_B) | BIT(VH_LLM_LORA1_Q_A) | BIT(VH_LLM_LORA1_Q_B) |
+                     BIT(VH_LLM_LORA1_K_A) | BIT(VH_LLM_LORA1_K_B) | BIT(VH_LLM_LORA1_V_A) | BIT(VH_LLM_LORA1_V_B) |
+                     BIT(VH_LLM_LORA1_O_A) | BIT(VH_LLM_LORA1_O_B),
      .uses_rows = 1, .has_state = 1, .run = cpu_llm_block},
     {.matrix_roles = BIT(VH_LLM_HEAD_LM), .uses_rows = 1, .is_head = 1, .run = cpu_llm_head},
     {.matrix_roles = BIT(VH_PLAN_ENC1_W) | BIT(VH_PLAN_ENC2_W) | BIT(VH_PLAN_ENC3_W) | BIT(VH_PLAN_DIST_W) |

@@ -1,9 +1,10 @@
 /*
- * VH_BLOCK_LLM on the CPU: a Llama decoder block over a packed batch of segments (vh_batch), each
- * row at its own position of its own sequence's KV cache (the block's state slot):
+ * VH_BLOCK_LLM on the CPU: a Llama (or Qwen2) decoder block over a packed batch of segments
+ * (vh_batch), each row at its own position of its own sequence's KV cache (the block's state slot):
  *
  *   x += o_proj(attention(rope(q_proj(rmsnorm(x))), rope(k_proj(..)), v_proj(..)))
- *        (each of q/k/v/o_proj with its LoRA adapter added when the block keeps one apart)
+ *        (each of q/k/v/o_proj with its LoRA adapter added when the block keeps one apart, of the
+ *        set each segment names (VH_BATCH_SEGMENT_ADAPTERS); q/k/v with Qwen2's biases)
  *   x += down_proj(silu(gate_proj(rmsnorm(x))) * up_proj(rmsnorm(x)))
  */
 #include <math.h>
@@ -20,16 +21,37 @@ static float *cache_at(const vh_executor *e, float *cache, uint32_t slot, uint32
     return cache + ((size_t)slot * e->params.max_sequences + sequence) * per_sequence;
 }
 
-/* A LoRA adapter kept apart (roles a_role, a_role + 1), as peft's forward: y += scale * B (A x). */
-static void lora(vh_executor *e, const cpu_block *b, int a_role, const float *x, int64_t in, int64_t R, float *y,
-                 int64_t out)
+/* One LoRA adapter kept apart (roles a_role, a_role + 1) on rows [0, R) of x, as peft's forward:
+ * y += scale * B (A x). */
+static void lora_rows(vh_executor *e, const cpu_block *b, uint32_t a_role, const float *x, int64_t in, int64_t R,
+                      float *y, int64_t out)
 {
-    if (!b->t[a_role].data) return;
     const int64_t r = b->t[a_role].shape[0];
     llm_scratch *s = &e->llm;
-    cpu_linear(e, b, a_role, x, in, R, NULL, s->lora_a, r);
-    cpu_linear(e, b, a_role + 1, s->lora_a, r, R, NULL, s->lora_b, out);
-    for (int64_t i = 0; i < R * out; i++) y[i] += s->lora_b[i] * b->lora_scale;
+    cpu_linear(e, b, (int)a_role, x, in, R, NULL, s->lora_a, r);
+    cpu_linear(e, b, (int)a_role + 1, s->lora_a, r, R, NULL, s->lora_b, out);
+    if (e->failed) return;
+    for (int64_t i = 0; i < R; i++)
+        for (int64_t c = 0; c < out; c++) y[i * out + c] += s->lora_b[i * out + c] * b->lora_scale;
+}
+
+/* Projection `proj` (0 q, 1 k, 2 v, 3 o)'s LoRA delta for every row, each segment's rows with its
+ * own set (VH_BATCH_SEGMENT_ADAPTERS): contiguous segments of one set are one call. A set the block
+ * does not hold for this projection adds nothing (executor_run refused sets it holds not at all). */
+static void lora(vh_executor *e, const cpu_block *b, const vh_batch *batch, uint32_t proj, const float *x, int64_t in,
+                 float *y, int64_t out)
+{
+    if (!b->lora_sets) return;
+    uint32_t first_row = 0, row = 0;
+    for (uint32_t g = 0; g < batch->n_segments; g++) {
+        const uint32_t set = vh_batch_segment_adapter(batch, g);
+        row += batch->segments[g].n_rows;
+        if (g + 1 < batch->n_segments && vh_batch_segment_adapter(batch, g + 1) == set) continue;
+        const uint32_t a = vh_llm_lora_role(set, proj);
+        if (b->t[a].data)
+            lora_rows(e, b, a, x + (size_t)first_row * in, in, row - first_row, y + (size_t)first_row * out, out);
+        first_row = row;
+    }
 }
 
 typedef struct kv_write_job {
@@ -93,8 +115,8 @@ static void llm_block_fused(vh_executor *e, const cpu_block *b, const vh_batch *
     cpu_profile_begin(prof, (uint64_t)R);
     cpu_linear_fused(e, &(cpu_linear_call){.x = s->x, .x_stride = Dl, .rows = R, .in = Dl,
                                            .rms_weight = b->vec[VH_LLM_ATTN_NORM], .rms_eps = l->rms_eps,
-                                           .prepared = b->fused_qkv, .epilogue = CPU_EPILOGUE_STORE, .y = s->qkv,
-                                           .y_stride = width});
+                                           .prepared = b->fused_qkv, .bias = b->qkv_bias,
+                                           .epilogue = CPU_EPILOGUE_STORE, .y = s->qkv, .y_stride = width});
     cpu_profile_mark(prof, CPU_PROF_QKV);
     vhk_rope(e->pool, s->qkv, width, R, l->n_heads, l->head_dim, s->positions, l->rope_theta);
     vhk_rope(e->pool, s->qkv + q_dim, width, R, l->n_kv_heads, l->head_dim, s->positions, l->rope_theta);
@@ -130,19 +152,19 @@ void cpu_llm_block(vh_executor *e, const cpu_block *b, const vh_batch *batch)
     /* attention */
     cpu_profile_begin(prof, (uint64_t)R);
     vhk_rmsnorm(e->pool, s->x, s->norm, R, Dl, b->vec[VH_LLM_ATTN_NORM], l->rms_eps);
-    cpu_linear(e, b, VH_LLM_Q, s->norm, Dl, R, NULL, s->q, q_dim);
-    cpu_linear(e, b, VH_LLM_K, s->norm, Dl, R, NULL, s->k, kv_dim);
-    cpu_linear(e, b, VH_LLM_V, s->norm, Dl, R, NULL, s->v, kv_dim);
-    lora(e, b, VH_LLM_Q_LORA_A, s->norm, Dl, R, s->q, q_dim);
-    lora(e, b, VH_LLM_K_LORA_A, s->norm, Dl, R, s->k, kv_dim);
-    lora(e, b, VH_LLM_V_LORA_A, s->norm, Dl, R, s->v, kv_dim);
+    cpu_linear(e, b, VH_LLM_Q, s->norm, Dl, R, b->vec[VH_LLM_Q_BIAS], s->q, q_dim);
+    cpu_linear(e, b, VH_LLM_K, s->norm, Dl, R, b->vec[VH_LLM_K_BIAS], s->k, kv_dim);
+    cpu_linear(e, b, VH_LLM_V, s->norm, Dl, R, b->vec[VH_LLM_V_BIAS], s->v, kv_dim);
+    lora(e, b, batch, 0, s->norm, Dl, s->q, q_dim);
+    lora(e, b, batch, 1, s->norm, Dl, s->k, kv_dim);
+    lora(e, b, batch, 2, s->norm, Dl, s->v, kv_dim);
     cpu_profile_mark(prof, CPU_PROF_QKV);
     vhk_rope(e->pool, s->q, q_dim, R, l->n_heads, l->head_dim, s->positions, l->rope_theta);
     vhk_rope(e->pool, s->k, kv_dim, R, l->n_kv_heads, l->head_dim, s->positions, l->rope_theta);
 
     attend(e, b, batch, s->q, q_dim, s->k, s->v, kv_dim);
     cpu_linear(e, b, VH_LLM_O, s->attn, q_dim, R, NULL, s->norm, Dl);
-    lora(e, b, VH_LLM_O_LORA_A, s->attn, q_dim, R, s->norm, Dl);
+    lora(e, b, batch, 3, s->attn, q_dim, s->norm, Dl);
     vhk_add(e->pool, s->x, s->norm, R * Dl);
     cpu_profile_mark(prof, CPU_PROF_O);
 

@@ -12,6 +12,8 @@
  *   y_t      = the last layer's output at step t, every step's input z     [steps, G]
  *   g_t      = mlp3(relu(mlp2(relu(mlp1(y_t)))))                           [steps, F]
  *   preds[m][t] = dec3(relu(dec2(relu(dec1([f, g_t])))))[2m .. 2m + 2)      [M, steps, 2]
+ * With VH_BATCH_PLAN_SEGMENTS only the segments marked are planned (packed into the first rows of
+ * the scratch); the others' noise is not read and their plan rows are not written.
  * The linear layers go through the backend's linear ops (its weights' own form); the pointwise
  * steps and the GRU's gates are plain loops over a few thousand floats.
  */
@@ -33,7 +35,8 @@ uint64_t cpu_planner_scratch_floats(const vh_executor *e, const cpu_block *b)
     const vh_planner_params *p = &b->plan;
     const uint64_t S = e->max_segments, F = p->feature_dim, G = p->gru_hidden, L = p->latent_dim,
                    T = p->n_steps, M = p->n_modes;
-    return S * (2 * F + 2 * F + F / 2 + 2 * L + L) /* encoder, distribution, z */
+    return S /* the segments planned (VH_BATCH_PLAN_SEGMENTS), as uint32_t */
+           + S * (2 * F + 2 * F + F / 2 + 2 * L + L) /* encoder, distribution, z */
            + S * p->gru_layers * G + 2 * S * 3 * G /* GRU state, gates */
            + S * T * (G + 2 * G + 4 * G + F + 2 * F + 2 * F + 2 * F + 2 * M); /* steps */
 }
@@ -41,9 +44,15 @@ uint64_t cpu_planner_scratch_floats(const vh_executor *e, const cpu_block *b)
 void cpu_planner(vh_executor *e, const cpu_block *b, const vh_batch *batch)
 {
     const vh_planner_params *p = &b->plan;
-    const int64_t S = batch->n_segments, F = p->feature_dim, G = p->gru_hidden, L = p->latent_dim,
-                  T = p->n_steps, M = p->n_modes, per_segment = batch->n_hidden_rows / batch->n_segments;
-    float *w = b->scratch;
+    const int64_t F = p->feature_dim, G = p->gru_hidden, L = p->latent_dim, T = p->n_steps, M = p->n_modes,
+                  per_segment = batch->n_hidden_rows / batch->n_segments;
+    /* the segments planned, packed: plan row s below is batch segment planned[s] */
+    uint32_t *planned = (uint32_t *)b->scratch;
+    int64_t S = 0;
+    for (uint32_t g = 0; g < batch->n_segments; g++)
+        if (vh_batch_plans_segment(batch, g)) planned[S++] = g;
+    if (S == 0) return;
+    float *w = b->scratch + e->max_segments;
     float *f = w;              w += S * 2 * F;     /* the features, then reused below */
     float *e1 = w;             w += S * 2 * F;
     float *e3 = w;             w += S * F / 2;
@@ -62,7 +71,8 @@ void cpu_planner(vh_executor *e, const cpu_block *b, const vh_batch *batch)
     float *out = w;                                /* [segment][step][2M] */
 
     for (int64_t s = 0; s < S; s++)
-        memcpy(f + s * F, batch->out_hidden + (size_t)(s * per_segment + p->feature_row) * F, sizeof(float) * F);
+        memcpy(f + s * F, batch->out_hidden + (size_t)(planned[s] * per_segment + p->feature_row) * F,
+               sizeof(float) * F);
 
     /* the latent: mu + exp(log_sigma) * eps */
     cpu_linear(e, b, VH_PLAN_ENC1_W, f, F, S, b->vec[VH_PLAN_ENC1_B], e1, 2 * F);
@@ -73,9 +83,9 @@ void cpu_planner(vh_executor *e, const cpu_block *b, const vh_batch *batch)
     cpu_linear(e, b, VH_PLAN_DIST_W, e3, F / 2, S, b->vec[VH_PLAN_DIST_B], dist, 2 * L);
     if (e->failed) return;
     for (int64_t s = 0; s < S; s++) {
-        const float *eps = batch->plan_noise + (size_t)s * batch->plan_noise_stride + p->noise_offset;
+        const float *eps = batch->plan_noise + (size_t)planned[s] * batch->plan_noise_stride + p->noise_offset;
         float *mu = dist + s * 2 * L, *ls = mu + L;
-        float *plan = batch->out_plan + (size_t)s * batch->plan_out_stride + p->out_offset + M * T * 2;
+        float *plan = batch->out_plan + (size_t)planned[s] * batch->plan_out_stride + p->out_offset + M * T * 2;
         for (int64_t i = 0; i < L; i++) {
             ls[i] = fminf(fmaxf(ls[i], p->min_log_sigma), p->max_log_sigma);
             z[s * L + i] = mu[i] + expf(ls[i]) * eps[i];
@@ -131,7 +141,7 @@ void cpu_planner(vh_executor *e, const cpu_block *b, const vh_batch *batch)
     cpu_linear(e, b, VH_PLAN_DEC3_W, d2, 2 * F, R, b->vec[VH_PLAN_DEC3_B], out, 2 * M);
     if (e->failed) return;
     for (int64_t s = 0; s < S; s++) {
-        float *preds = batch->out_plan + (size_t)s * batch->plan_out_stride + p->out_offset;
+        float *preds = batch->out_plan + (size_t)planned[s] * batch->plan_out_stride + p->out_offset;
         for (int64_t m = 0; m < M; m++)
             for (int64_t t = 0; t < T; t++) {
                 preds[(m * T + t) * 2 + 0] = out[(s * T + t) * 2 * M + 2 * m + 0];

@@ -40,12 +40,19 @@ static int is_fp32_tensor(const cuda_block *b, uint32_t i)
     return d->kind == VH_BLOCK_VIT_EMBED && i != VH_VIT_EMBED_PATCH_W;
 }
 
-static int is_fused_llm_tensor(const cuda_block *b, uint32_t i)
+/* The LLM tensors held in the block's own layout, uploaded apart (upload_weights, upload_llm_extras): q/k/v and
+ * gate/up concatenated, the q/k/v biases stacked into one vector, the LoRA pairs padded. */
+static int is_packed_llm_tensor(const cuda_block *b, uint32_t i)
 {
     const vh_block_desc *d = b->desc;
     return d->kind == VH_BLOCK_LLM &&
-           (i == VH_LLM_Q || i == VH_LLM_K || i == VH_LLM_V || i == VH_LLM_GATE || i == VH_LLM_UP);
+           (i == VH_LLM_Q || i == VH_LLM_K || i == VH_LLM_V || i == VH_LLM_GATE || i == VH_LLM_UP ||
+            i == VH_LLM_Q_BIAS || i == VH_LLM_K_BIAS || i == VH_LLM_V_BIAS ||
+            (i >= VH_LLM_Q_LORA_A && i <= VH_LLM_O_LORA_B) || (i >= VH_LLM_LORA1_Q_A && i <= VH_LLM_LORA1_O_B));
 }
+
+/* A LoRA rank rounded up to 8 (the padded pair's leading dimension). */
+static int64_t lora_padded_rank(int64_t r) { return (r + 7) / 8 * 8; }
 
 /* The patch embedding's [D, 3, P, P] weight, held as [D, VHC_PATCH_LD(P)] rows padded with zeros. */
 static int is_padded_patch_weight(const cuda_block *b, uint32_t i)
@@ -106,9 +113,10 @@ static vh_status upload(uploader *u, const vh_tensor_view *t, int to_f32, void *
     return VH_OK;
 }
 
-/* rows x cols values of t as bf16 rows ld elements apart, zeros past cols. */
+/* rows x cols values of t as bf16 rows ld elements apart, zeros past cols; each value times scale
+ * first where scale is not 1 (a LoRA B, pre-scaled: one rounding to bf16 either way). */
 static vh_status upload_padded_rows(uploader *u, const vh_tensor_view *t, int64_t rows, int64_t cols, int64_t ld,
-                                    void *dst, char *err, size_t err_size)
+                                    float scale, void *dst, char *err, size_t err_size)
 {
     const int64_t per_chunk = (int64_t)(STAGING_BYTES / 2) / ld;
     for (int64_t first = 0; first < rows; first += per_chunk) {
@@ -116,6 +124,11 @@ static vh_status upload_padded_rows(uploader *u, const vh_tensor_view *t, int64_
         uint16_t *staging = u->staging;
         for (int64_t r = 0; r < count; r++) {
             convert_to_bf16(t->data, t->dtype, (first + r) * cols, cols, staging + r * ld);
+            for (int64_t c = 0; scale != 1.0f && c < cols; c++) {
+                float f;
+                convert_to_f32(t->data, t->dtype, (first + r) * cols + c, 1, &f);
+                staging[r * ld + c] = vh_f32_to_bf16(f * scale);
+            }
             memset(staging + r * ld + cols, 0, (size_t)(ld - cols) * 2);
         }
         cudaError_t e = cudaMemcpy((uint16_t *)dst + first * ld, staging, (size_t)(count * ld * 2),
@@ -137,7 +150,7 @@ static void plan_weights(vh_executor *e, cuda_arena *a)
         const vh_block_desc *d = b->desc;
         for (uint32_t t = 0; t < CUDA_MAX_ROLES; t++) {
             const vh_tensor_view *v = &b->t[t];
-            if (!v->data || is_fused_llm_tensor(b, t)) continue;
+            if (!v->data || is_packed_llm_tensor(b, t)) continue;
             /* a tensor another block of this executor already holds (tied embeddings) */
             int shared = 0;
             for (uint32_t j = 0; j < i && !shared; j++)
@@ -156,6 +169,16 @@ static void plan_weights(vh_executor *e, cuda_arena *a)
             size_t qkv_rows = (size_t)(l->n_heads + 2 * l->n_kv_heads) * l->head_dim;
             b->qkv_w = arena_take(a, qkv_rows * l->hidden * 2);
             b->gate_up_w = arena_take(a, (size_t)2 * l->intermediate * l->hidden * 2);
+            if (b->t[VH_LLM_Q_BIAS].data || b->t[VH_LLM_K_BIAS].data || b->t[VH_LLM_V_BIAS].data)
+                b->qkv_bias = arena_take(a, qkv_rows * 4);
+            for (uint32_t set = 0; set < VH_LLM_LORA_SETS; set++)
+                for (uint32_t p = 0; p < 4; p++) {
+                    const vh_tensor_view *A = &b->t[vh_llm_lora_role(set, p)], *B = &b->t[vh_llm_lora_role(set, p) + 1];
+                    if (!A->data) continue;
+                    b->lora_ld[set][p] = lora_padded_rank(A->shape[0]);
+                    b->lora_a[set][p] = arena_take(a, (size_t)b->lora_ld[set][p] * A->shape[1] * 2);
+                    b->lora_b[set][p] = arena_take(a, (size_t)B->shape[0] * b->lora_ld[set][p] * 2);
+                }
         }
     }
 }
@@ -209,6 +232,19 @@ static void plan_head(vh_executor *e, cuda_arena *a)
     h->h_bf16 = arena_take(a, layers * S * G * 2);
     h->z = arena_take(a, S * L * 2);
     h->y = arena_take(a, S * T * G * 2);
+}
+
+/* The widest padded LoRA rank of the LLM blocks held, either set (0: no LoRA). */
+static uint64_t max_lora_ld(const vh_executor *e)
+{
+    uint64_t r8 = 0;
+    for (uint32_t i = 0; i < e->params.n_blocks; i++)
+        for (uint32_t set = 0; e->blocks[i].desc->kind == VH_BLOCK_LLM && set < VH_LLM_LORA_SETS; set++)
+            for (uint32_t p = 0; p < 4; p++) {
+                const vh_tensor_view *A = &e->blocks[i].t[vh_llm_lora_role(set, p)];
+                if (A->data) r8 = max64(r8, (uint64_t)lora_padded_rank(A->shape[0]));
+            }
+    return r8;
 }
 
 static void plan_work(vh_executor *e, cuda_arena *a)
@@ -284,6 +320,11 @@ static void plan_work(vh_executor *e, cuda_arena *a)
         e->llm.max_tiles = (uint32_t)(R / VHC_FLASH_TILE_ROWS + S);
         e->llm.tiles = arena_take(a, e->llm.max_tiles * sizeof(vhc_attention_tile));
         e->llm.rope_inv_freq = arena_take(a, (uint64_t)l->head_dim / 2 * 4);
+        const uint64_t r8 = max_lora_ld(e);
+        if (r8) {
+            e->llm.lora_t = arena_take(a, R * r8 * 4);
+            e->llm.lora_t_bf16 = arena_take(a, R * r8 * 2);
+        }
     }
     plan_head(e, a);
     if (has_llm && kv_gather_requested()) {
@@ -292,6 +333,36 @@ static void plan_work(vh_executor *e, cuda_arena *a)
         e->gather_v = arena_take(a, layer);
     }
     arena_take(a, GEMM_WORKSPACE_BYTES); /* the last piece: cuBLASLt's workspace */
+}
+
+/* An LLM block's biases (stacked q | k | v, zeros for one it lacks) and LoRA pairs (A's padding
+ * rows zero, B pre-scaled with its padding columns zero). */
+static vh_status upload_llm_extras(vh_executor *e, uploader *u, const cuda_block *b, char *err, size_t err_size)
+{
+    const vh_llm_desc *l = &e->model->llm;
+    const size_t q_dim = (size_t)l->n_heads * l->head_dim, kv_dim = (size_t)l->n_kv_heads * l->head_dim;
+    vh_status st;
+    cudaError_t ce;
+    if (b->qkv_bias) {
+        if ((ce = cudaMemset(b->qkv_bias, 0, (q_dim + 2 * kv_dim) * 4))) return cuda_fail(err, err_size, ce, "biases");
+        const size_t offset[3] = {0, q_dim, q_dim + kv_dim};
+        for (int i = 0; i < 3; i++)
+            if (b->t[VH_LLM_Q_BIAS + i].data &&
+                (st = upload(u, &b->t[VH_LLM_Q_BIAS + i], 1, b->qkv_bias + offset[i], err, err_size)))
+                return st;
+    }
+    for (uint32_t set = 0; set < VH_LLM_LORA_SETS; set++)
+        for (uint32_t p = 0; p < 4; p++) {
+            const vh_tensor_view *A = &b->t[vh_llm_lora_role(set, p)], *B = &b->t[vh_llm_lora_role(set, p) + 1];
+            if (!A->data) continue;
+            const int64_t r = A->shape[0], r8 = b->lora_ld[set][p], in = A->shape[1];
+            if ((st = upload(u, A, 0, b->lora_a[set][p], err, err_size))) return st;
+            if (r8 > r && (ce = cudaMemset(b->lora_a[set][p] + r * in, 0, (size_t)((r8 - r) * in) * 2)))
+                return cuda_fail(err, err_size, ce, A->name);
+            if ((st = upload_padded_rows(u, B, B->shape[0], r, r8, b->lora_scale, b->lora_b[set][p], err, err_size)))
+                return st;
+        }
+    return VH_OK;
 }
 
 static vh_status upload_weights(vh_executor *e, char *err, size_t err_size)
@@ -306,7 +377,7 @@ static vh_status upload_weights(vh_executor *e, char *err, size_t err_size)
         const vh_block_desc *d = b->desc;
         for (uint32_t t = 0; t < CUDA_MAX_ROLES && st == VH_OK; t++) {
             const vh_tensor_view *v = &b->t[t];
-            if (!v->data || is_fused_llm_tensor(b, t)) continue;
+            if (!v->data || is_packed_llm_tensor(b, t)) continue;
             int duplicate = 0; /* a tied tensor already uploaded by an earlier block */
             for (uint32_t j = 0; j < i && !duplicate; j++)
                 for (uint32_t k = 0; k < CUDA_MAX_ROLES; k++)
@@ -315,7 +386,7 @@ static vh_status upload_weights(vh_executor *e, char *err, size_t err_size)
             if (is_padded_patch_weight(b, t)) {
                 const int64_t cols = n_elements(v) / v->shape[0];
                 st = upload_padded_rows(&u, v, v->shape[0], cols, VHC_PATCH_LD(e->model->towers[b->tower].patch_size),
-                                        b->mat[t], err, err_size);
+                                        1.0f, b->mat[t], err, err_size);
                 continue;
             }
             st = upload(&u, v, is_fp32_tensor(b, t), is_fp32_tensor(b, t) ? (void *)b->vec[t] : (void *)b->mat[t],
@@ -329,7 +400,8 @@ static vh_status upload_weights(vh_executor *e, char *err, size_t err_size)
                 (st = upload(&u, &b->t[VH_LLM_K], 0, (char *)b->qkv_w + q_bytes, err, err_size)) ||
                 (st = upload(&u, &b->t[VH_LLM_V], 0, (char *)b->qkv_w + q_bytes + kv_bytes, err, err_size)) ||
                 (st = upload(&u, &b->t[VH_LLM_GATE], 0, b->gate_up_w, err, err_size)) ||
-                (st = upload(&u, &b->t[VH_LLM_UP], 0, (char *)b->gate_up_w + f_bytes, err, err_size)))
+                (st = upload(&u, &b->t[VH_LLM_UP], 0, (char *)b->gate_up_w + f_bytes, err, err_size)) ||
+                (st = upload_llm_extras(e, &u, b, err, err_size)))
                 break;
         }
     }
@@ -372,6 +444,19 @@ static vh_status allocate_host_mirrors(vh_executor *e, char *err, size_t err_siz
     if (!e->head.embed_src || !e->head.embed_rows || !e->head.embed_slot)
         return vh_backend_fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "cuda: out of host memory");
     return VH_OK;
+}
+
+/* An LLM block's LoRA pairs: both matrices or neither, 2-D, ranks that agree; notes the sets held. */
+static int check_lora_pairs(cuda_block *b)
+{
+    for (uint32_t set = 0; set < VH_LLM_LORA_SETS; set++)
+        for (uint32_t p = 0; p < 4; p++) {
+            const vh_tensor_view *A = &b->t[vh_llm_lora_role(set, p)], *B = &b->t[vh_llm_lora_role(set, p) + 1];
+            if (!A->data != !B->data || (A->data && (A->ndim != 2 || B->ndim != 2 || A->shape[0] != B->shape[1])))
+                return 0;
+            if (A->data) b->lora_sets |= 1u << set;
+        }
+    return 1;
 }
 
 /* The host-side part of an executor: its parameters and which blocks and LLM layers it holds. */
@@ -421,6 +506,7 @@ static vh_status describe_executor(const vh_executor_params *params, vh_executor
             b->layer = ((const vh_vit_params *)d->params)->layer;
         } else if (d->kind == VH_BLOCK_LLM) {
             b->layer = ((const vh_llm_params *)d->params)->layer;
+            b->lora_scale = ((const vh_llm_params *)d->params)->lora_scale;
         } else if (d->kind == VH_BLOCK_VAE_GRU_PLANNER) {
             memcpy(&b->plan, d->params, sizeof b->plan);
             const vh_planner_params *pp = &b->plan;
@@ -435,6 +521,12 @@ static vh_status describe_executor(const vh_executor_params *params, vh_executor
             }
         }
         for (uint32_t t = 0; t < d->n_tensors; t++) b->t[d->tensors[t].role] = d->tensors[t];
+        if (d->kind == VH_BLOCK_LLM && !check_lora_pairs(b)) {
+            free(e->blocks);
+            free(e);
+            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: block %u: a LoRA matrix without its "
+                                   "pair, or A and B of ranks that differ", params->first_block + i);
+        }
         if ((b->kind->has_state && d->state_slot == VH_NO_STATE) ||
             ((d->kind == VH_BLOCK_VIT_EMBED || d->kind == VH_BLOCK_VIT) && b->tower >= m->n_towers)) {
             free(e->blocks);
@@ -677,6 +769,52 @@ static vh_status validate_and_stage_rows(vh_executor *e, const vh_batch *b, char
     return VH_OK;
 }
 
+/* Runs of consecutive segments the planners run on (every segment without VH_BATCH_PLAN_SEGMENTS):
+ * calls fn(e, batch, first, n) for each; stops at the first error. */
+static cudaError_t for_planned_runs(vh_executor *e, const vh_batch *batch,
+                                    cudaError_t (*fn)(vh_executor *, const vh_batch *, uint32_t, uint32_t))
+{
+    cudaError_t ce = cudaSuccess;
+    for (uint32_t s = 0; s < batch->n_segments && ce == cudaSuccess;) {
+        if (!vh_batch_plans_segment(batch, s)) {
+            s++;
+            continue;
+        }
+        uint32_t n = 1;
+        while (s + n < batch->n_segments && vh_batch_plans_segment(batch, s + n)) n++;
+        ce = fn(e, batch, s, n);
+        s += n;
+    }
+    return ce;
+}
+
+static cudaError_t upload_noise_run(vh_executor *e, const vh_batch *b, uint32_t first, uint32_t n)
+{
+    return cudaMemcpyAsync(e->head.noise + (size_t)first * b->plan_noise_stride,
+                           b->plan_noise + (size_t)first * b->plan_noise_stride,
+                           sizeof(float) * n * b->plan_noise_stride, cudaMemcpyHostToDevice, e->stream);
+}
+
+static cudaError_t copy_plan_run(vh_executor *e, const vh_batch *b, uint32_t first, uint32_t n)
+{
+    return cudaMemcpyAsync(b->out_plan + (size_t)first * b->plan_out_stride,
+                           e->head.plan + (size_t)first * b->plan_out_stride,
+                           sizeof(float) * n * b->plan_out_stride, cudaMemcpyDeviceToHost, e->stream);
+}
+
+/* The planned segments' noise (VH_BATCH_PLAN_SEGMENTS: only theirs is read). The planners compute
+ * every segment's rows in one batch all the same (a few small GEMMs): the others' noise is zeros
+ * and their plans are never copied out. */
+static cudaError_t upload_noise(vh_executor *e, const vh_batch *batch)
+{
+    if ((batch->options & VH_BATCH_PLAN_SEGMENTS)) {
+        cudaError_t ce = cudaMemsetAsync(e->head.noise, 0, sizeof(float) * batch->n_segments * batch->plan_noise_stride,
+                                         e->stream);
+        if (ce != cudaSuccess) return ce;
+    }
+    return for_planned_runs(e, batch, upload_noise_run);
+}
+
 /* Enqueue the batch's pixels and row metadata (from the pinned mirrors) and the blocks. */
 static vh_status enqueue(vh_executor *e, const vh_batch *batch, const cuda_block *blocks, uint32_t n_blocks,
                          int has_pixels, int has_rows, char *err, size_t err_size)
@@ -707,10 +845,7 @@ static vh_status enqueue(vh_executor *e, const vh_batch *batch, const cuda_block
         (ce = cudaMemcpyAsync(e->head.rows, e->head.rows_host, sizeof(int32_t) * batch->n_hidden_rows,
                               cudaMemcpyHostToDevice, e->stream)))
         return cuda_fail(err, err_size, ce, "uploading the hidden rows");
-    if ((batch->options & VH_BATCH_PLAN) && e->head.noise &&
-        (ce = cudaMemcpyAsync(e->head.noise, batch->plan_noise,
-                              sizeof(float) * batch->n_segments * batch->plan_noise_stride, cudaMemcpyHostToDevice,
-                              e->stream)))
+    if ((batch->options & VH_BATCH_PLAN) && e->head.noise && (ce = upload_noise(e, batch)))
         return cuda_fail(err, err_size, ce, "uploading the planners' noise");
     vh_status st = VH_OK;
     for (uint32_t i = 0; i < n_blocks && st == VH_OK; i++) {
@@ -795,8 +930,21 @@ static vh_status run_blocks(vh_executor *e, const vh_batch *batch, uint32_t firs
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: blocks [%u, %u) are not all in this executor's "
                     "[%u, %u)", first_block, first_block + n_blocks, p->first_block, p->first_block + p->n_blocks);
     if (!vh_batch_options_check("cuda", CUDA_BATCH_OPTIONS, batch, err, err_size)) return VH_ERR_UNSUPPORTED;
-    cudaSetDevice(e->device);
+    char why[160];
+    if (!vh_batch_segment_arrays_valid(batch, why, sizeof why))
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: %s", why);
     const cuda_block *blocks = &e->blocks[first_block - p->first_block];
+    for (uint32_t i = 0; i < n_blocks && (batch->options & VH_BATCH_SEGMENT_ADAPTERS); i++)
+        for (uint32_t s = 0; blocks[i].desc->kind == VH_BLOCK_LLM && s < batch->n_segments; s++) {
+            /* set 0 is always there (a block without adapters runs its base weights, as without
+             * the option); set 1 must be held: the base instead of the second expert would be wrong */
+            const uint32_t set = batch->segment_adapters[s];
+            if (set != 0 && !(blocks[i].lora_sets >> set & 1u))
+                return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: segment %u asks for LoRA set %u, "
+                                       "which LLM layer %u (block %u) does not hold", s, set, blocks[i].layer,
+                                       first_block + i);
+        }
+    cudaSetDevice(e->device);
     const cuda_block *head = NULL;
     int needs_images = 0, needs_pixels = 0, needs_rows = 0, has_head = 0, has_planner = 0;
     for (uint32_t i = 0; i < n_blocks; i++) {
@@ -843,6 +991,7 @@ static vh_status run_blocks(vh_executor *e, const vh_batch *batch, uint32_t firs
     int launched = 0;
     const int decode_step = needs_rows && !needs_images && batch->n_rows == 1 && batch->n_segments == 1;
     const int vision_batch = needs_images && !needs_rows;
+    /* (no options: every segment runs LoRA set 0, the one a graph captured) */
     if (e->graphs_enabled && !batch->options && (decode_step || vision_batch) &&
         (st = run_graph(e, batch, blocks, first_block, n_blocks, needs_pixels, needs_rows, &launched, err, err_size)))
         return st;
@@ -857,9 +1006,7 @@ static vh_status run_blocks(vh_executor *e, const vh_batch *batch, uint32_t firs
     if (ce == cudaSuccess && hidden_rows)
         ce = cudaMemcpyAsync(batch->out_hidden, e->head.hidden, sizeof(float) * batch->n_hidden_rows * e->model->llm.hidden,
                              cudaMemcpyDeviceToHost, e->stream);
-    if (ce == cudaSuccess && has_planner)
-        ce = cudaMemcpyAsync(batch->out_plan, e->head.plan, sizeof(float) * batch->n_segments * batch->plan_out_stride,
-                             cudaMemcpyDeviceToHost, e->stream);
+    if (ce == cudaSuccess && has_planner) ce = for_planned_runs(e, batch, copy_plan_run);
     if (ce == cudaSuccess && has_head && batch->out_tokens) {
         ce = cudaMemcpyAsync(e->llm.tokens_host, e->llm.tokens, sizeof(int32_t) * batch->n_segments,
                              cudaMemcpyDeviceToHost, e->stream);

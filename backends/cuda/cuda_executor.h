@@ -29,7 +29,8 @@ typedef struct cuda_kind {
 } cuda_kind;
 
 #define CUDA_N_KINDS 7
-#define CUDA_BATCH_OPTIONS (VH_BATCH_HIDDEN_ROWS | VH_BATCH_SEGMENT_EMBEDS | VH_BATCH_PLAN)
+#define CUDA_BATCH_OPTIONS (VH_BATCH_HIDDEN_ROWS | VH_BATCH_SEGMENT_EMBEDS | VH_BATCH_PLAN | \
+                            VH_BATCH_SEGMENT_ADAPTERS | VH_BATCH_PLAN_SEGMENTS)
 extern const vh_kind_support cuda_kind_support[CUDA_N_KINDS];
 extern const cuda_kind cuda_kinds[CUDA_N_KINDS];
 const cuda_kind *cuda_kind_of(uint32_t kind);
@@ -46,6 +47,14 @@ typedef struct cuda_block {
     float *vec[CUDA_MAX_ROLES];
     vhc_bf16 *qkv_w;                   /* LLM: [q; k; v] rows, [(Hq + 2 Hkv) hd, Dl] */
     vhc_bf16 *gate_up_w;               /* LLM: [gate; up] rows, [2F, Dl] */
+    float *qkv_bias;                   /* LLM with biases (Qwen2): [q | k | v] fp32, [(Hq + 2 Hkv) hd]; else NULL */
+    /* LLM: LoRA kept apart, set s, projection p (q, k, v, o): A as [r8, in] (rows past r zero), B
+     * pre-scaled by lora_scale as [out, r8] (columns past r zero), r8 = the rank rounded up to 8
+     * (lora_ld): rows 16-byte aligned for the GEMV kernel and cuBLASLt. NULL where absent. */
+    vhc_bf16 *lora_a[VH_LLM_LORA_SETS][4], *lora_b[VH_LLM_LORA_SETS][4];
+    int64_t lora_ld[VH_LLM_LORA_SETS][4];
+    float lora_scale;
+    uint32_t lora_sets;                /* bit s: the block holds a pair of set s */
 } cuda_block;
 
 /* A bump allocator over one cudaMalloc. */
@@ -100,6 +109,8 @@ typedef struct llm_buffers {
     int32_t *last_rows;                /* [S] each segment's last row */
     vhc_attention_tile *tiles;         /* [max_tiles] the prefill segments' attention tiles */
     float *rope_inv_freq;              /* [hd / 2] */
+    float *lora_t;                     /* [R, r8] x A^T of one LoRA pair (the largest r8 held) */
+    vhc_bf16 *lora_t_bf16;             /* the same in bf16: the B GEMM's input */
     /* pinned host mirrors */
     vhc_row *rows_host;
     int32_t *last_rows_host;

@@ -17,6 +17,7 @@
 typedef struct gemm_shape {
     int64_t M, N, K, lda, ldd;
     int accumulate;
+    uint32_t align;                    /* bytes every operand's address is a multiple of (<= 256) */
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t a_layout, b_layout, d_layout;
     cublasLtMatmulAlgo_t algo;         /* the one used */
@@ -141,6 +142,11 @@ static vh_status prepare_shape(vhc_gemm *g, gemm_shape *s, char *err, size_t err
     }
     size_t ws = g->workspace_bytes;
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    /* the heuristic assumes 256-byte aligned operands unless told */
+    const cublasLtMatmulPreferenceAttributes_t align_attrs[4] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    for (int i = 0; i < 4; i++) cublasLtMatmulPreferenceSetAttribute(pref, align_attrs[i], &s->align, sizeof s->align);
     cublasLtMatmulHeuristicResult_t results[MAX_CANDIDATES];
     int found = 0;
     st = cublasLtMatmulAlgoGetHeuristic(g->handle, s->desc, s->a_layout, s->b_layout, s->d_layout, s->d_layout, pref,
@@ -202,14 +208,24 @@ static void tune_shape(vhc_gemm *g, gemm_shape *s, const vhc_bf16 *A, const vhc_
     remember_verdict(g, s, rank);
 }
 
+/* The largest power of two up to 256 that divides the three operands' addresses. Arena buffers are
+ * 256-byte aligned; a LoRA delta adds into columns at an offset of the fused q|k|v output, and
+ * row ranges of a packed batch start inside buffers. */
+static uint32_t operand_alignment(const void *A, const void *W, const void *D)
+{
+    const uintptr_t bits = (uintptr_t)A | (uintptr_t)W | (uintptr_t)D | 256u;
+    return (uint32_t)(bits & (~bits + 1));
+}
+
 static gemm_shape *find_shape(vhc_gemm *g, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldd, int accumulate,
-                              char *err, size_t err_size)
+                              uint32_t align, char *err, size_t err_size)
 {
     g->clock++;
     int oldest = 0;
     for (int i = 0; i < g->n_shapes; i++) {
         gemm_shape *s = &g->shapes[i];
-        if (s->M == M && s->N == N && s->K == K && s->lda == lda && s->ldd == ldd && s->accumulate == accumulate) {
+        if (s->M == M && s->N == N && s->K == K && s->lda == lda && s->ldd == ldd && s->accumulate == accumulate &&
+            s->align == align) {
             s->last_use = g->clock;
             return s;
         }
@@ -218,7 +234,8 @@ static gemm_shape *find_shape(vhc_gemm *g, int64_t M, int64_t N, int64_t K, int6
     /* packed passes see many row counts: when full, the least recently used shape makes room */
     gemm_shape *s = &g->shapes[g->n_shapes < MAX_SHAPES ? g->n_shapes : oldest];
     if (g->n_shapes == MAX_SHAPES) release_shape(s);
-    *s = (gemm_shape){.M = M, .N = N, .K = K, .lda = lda, .ldd = ldd, .accumulate = accumulate, .last_use = g->clock};
+    *s = (gemm_shape){.M = M, .N = N, .K = K, .lda = lda, .ldd = ldd, .accumulate = accumulate, .align = align,
+                      .last_use = g->clock};
     if (prepare_shape(g, s, err, err_size) != VH_OK) {
         release_shape(s);
         if (g->n_shapes == MAX_SHAPES) *s = g->shapes[--g->n_shapes]; /* keep the table dense */
@@ -236,7 +253,7 @@ vh_status vhc_linear(vhc_gemm *g, const vhc_bf16 *A, int64_t lda, int64_t M, int
         vhc_gemv(g->stream, A, lda, M, K, W, N, D, ldd, accumulate);
         return VH_OK;
     }
-    gemm_shape *s = find_shape(g, M, N, K, lda, ldd, accumulate, err, err_size);
+    gemm_shape *s = find_shape(g, M, N, K, lda, ldd, accumulate, operand_alignment(A, W, D), err, err_size);
     if (!s) return VH_ERR_BACKEND_FAILED;
     if (!s->tuned) tune_shape(g, s, A, W, D);
     const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;

@@ -9,8 +9,8 @@ const vh_kind_support cuda_kind_support[CUDA_N_KINDS] = {
     {VH_BLOCK_VIT, VH_VIT_N_TENSORS, sizeof(vh_vit_params), 0, VH_SLOT_TOWER_TOKENS, VH_SLOT_TOWER_TOKENS},
     {VH_BLOCK_PROJECTOR, VH_PROJ_N_TENSORS, sizeof(vh_block_params), 0, VH_SLOT_TOWER_TOKENS, VH_SLOT_PATCH_EMBEDS},
     {VH_BLOCK_LLM_EMBED, VH_LLM_EMBED_N_TENSORS, sizeof(vh_block_params), 0, VH_SLOT_PATCH_EMBEDS, VH_SLOT_ROWS},
-    /* plain Llama blocks: LoRA kept apart (roles past VH_LLM_BASE_TENSORS) is refused; merge it */
-    {VH_BLOCK_LLM, VH_LLM_BASE_TENSORS, sizeof(vh_llm_params), 0, VH_SLOT_ROWS, VH_SLOT_ROWS},
+    /* Llama and Qwen2 blocks (q/k/v biases), LoRA kept apart in two sets (ABI 2.2) */
+    {VH_BLOCK_LLM, VH_LLM_N_TENSORS, sizeof(vh_llm_params), 0, VH_SLOT_ROWS, VH_SLOT_ROWS},
     {VH_BLOCK_LLM_HEAD, VH_LLM_HEAD_N_TENSORS, sizeof(vh_block_params), 0, VH_SLOT_ROWS, VH_SLOT_OUTPUTS},
     {VH_BLOCK_VAE_GRU_PLANNER, VH_PLAN_N_TENSORS, sizeof(vh_planner_params), 0, VH_SLOT_OUTPUTS, VH_SLOT_OUTPUTS},
 };

@@ -1,7 +1,8 @@
 /*
- * VH_BLOCK_LLM on the GPU: a Llama decoder block over a packed batch (per-row metadata in
- * e->llm.rows), its KV cache the block's state slot:
+ * VH_BLOCK_LLM on the GPU: a Llama (or Qwen2) decoder block over a packed batch (per-row metadata
+ * in e->llm.rows), its KV cache the block's state slot:
  *
+ *   q|k|v = xn [Wq; Wk; Wv]^T (+ each segment's LoRA deltas, + Qwen2's biases)  (one GEMM, fp32 out)
  *   x += o_proj(attention(rope(q), rope(k) -> cache, v -> cache))     (GEMM accumulates into x)
  *        attention: prefill segments on tensor cores, decode rows on the row kernel
  *   x += down_proj(silu(gate) * up)                                    (GEMM accumulates into x)
@@ -88,6 +89,36 @@ static void llm_attention(vh_executor *e, const vh_batch *batch, const vhc_bf16 
     }
 }
 
+/* Projection proj's (0 q, 1 k, 2 v, 3 o) LoRA deltas accumulated into y (rows ldy apart; for q/k/v
+ * columns of the fused output): for each run of consecutive segments of one set (their rows are
+ * contiguous), t = x A^T, then y += bf16(t) B^T (B holds the scale). A set the block lacks for this
+ * projection adds nothing; executor_run refused sets it lacks altogether. */
+static vh_status lora(vh_executor *e, const cuda_block *b, const vh_batch *batch, int proj, const vhc_bf16 *x,
+                      int64_t in, float *y, int64_t ldy, int64_t out, char *err, size_t err_size)
+{
+    if (!b->lora_sets) return VH_OK;
+    llm_buffers *s = &e->llm;
+    uint32_t first_row = 0, row = 0;
+    for (uint32_t g = 0; g < batch->n_segments; g++) {
+        const uint32_t set = vh_batch_segment_adapter(batch, g);
+        row += batch->segments[g].n_rows;
+        if (g + 1 < batch->n_segments && vh_batch_segment_adapter(batch, g + 1) == set) continue;
+        const int64_t n = row - first_row, r8 = b->lora_ld[set][proj];
+        vh_status st;
+        if (b->lora_a[set][proj]) {
+            if ((st = vhc_linear(e->gemm, x + (size_t)first_row * in, in, n, in, b->lora_a[set][proj], r8, s->lora_t,
+                                 r8, 0, err, err_size)))
+                return st;
+            vhc_f32_to_bf16(e->stream, s->lora_t, s->lora_t_bf16, n * r8);
+            if ((st = vhc_linear(e->gemm, s->lora_t_bf16, r8, n, r8, b->lora_b[set][proj], out,
+                                 y + (size_t)first_row * ldy, ldy, 1, err, err_size)))
+                return st;
+        }
+        first_row = row;
+    }
+    return VH_OK;
+}
+
 vh_status cuda_llm_block(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size)
 {
     const vh_llm_desc *l = &e->model->llm;
@@ -102,14 +133,20 @@ vh_status cuda_llm_block(vh_executor *e, const cuda_block *b, const vh_batch *ba
     VHC_MARK(e, "llm.norm", R);
     vhc_rmsnorm_bf16(e->stream, s->x, b->vec[VH_LLM_ATTN_NORM], s->xn, R, Dl, l->rms_eps, NULL);
     VHC_MARK(e, "llm.qkv", R);
-    if ((st = vhc_linear(e->gemm, s->xn, Dl, R, Dl, b->qkv_w, qkv_dim, s->qkv, qkv_dim, 0, err, err_size))) return st;
+    if ((st = vhc_linear(e->gemm, s->xn, Dl, R, Dl, b->qkv_w, qkv_dim, s->qkv, qkv_dim, 0, err, err_size)) ||
+        (st = lora(e, b, batch, 0, s->xn, Dl, s->qkv, qkv_dim, q_dim, err, err_size)) ||
+        (st = lora(e, b, batch, 1, s->xn, Dl, s->qkv + q_dim, qkv_dim, kv_dim, err, err_size)) ||
+        (st = lora(e, b, batch, 2, s->xn, Dl, s->qkv + q_dim + kv_dim, qkv_dim, kv_dim, err, err_size)))
+        return st;
+    if (b->qkv_bias) vhc_bias_add_f32(e->stream, s->qkv, b->qkv_bias, s->qkv, R, qkv_dim);
     VHC_MARK(e, "llm.rope+kv", R);
     vhc_llm_rope_qkv(e->stream, s->qkv, s->rows, s->q, k_cache, v_cache, R, (int)l->n_heads, (int)l->n_kv_heads, hd,
                      s->rope_inv_freq);
     VHC_MARK(e, "llm.attention", R);
     llm_attention(e, batch, k_cache, v_cache);
     VHC_MARK(e, "llm.o_proj", R);
-    if ((st = vhc_linear(e->gemm, s->attn, q_dim, R, q_dim, b->mat[VH_LLM_O], Dl, s->x, Dl, 1, err, err_size)))
+    if ((st = vhc_linear(e->gemm, s->attn, q_dim, R, q_dim, b->mat[VH_LLM_O], Dl, s->x, Dl, 1, err, err_size)) ||
+        (st = lora(e, b, batch, 3, s->attn, q_dim, s->x, Dl, Dl, err, err_size)))
         return st;
 
     VHC_MARK(e, "llm.norm", R);

@@ -628,6 +628,48 @@ static inline int vh_batch_hidden_rows_valid(const vh_batch *b)
     return 1;
 }
 
+/* ABI 2.2: the LoRA role of set `set` (0 .. VH_LLM_LORA_SETS - 1) for projection `proj` (0 q, 1 k,
+ * 2 v, 3 o): its A; its B is the role after it. */
+static inline uint32_t vh_llm_lora_role(uint32_t set, uint32_t proj)
+{
+    return (set ? (uint32_t)VH_LLM_LORA1_Q_A : (uint32_t)VH_LLM_Q_LORA_A) + 2 * proj;
+}
+
+/* ABI 2.2: the LoRA set segment s runs with (0 without VH_BATCH_SEGMENT_ADAPTERS). */
+static inline uint32_t vh_batch_segment_adapter(const vh_batch *b, uint32_t s)
+{
+    return (b->options & VH_BATCH_SEGMENT_ADAPTERS) ? b->segment_adapters[s] : 0;
+}
+
+/* ABI 2.2: whether the planners run on segment s (all of them without VH_BATCH_PLAN_SEGMENTS). */
+static inline int vh_batch_plans_segment(const vh_batch *b, uint32_t s)
+{
+    return !(b->options & VH_BATCH_PLAN_SEGMENTS) || b->plan_segments[s];
+}
+
+/* ABI 2.2: the per-segment arrays a batch's options promise are there (segment_adapters with
+ * VH_BATCH_SEGMENT_ADAPTERS, plan_segments with VH_BATCH_PLAN_SEGMENTS, which also needs
+ * VH_BATCH_PLAN) and each adapter set is below VH_LLM_LORA_SETS. Whether the blocks hold the sets
+ * named is the plugin's check. */
+static inline int vh_batch_segment_arrays_valid(const vh_batch *b, char *why, size_t why_size)
+{
+    if ((b->options & VH_BATCH_SEGMENT_ADAPTERS) && !b->segment_adapters) {
+        snprintf(why, why_size, "VH_BATCH_SEGMENT_ADAPTERS without segment_adapters");
+        return 0;
+    }
+    for (uint32_t s = 0; (b->options & VH_BATCH_SEGMENT_ADAPTERS) && s < b->n_segments; s++)
+        if (b->segment_adapters[s] >= VH_LLM_LORA_SETS) {
+            snprintf(why, why_size, "segment %u names LoRA set %u (sets are 0 .. %d)", s, b->segment_adapters[s],
+                     VH_LLM_LORA_SETS - 1);
+            return 0;
+        }
+    if ((b->options & VH_BATCH_PLAN_SEGMENTS) && (!b->plan_segments || !(b->options & VH_BATCH_PLAN))) {
+        snprintf(why, why_size, "VH_BATCH_PLAN_SEGMENTS without plan_segments or without VH_BATCH_PLAN");
+        return 0;
+    }
+    return 1;
+}
+
 /* The one symbol a plugin exports. The core passes its own ABI version; a plugin may return NULL
  * when it cannot serve that version. */
 typedef const vh_backend_iface *(*vh_backend_entry_fn)(uint32_t core_abi_major,

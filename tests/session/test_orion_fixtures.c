@@ -258,26 +258,10 @@ START_TEST(test_cases_one_by_one)
 }
 END_TEST
 
-/* LoRA kept apart (converted with --lora keep): the CPU backends add B (A x) as peft does; cuda
- * knows only plain Llama blocks and refuses them, naming the role. */
+/* LoRA kept apart (converted with --lora keep): every backend adds B (A x) as peft does (cuda since
+ * backend ABI 2.2, in bf16 with B pre-scaled). */
 START_TEST(test_lora_kept_apart)
 {
-    if (!strcmp(ORION_BACKEND, "cuda")) {
-        fixture f;
-        load_fixture(&f);
-        free(f.model_dir);
-        f.model_dir = vh_test_fixture_path("orion/model-lora");
-        vh_session_params p;
-        vh_session_params_init(&p);
-        p.model_path = f.model_dir;
-        p.backends = ORION_BACKEND;
-        vh_session *s = NULL;
-        ck_assert_int_eq(vh_session_create(&p, &s), VH_ERR_UNSUPPORTED);
-        ck_assert_msg(strstr(vh_last_error(), "lora_A") && strstr(vh_last_error(), "does not know"), "%s",
-                      vh_last_error());
-        free_fixture(&f);
-        return;
-    }
     cases_one_by_one("orion/model-lora");
 }
 END_TEST

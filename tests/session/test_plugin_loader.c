@@ -72,13 +72,18 @@ START_TEST(test_invalid_names)
 }
 END_TEST
 
+/* the library's own ABI version, as its messages print it */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define CORE_ABI STR(VH_BACKEND_ABI_MAJOR) "." STR(VH_BACKEND_ABI_MINOR)
+
 static const struct broken {
     const char *name;
     const char *in_message[2];
 } broken[] = {
-    {"badabi", {"implements backend ABI 99.7", "speaks 2.1"}},
-    {"short", {"16 bytes", "speaks 2.1"}},
-    {"nulltable", {"refused backend ABI 2.1", "returned NULL"}},
+    {"badabi", {"implements backend ABI 99.7", "speaks " CORE_ABI}},
+    {"short", {"16 bytes", "speaks " CORE_ABI}},
+    {"nulltable", {"refused backend ABI " CORE_ABI, "returned NULL"}},
     {"noentry", {"not a vlahybrid backend", "vh_backend_entry"}},
     {"abi11", {"implements backend ABI 1.1", "needs ABI 2.x"}},
     {"nokinds", {"lists no block kinds", "n_kinds 0"}},
@@ -199,6 +204,47 @@ START_TEST(test_iface_checks)
 }
 END_TEST
 
+/* ABI 2.2 appended roles, batch options and batch fields, no table field: a 2.1 plugin (its minor
+ * 1, its LLM kind with the 2.1 roles) still loads, still runs a 2.2 core's batches that use none of
+ * the new options (their fields, past its vh_batch, are zero: its tail check passes), and refuses a
+ * Qwen2 block (a bias role it does not know) instead of ignoring the bias. */
+START_TEST(test_abi_2_1_plugin_accepted)
+{
+    vh_plugin *p = NULL;
+    vh_error err;
+    ck_assert_msg(load("cpu_generic", NULL, &p, &err) == VH_OK, "%s", err.message);
+    vh_backend_iface old = *p->iface;
+    old.abi_minor = 1;
+    vh_kind_support kinds[16];
+    ck_assert_uint_le(old.n_kinds, 16);
+    memcpy(kinds, old.kinds, sizeof kinds[0] * old.n_kinds);
+    for (uint32_t i = 0; i < old.n_kinds; i++)
+        if (kinds[i].kind == VH_BLOCK_LLM) kinds[i].n_roles = VH_LLM_Q_BIAS; /* 2.1's VH_LLM_N_TENSORS */
+    old.kinds = kinds;
+    old.batch_options = VH_BATCH_HIDDEN_ROWS | VH_BATCH_SEGMENT_EMBEDS | VH_BATCH_PLAN;
+    ck_assert_msg(vh_plugin_check_iface(&old, "old.so", &err) == VH_OK, "%s", err.message);
+
+    vh_batch b = {.struct_size = sizeof b, .options = VH_BATCH_HIDDEN_ROWS};
+    ck_assert(vh_struct_tail_zero(&b, b.struct_size, (uint32_t)offsetof(vh_batch, segment_adapters)));
+    char why[256];
+    ck_assert(vh_batch_options_check("old", old.batch_options, &b, why, sizeof why));
+    b.options |= VH_BATCH_SEGMENT_ADAPTERS;
+    ck_assert(!vh_batch_options_check("old", old.batch_options, &b, why, sizeof why));
+    ck_assert_msg(strstr(why, "0x8"), "%s", why);
+
+    float bias[4] = {0};
+    vh_tensor_view t = {.data = bias, .dtype = VH_DTYPE_F32, .ndim = 1, .shape = {4}, .name = "q_proj.bias",
+                        .role = VH_LLM_Q_BIAS};
+    vh_llm_params lp = {.struct_size = sizeof lp};
+    vh_block_desc d = {.struct_size = sizeof d, .kind = VH_BLOCK_LLM, .params = (const vh_block_params *)&lp,
+                       .n_tensors = 1, .tensors = &t, .input_slot = VH_SLOT_ROWS, .output_slot = VH_SLOT_ROWS};
+    ck_assert(!vh_block_check("old", kinds, old.n_kinds, &d, 1, why, sizeof why));
+    ck_assert_msg(strstr(why, "q_proj.bias") && strstr(why, "does not know"), "%s", why);
+    ck_assert_msg(vh_block_check("new", p->iface->kinds, p->iface->n_kinds, &d, 1, why, sizeof why), "%s", why);
+    vh_plugin_unload(p);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("plugin_loader");
@@ -212,6 +258,7 @@ int main(void)
     tcase_add_test(tc, test_best_has_the_highest_score);
     tcase_add_test(tc, test_refusal_says_why);
     tcase_add_test(tc, test_iface_checks);
+    tcase_add_test(tc, test_abi_2_1_plugin_accepted);
     suite_add_tcase(s, tc);
     return vh_test_run_suite(s);
 }
