@@ -21,9 +21,10 @@ typedef struct vh_orion_shape {
     uint32_t n_commands;      /* commands 0 .. n_commands - 1 */
 } vh_orion_shape;
 
-/* 1: dir/config.json says model_type "orion" (*shape filled); 0: another model or no readable
- * config.json (the session will say what is wrong with it); -1: an Orion config without the
- * fields (message in why). */
+/* 1: dir/config.json says model_type "orion" or "minddrive" (*shape filled; MindDrive's noise is
+ * its speed planner's latent then its path planner's, tools/minddrive/convert_minddrive.py); 0:
+ * another model or no readable config.json (the session will say what is wrong with it); -1: a
+ * driving model's config without the fields (message in why). */
 static inline int vh_orion_model_shape(const char *dir, vh_orion_shape *shape, char *why, size_t why_size)
 {
     char path[4096];
@@ -32,21 +33,29 @@ static inline int vh_orion_model_shape(const char *dir, vh_orion_shape *shape, c
     if (!root) return 0;
     const char *type = json_string_value(json_object_get(root, "model_type"));
     int rc = 0;
-    if (type && !strcmp(type, "orion")) {
+    const int minddrive = type && !strcmp(type, "minddrive");
+    if (type && (!strcmp(type, "orion") || minddrive)) {
         const json_t *n = json_object_get(root, "vision_tokens");
         const json_t *w = json_object_get(json_object_get(root, "text_config"), "hidden_size");
-        const json_t *planner = json_object_get(root, "planner");
+        const json_t *planner = minddrive ? json_object_get(json_object_get(root, "planners"), "speed")
+                                          : json_object_get(root, "planner");
+        const json_t *path = json_object_get(json_object_get(root, "planners"), "path");
         const json_t *latent = json_object_get(planner, "latent_dim"), *modes = json_object_get(planner, "ego_fut_mode");
+        const json_t *path_latent = json_object_get(path, "latent_dim");
         if (!json_is_integer(n) || !json_is_integer(w) || json_integer_value(n) < 1 || json_integer_value(w) < 1 ||
             json_integer_value(n) > 65536 || json_integer_value(w) > 65536) {
-            snprintf(why, why_size, "%.900s/config.json: an Orion config without vision_tokens and text_config.hidden_size",
-                     dir);
+            snprintf(why, why_size, "%.900s/config.json: a %s config without vision_tokens and text_config.hidden_size",
+                     dir, type);
             rc = -1;
         } else {
             shape->n_tokens = (uint32_t)json_integer_value(n);
             shape->width = (uint32_t)json_integer_value(w);
             shape->latent = json_is_integer(latent) ? (uint32_t)json_integer_value(latent) : 32;
             shape->n_commands = json_is_integer(modes) ? (uint32_t)json_integer_value(modes) : 6;
+            if (minddrive) { /* the speed planner's noise, then the path planner's; the command picks the path */
+                shape->latent += json_is_integer(path_latent) ? (uint32_t)json_integer_value(path_latent) : 32;
+                shape->n_commands = 6;
+            }
             rc = 1;
         }
     }

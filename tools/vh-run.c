@@ -470,7 +470,7 @@ static void print_json(const options *o, const vh_action *a, const int32_t *prom
     print_json_line(obj, a, 17);
 }
 
-/* Orion: the trajectory, (x, y) in metres. */
+/* Orion, MindDrive: the trajectory, (x, y) in metres (MindDrive: the path, and the speed decision). */
 static void print_orion_text(const options *o, const vh_action *a)
 {
     if (a->frame_id) printf("frame %llu %s: ", (unsigned long long)a->frame_id, o->images[a->tag]);
@@ -482,8 +482,10 @@ static void print_orion_text(const options *o, const vh_action *a)
     printf("trajectory [");
     for (uint32_t i = 0; i < a->n_points && i < VH_MAX_TRAJECTORY_POINTS; i++)
         printf("%s(%.6f, %.6f)", i ? ", " : "", a->trajectory[2 * i], a->trajectory[2 * i + 1]);
-    printf("] command %d  vision %.1f ms, prefill %.1f ms, decode %.1f ms\n", o->command, a->vision_ns / 1e6,
-           a->prefill_ns / 1e6, a->decode_ns / 1e6);
+    printf("] command %d", o->command);
+    if (a->action_dim == 1) printf(" speed decision %.0f (token %d)", a->values[0], a->token_ids[0]); /* MindDrive */
+    printf("  vision %.1f ms, prefill %.1f ms, decode %.1f ms\n", a->vision_ns / 1e6, a->prefill_ns / 1e6,
+           a->decode_ns / 1e6);
 }
 
 static json_t *json_floats(const float *v, uint32_t n)
@@ -508,6 +510,10 @@ static void print_orion_json(const options *o, const vh_action *a)
     const uint32_t n = ok && a->n_points <= VH_MAX_TRAJECTORY_POINTS ? a->n_points : 0;
     json_object_set_new(obj, "n_points", json_integer(n));
     json_object_set_new(obj, "trajectory", json_floats(a->trajectory, 2 * n));
+    if (ok && a->action_dim == 1) { /* MindDrive: the speed decision and its meta-action token */
+        json_object_set_new(obj, "speed_decision", json_integer((json_int_t)a->values[0]));
+        json_object_set_new(obj, "speed_token", json_integer(a->token_ids[0]));
+    }
     json_t *extras = json_object();
     for (uint32_t i = 0; ok && i < a->n_extras && i < VH_MAX_ACTION_EXTRAS; i++) {
         char name[sizeof a->extra_info[i].name + 1];

@@ -6,12 +6,14 @@
 #include <stdio.h>
 #include <string.h>
 
+extern const vh_family vh_family_minddrive;
 extern const vh_family vh_family_openvla;
 extern const vh_family vh_family_orion;
 
 static const vh_family *const families[] = {
     &vh_family_openvla,
     &vh_family_orion,
+    &vh_family_minddrive,
 };
 
 #define N_FAMILIES (sizeof families / sizeof families[0])

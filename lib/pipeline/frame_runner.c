@@ -17,8 +17,16 @@ void vh_job_context_init(vh_job_context *ctx, const vh_model *model, const vh_pl
 vh_status vh_frame_runner_init(vh_frame_runner *r, const vh_model *model, const vh_plan *plan,
                                const vh_program *program, uint32_t max_context, vh_error *err)
 {
+    return vh_frame_runner_init_segments(r, model, plan, program, max_context, 1, err);
+}
+
+vh_status vh_frame_runner_init_segments(vh_frame_runner *r, const vh_model *model, const vh_plan *plan,
+                                        const vh_program *program, uint32_t max_context, uint32_t segments,
+                                        vh_error *err)
+{
     memset(r, 0, sizeof *r);
     vh_job_context_init(&r->ctx, model, plan, program, max_context);
+    r->ctx.segments_per_frame = segments ? segments : 1;
     return vh_frame_job_init(&r->job, &r->ctx, 0, err);
 }
 

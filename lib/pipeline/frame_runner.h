@@ -16,9 +16,14 @@ typedef struct vh_frame_runner {
     vh_frame_job job;                  /* job.pixels, job.step_logits: the last frame's */
 } vh_frame_runner;
 
-/* A runner for `program` (the model's family's, made for these frames). */
+/* A runner for `program` (the model's family's, made for these frames), its frames of one segment. */
 vh_status vh_frame_runner_init(vh_frame_runner *r, const vh_model *model, const vh_plan *plan,
                                const vh_program *program, uint32_t max_context, vh_error *err);
+/* The same for a program whose frames run `segments` prompts side by side (vh_program_shape); the
+ * plan's executors need that many KV slots. */
+vh_status vh_frame_runner_init_segments(vh_frame_runner *r, const vh_model *model, const vh_plan *plan,
+                                        const vh_program *program, uint32_t max_context, uint32_t segments,
+                                        vh_error *err);
 void vh_frame_runner_free(vh_frame_runner *r);
 
 /* rgb: [height rows of `stride` bytes, 0: width * 3] RGB8. VH_ERR_BAD_FRAME when the frame cannot

@@ -1,0 +1,393 @@
+#include "family/minddrive/minddrive_family.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "family/driving/driving_noise.h"
+#include "family/minddrive/minddrive_model.h"
+#include "family/minddrive/minddrive_prompt.h"
+#include "pipeline/frame_job.h"
+
+#define WARMUP_COMMAND 3 /* lane follow */
+#define HIDDEN_ROWS 4    /* per frame: the decision row twice (a planner needs as many rows per
+                            segment as the action round has), the two planner features */
+
+enum { DECISION = 0, ACTION = 1 }; /* the rounds, in segment order */
+
+typedef struct round_prompt {
+    int32_t *ids;                      /* the text's ids; the vision rows go before ids[image_index] */
+    size_t n_ids, image_index;
+    uint32_t rows;                     /* ids + vision rows: the segment's length */
+} round_prompt;
+
+struct vh_program {
+    const vh_model *model;
+    const vh_minddrive_model *mm;
+    const vh_minddrive_config *config;
+    vh_hf_tokenizer *tokenizer;
+    round_prompt round[2];
+    uint32_t speed_row, path_row;      /* the action round's rows of <waypoint_ego>, <path_waypoint_ego> */
+    int32_t speed_ids[VH_MINDDRIVE_MAX_SPEEDS];
+    float *speed_embed;                /* [n_speeds][hidden] fp32: the tied head's speed rows */
+    uint32_t noise_floats;             /* per segment: speed latent, then path latent */
+    uint32_t speed_out, plan_out;      /* per segment: the speed planner's outputs, then the path's */
+    uint64_t seed;
+    float *warmup_tokens;
+};
+
+typedef struct minddrive_job {
+    float *hidden;                     /* [HIDDEN_ROWS][hidden] */
+    float *noise;                      /* [2][noise_floats]: the decision segment's stays zero */
+    float *plan;                       /* [2][plan_out] */
+    uint32_t hidden_rows[HIDDEN_ROWS];
+    uint8_t adapters[2], plan_segments[2];
+    int32_t command;
+} minddrive_job;
+
+/* A token the checkpoint's tokenizer must hold as an added token (MindDrive's 15, given their ids
+ * by the released code's load and written into tokenizer.json by the converter). */
+static vh_status require_token(const vh_program *p, const char *token, int32_t *id, vh_error *err)
+{
+    *id = vh_minddrive_token_id(p->tokenizer, token);
+    if (*id < 0 || *id >= (int32_t)p->config->llm.vocab)
+        return vh_error_set(err, VH_ERR_BAD_MODEL, "%s/tokenizer.json has no added token '%s' below the model's %u "
+                            "embedding rows (convert the checkpoint with tools/minddrive/convert_minddrive.py)",
+                            vh_checkpoint_dir(p->model->checkpoint), token, p->config->llm.vocab);
+    return VH_OK;
+}
+
+/* The row of `id` in a round's segment (the vision rows counted), or -1 when it is not there once. */
+static int64_t row_of(const round_prompt *r, uint32_t n_vision, int32_t id)
+{
+    int64_t row = -1;
+    for (size_t i = 0; i < r->n_ids; i++)
+        if (r->ids[i] == id) {
+            if (row >= 0) return -1;
+            row = (int64_t)(i < r->image_index ? i : i + n_vision);
+        }
+    return row;
+}
+
+static vh_status make_prompts(vh_program *p, vh_error *err)
+{
+    const vh_minddrive_config *c = p->config;
+    const char *dir = vh_checkpoint_dir(p->model->checkpoint);
+    vh_status st;
+    for (uint32_t i = 0; i < c->n_speeds; i++)
+        if ((st = require_token(p, c->speed_tokens[i], &p->speed_ids[i], err))) return st;
+    int32_t speed_feature, path_feature;
+    if ((st = require_token(p, c->speed_feature, &speed_feature, err)) ||
+        (st = require_token(p, c->path_feature, &path_feature, err)))
+        return st;
+    const vh_minddrive_round *rounds[2] = {&c->decision, &c->action};
+    for (int r = 0; r < 2; r++) {
+        round_prompt *rp = &p->round[r];
+        if ((st = vh_minddrive_round_ids(p->tokenizer, rounds[r]->text, c->image_marker, &rp->ids, &rp->n_ids,
+                                         &rp->image_index, err)))
+            return st;
+    }
+    /* The decision round ends with a random speed token, causally irrelevant to the logits read
+     * one row before it: that row is the segment's last, and the token is never run. */
+    round_prompt *d = &p->round[DECISION];
+    int ends_with_speed = 0;
+    for (uint32_t i = 0; d->n_ids > d->image_index && i < c->n_speeds; i++)
+        ends_with_speed |= d->ids[d->n_ids - 1] == p->speed_ids[i];
+    if (!ends_with_speed)
+        return vh_error_set(err, VH_ERR_BAD_MODEL, "%s/config.json: prompt.decision.text must end with one of the "
+                            "speed tokens (the released prompt's final <SPT>), after the image", dir);
+    d->n_ids--;
+    const int64_t speed_row = row_of(&p->round[ACTION], c->n_vision_tokens, speed_feature);
+    const int64_t path_row = row_of(&p->round[ACTION], c->n_vision_tokens, path_feature);
+    if (speed_row < 0 || path_row < 0)
+        return vh_error_set(err, VH_ERR_BAD_MODEL, "%s/config.json: prompt.action.text must hold '%s' and '%s' once "
+                            "each", dir, c->speed_feature, c->path_feature);
+    p->speed_row = (uint32_t)speed_row;
+    p->path_row = (uint32_t)path_row;
+    for (int r = 0; r < 2; r++) {
+        p->round[r].rows = (uint32_t)p->round[r].n_ids + c->n_vision_tokens;
+        if (p->round[r].rows > c->llm.max_positions)
+            return vh_error_set(err, VH_ERR_BAD_MODEL, "the %s round's %u rows exceed max_position_embeddings %u",
+                                r == DECISION ? "decision" : "action", p->round[r].rows, c->llm.max_positions);
+    }
+    return VH_OK;
+}
+
+/* The speed tokens' rows of the tied embedding, in fp32 (the decision's logits are their dot
+ * products with the decision row). */
+static vh_status copy_speed_rows(vh_program *p, vh_error *err)
+{
+    const vh_tensor_view *e = &p->mm->embed;
+    const uint32_t H = p->config->llm.hidden;
+    if (!(p->speed_embed = malloc(sizeof(float) * p->config->n_speeds * H)))
+        return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory");
+    for (uint32_t i = 0; i < p->config->n_speeds; i++)
+        for (uint32_t j = 0; j < H; j++) {
+            const size_t at = (size_t)p->speed_ids[i] * H + j;
+            float v;
+            if (e->dtype == VH_DTYPE_F32) v = ((const float *)e->data)[at];
+            else if (e->dtype == VH_DTYPE_BF16) v = vh_bf16_to_f32(((const uint16_t *)e->data)[at]);
+            else v = vh_f16_to_f32(((const uint16_t *)e->data)[at]);
+            p->speed_embed[(size_t)i * H + j] = v;
+        }
+    return VH_OK;
+}
+
+static void program_free(vh_program *p)
+{
+    if (!p) return;
+    vh_hf_tokenizer_free(p->tokenizer);
+    for (int r = 0; r < 2; r++) free(p->round[r].ids);
+    free(p->speed_embed);
+    free(p->warmup_tokens);
+    free(p);
+}
+
+static vh_status program_create(const vh_model *m, const vh_session_params *params, vh_program **out,
+                                vh_program_shape *shape, vh_error *err)
+{
+    *out = NULL;
+    vh_program *p = calloc(1, sizeof *p);
+    if (!p) return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory");
+    p->model = m;
+    p->mm = vh_minddrive_model_of(m);
+    p->config = &p->mm->config;
+    p->seed = params->seed;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tokenizer.json", vh_checkpoint_dir(m->checkpoint));
+    vh_status st = vh_hf_tokenizer_load(path, &p->tokenizer, err);
+    if (!st && p->tokenizer->vocab_size > p->config->llm.vocab)
+        st = vh_error_set(err, VH_ERR_BAD_MODEL, "%s has ids up to %u, more than the model's %u embedding rows", path,
+                          p->tokenizer->vocab_size - 1, p->config->llm.vocab);
+    if (!st) st = make_prompts(p, err);
+    if (!st) st = copy_speed_rows(p, err);
+    if (st) {
+        program_free(p);
+        return st;
+    }
+    const vh_minddrive_config *c = p->config;
+    p->noise_floats = c->speed.latent_dim + c->path.latent_dim;
+    p->speed_out = 2 * c->speed.n_modes * c->speed.n_steps + 2 * c->speed.latent_dim;
+    p->plan_out = p->speed_out + 2 * c->path.n_modes * c->path.n_steps + 2 * c->path.latent_dim;
+    memset(shape, 0, sizeof *shape);
+    shape->action_dim = 1; /* the speed decision */
+    shape->passes_per_frame = 1;
+    shape->segments_per_frame = 2;
+    shape->max_context = p->round[0].rows > p->round[1].rows ? p->round[0].rows : p->round[1].rows;
+    shape->batch_options = VH_BATCH_HIDDEN_ROWS | VH_BATCH_SEGMENT_EMBEDS | VH_BATCH_PLAN | VH_BATCH_SEGMENT_ADAPTERS |
+                           VH_BATCH_PLAN_SEGMENTS;
+    *out = p;
+    return VH_OK;
+}
+
+const int32_t *vh_minddrive_program_prompt(const vh_program *p, int round, size_t *n_ids, size_t *image_index)
+{
+    const round_prompt *r = &p->round[round == DECISION ? DECISION : ACTION];
+    *n_ids = r->n_ids;
+    *image_index = r->image_index;
+    return r->ids;
+}
+
+static vh_status check_frame(const vh_program *p, const vh_frame *f, vh_error *err)
+{
+    const vh_minddrive_config *c = p->config;
+    if (f->unnorm_key)
+        return vh_error_set(err, VH_ERR_UNNORM_KEY, "frame->unnorm_key '%.64s': a MindDrive model has no dataset "
+                            "statistics to choose from (leave it NULL)", f->unnorm_key);
+    if (!f->vision_tokens)
+        return vh_error_set(err, VH_ERR_BAD_FRAME, "a MindDrive frame needs its %u vision tokens "
+                            "(frame->vision_tokens): this version starts from the tokens", c->n_vision_tokens);
+    if (f->n_vision_tokens != c->n_vision_tokens || f->vision_token_width != c->llm.hidden)
+        return vh_error_set(err, VH_ERR_BAD_FRAME, "frame->vision_tokens is %u x %u; the model takes %u x %u",
+                            f->n_vision_tokens, f->vision_token_width, c->n_vision_tokens, c->llm.hidden);
+    if (f->command < 0 || f->command >= VH_MINDDRIVE_COMMANDS)
+        return vh_error_set(err, VH_ERR_BAD_FRAME, "a MindDrive frame needs a command 0..%d (frame->command is %d): "
+                            "it picks the path planner's mode", VH_MINDDRIVE_COMMANDS - 1, f->command);
+    if (f->noise && f->n_noise != p->noise_floats)
+        return vh_error_set(err, VH_ERR_BAD_FRAME, "frame->noise has %u floats; the two planners take %u (speed %u, "
+                            "then path %u)", f->n_noise, p->noise_floats, c->speed.latent_dim, c->path.latent_dim);
+    return VH_OK;
+}
+
+static void job_free(vh_frame_job *job)
+{
+    minddrive_job *mj = job->family_job;
+    free(mj->hidden);
+    free(mj->noise);
+    free(mj->plan);
+    free(mj);
+    job->family_job = NULL;
+}
+
+static vh_status job_init(const vh_program *p, vh_frame_job *job, vh_error *err)
+{
+    minddrive_job *mj = calloc(1, sizeof *mj);
+    if (!mj) return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (frame buffers)");
+    job->family_job = mj;
+    mj->hidden = malloc(sizeof(float) * HIDDEN_ROWS * p->config->llm.hidden);
+    mj->noise = calloc(2 * (size_t)p->noise_floats, sizeof(float));
+    mj->plan = calloc(2 * (size_t)p->plan_out, sizeof(float));
+    if (!mj->hidden || !mj->noise || !mj->plan)
+        return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (frame buffers)");
+    return VH_OK;
+}
+
+/* A round's rows at job->tokens + at: [text before the image | the vision tokens | the rest]. */
+static uint32_t put_round(int32_t *tokens, const round_prompt *r, uint32_t n_vision)
+{
+    memcpy(tokens, r->ids, sizeof(int32_t) * r->image_index);
+    for (uint32_t i = 0; i < n_vision; i++) tokens[r->image_index + i] = VH_TOKEN_IMAGE;
+    memcpy(tokens + r->image_index + n_vision, r->ids + r->image_index, sizeof(int32_t) * (r->n_ids - r->image_index));
+    return r->rows;
+}
+
+static vh_status prepare(vh_frame_job *job, const vh_frame_input *in, vh_error *err)
+{
+    (void)err;
+    const vh_program *p = job->ctx->program;
+    const vh_minddrive_config *c = p->config;
+    minddrive_job *mj = job->family_job;
+    uint32_t rows[2];
+    rows[DECISION] = put_round(job->tokens, &p->round[DECISION], c->n_vision_tokens);
+    rows[ACTION] = put_round(job->tokens + rows[DECISION], &p->round[ACTION], c->n_vision_tokens);
+    mj->command = in->command;
+    float *noise = mj->noise + p->noise_floats; /* the action segment's */
+    if (in->noise) memcpy(noise, in->noise, sizeof(float) * p->noise_floats);
+    else vh_driving_seeded_noise(p->seed, in->sequence, noise, p->noise_floats);
+    mj->hidden_rows[0] = mj->hidden_rows[1] = rows[DECISION] - 1;
+    mj->hidden_rows[2] = rows[DECISION] + p->speed_row;
+    mj->hidden_rows[3] = rows[DECISION] + p->path_row;
+    mj->adapters[DECISION] = (uint8_t)c->decision.lora_set;
+    mj->adapters[ACTION] = (uint8_t)c->action.lora_set;
+    mj->plan_segments[DECISION] = 0;
+    mj->plan_segments[ACTION] = 1;
+    vh_frame_job_begin_prefill_segments(job, 2, rows);
+    for (int r = 0; r < 2; r++) {
+        job->segments[r].image = -1;
+        job->segments[r].embeds = in->vision_tokens; /* the record's copy: it outlives the job's passes */
+    }
+    vh_batch *b = &job->batch;
+    b->options = VH_BATCH_HIDDEN_ROWS | VH_BATCH_SEGMENT_EMBEDS | VH_BATCH_PLAN | VH_BATCH_SEGMENT_ADAPTERS |
+                 VH_BATCH_PLAN_SEGMENTS;
+    b->out_tokens = NULL;
+    b->n_hidden_rows = HIDDEN_ROWS;
+    b->hidden_rows = mj->hidden_rows;
+    b->out_hidden = mj->hidden;
+    b->plan_noise = mj->noise;
+    b->plan_noise_stride = p->noise_floats;
+    b->out_plan = mj->plan;
+    b->plan_out_stride = p->plan_out;
+    b->segment_adapters = mj->adapters;
+    b->plan_segments = mj->plan_segments;
+    return VH_OK;
+}
+
+static int advance(vh_frame_job *job)
+{
+    (void)job;
+    return 0; /* one pass: both rounds' prefills, the planners after the head */
+}
+
+static float finite_or_clamped(float v)
+{
+    return isnan(v) ? 0.0f : v > FLT_MAX ? FLT_MAX : v < -FLT_MAX ? -FLT_MAX : v;
+}
+
+/* The speed decision: log_softmax over the speed tokens' logits at the decision row, argmax
+ * (the first of equals, as torch.argmax). */
+static uint32_t decide_speed(const vh_program *p, const float *row, double *log_probs)
+{
+    const uint32_t H = p->config->llm.hidden, n = p->config->n_speeds;
+    double top = -INFINITY;
+    uint32_t best = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        double s = 0;
+        for (uint32_t j = 0; j < H; j++) s += (double)row[j] * p->speed_embed[(size_t)i * H + j];
+        log_probs[i] = s;
+        if (s > top) top = s, best = i;
+    }
+    double sum = 0;
+    for (uint32_t i = 0; i < n; i++) sum += exp(log_probs[i] - top);
+    for (uint32_t i = 0; i < n; i++) log_probs[i] -= top + log(sum);
+    return best;
+}
+
+/* One planner's outputs into the action's extras: every mode summed step by step (as torch's
+ * cumsum in fp32), mu and log_sigma; the chosen mode's points into `chosen`. */
+static void planner_result(vh_frame_result *out, const float *plan, const vh_driving_planner_config *pc, uint32_t mode,
+                           const char *modes_name, const char *mu_name, const char *ls_name, float *chosen)
+{
+    const uint32_t M = pc->n_modes, T = pc->n_steps, L = pc->latent_dim;
+    float *modes = vh_frame_result_add_extra(out, modes_name, M * T * 2);
+    for (uint32_t m = 0; m < M; m++) {
+        float x = 0, y = 0;
+        for (uint32_t t = 0; t < T; t++) {
+            x += plan[(m * T + t) * 2 + 0];
+            y += plan[(m * T + t) * 2 + 1];
+            if (modes) modes[(m * T + t) * 2 + 0] = x, modes[(m * T + t) * 2 + 1] = y;
+            if (m == mode && chosen) chosen[2 * t + 0] = finite_or_clamped(x), chosen[2 * t + 1] = finite_or_clamped(y);
+        }
+    }
+    float *mu = vh_frame_result_add_extra(out, mu_name, L), *ls = vh_frame_result_add_extra(out, ls_name, L);
+    if (mu) memcpy(mu, plan + 2 * M * T, sizeof(float) * L);
+    if (ls) memcpy(ls, plan + 2 * M * T + L, sizeof(float) * L);
+}
+
+static void result(const vh_frame_job *job, vh_frame_result *out)
+{
+    const vh_program *p = job->ctx->program;
+    const vh_minddrive_config *c = p->config;
+    const minddrive_job *mj = job->family_job;
+    const float *plan = mj->plan + p->plan_out; /* the action segment's */
+    double log_probs[VH_MINDDRIVE_MAX_SPEEDS];
+    const uint32_t speed = decide_speed(p, mj->hidden, log_probs);
+    out->kind = VH_ACTION_TRAJECTORY;
+    out->action_dim = 1;
+    out->values[0] = speed;
+    out->token_ids[0] = p->speed_ids[speed];
+    out->n_points = c->path.n_steps;
+    float *lp = vh_frame_result_add_extra(out, "speed_log_probs", c->n_speeds);
+    for (uint32_t i = 0; lp && i < c->n_speeds; i++) lp[i] = (float)log_probs[i];
+    float *speed_traj = vh_frame_result_add_extra(out, "speed_trajectory", 2 * c->speed.n_steps);
+    planner_result(out, plan, &c->speed, speed, "speed_modes", "speed_mu", "speed_log_sigma", speed_traj);
+    planner_result(out, plan + p->speed_out, &c->path, c->path_mode_of_command[mj->command], "path_modes", "path_mu",
+                   "path_log_sigma", out->trajectory);
+}
+
+const float *vh_minddrive_job_hidden(const vh_frame_job *job)
+{
+    return ((const minddrive_job *)job->family_job)->hidden;
+}
+
+/* All-zero vision tokens and the lane-follow command: the rows and passes of every frame. */
+static int warmup_input(vh_program *p, vh_frame *frame)
+{
+    const vh_minddrive_config *c = p->config;
+    if (!p->warmup_tokens && !(p->warmup_tokens = calloc((size_t)c->n_vision_tokens * c->llm.hidden, sizeof(float))))
+        return -1;
+    vh_frame_init(frame);
+    frame->vision_tokens = p->warmup_tokens;
+    frame->n_vision_tokens = c->n_vision_tokens;
+    frame->vision_token_width = c->llm.hidden;
+    frame->command = WARMUP_COMMAND;
+    return 1;
+}
+
+const vh_family vh_family_minddrive = {
+    .name = "minddrive",
+    .model_type = "minddrive",
+    .load = vh_minddrive_load,
+    .unload = vh_minddrive_unload,
+    .program_create = program_create,
+    .program_free = program_free,
+    .check_frame = check_frame,
+    .job_init = job_init,
+    .job_free = job_free,
+    .prepare = prepare,
+    .advance = advance,
+    .result = result,
+    .warmup_input = warmup_input,
+    .prompt_ids = NULL, /* the prompts are fixed: no instruction */
+};

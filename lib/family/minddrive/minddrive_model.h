@@ -1,0 +1,36 @@
+/*
+ * MindDrive's decision half as blocks (from the 529 vision tokens on; xiaomi-mlab/MindDrive,
+ * ../shared/specs/orion-minddrive.md §7):
+ *   LLM_EMBED            the prompts' token rows; the vision tokens come with each frame
+ *                        (VH_BATCH_SEGMENT_EMBEDS)
+ *   LLM x n_layers       Qwen2 (q/k/v biases, grouped-query attention, RoPE theta 1e6) with the two
+ *                        LoRA experts as LoRA sets 0 and 1 on one base (VH_BATCH_SEGMENT_ADAPTERS)
+ *   LLM_HEAD             model.norm only: final-normed hidden rows (VH_BATCH_HIDDEN_ROWS); the
+ *                        decision's 7 logits are dot products with the tied embedding's speed rows
+ *   VAE_GRU_PLANNER x 2  the speed planner (on <waypoint_ego>) and the path planner (on
+ *                        <path_waypoint_ego>), on the action round's segment only
+ *                        (VH_BATCH_PLAN_SEGMENTS)
+ * Checkpoint names are the converter's (doc/minddrive-converter.md).
+ */
+#ifndef VH_FAMILY_MINDDRIVE_MODEL_H
+#define VH_FAMILY_MINDDRIVE_MODEL_H
+
+#include "family/minddrive/minddrive_config.h"
+#include "model/model.h"
+
+typedef struct vh_minddrive_model {
+    vh_minddrive_config config;
+    vh_tensor_view embed;              /* model.embed_tokens [V, H]: the tied head's rows */
+    uint32_t speed_planner_block, path_planner_block;
+} vh_minddrive_model;
+
+vh_status vh_minddrive_load(vh_model *m, const char *dir, const char *config_text, size_t config_len,
+                            const char *config_path, vh_error *err);
+void vh_minddrive_unload(vh_model *m);
+
+static inline const vh_minddrive_model *vh_minddrive_model_of(const vh_model *m)
+{
+    return (const vh_minddrive_model *)m->family_model;
+}
+
+#endif
