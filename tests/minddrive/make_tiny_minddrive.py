@@ -1,0 +1,367 @@
+#!/usr/bin/python3
+"""Write a tiny MindDrive-architecture checkpoint in exactly the layout a MindDrive user has.
+
+    /usr/bin/python3 tests/minddrive/make_tiny_minddrive.py --out DIR
+
+DIR/minddrive_rltrain.pth      torch.save({"meta": {...}, "state_dict": {...}}) as mmcv's
+                               save_checkpoint writes it (fp32, the detector's key names):
+                               lm_head.base_model.model.*   the peft-wrapped LlavaQwen2ForCausalLM with
+                                 two LoRA adapters (lora_A/lora_B.{action_expert,decision_expert}),
+                                 q/k/v biases, the tied lm_head.weight (same storage as embed_tokens)
+                                 and the weighted_mask buffer;
+                               present_distribution / predict_model / ego_fut_decoder (speed planner),
+                               pw_present_distribution / pw_predict_model / pw_ego_fut_decoder (path),
+                               future_distribution / pw_future_distribution (training only),
+                               value_net* (RL training only) and a few camera front-end tensors
+DIR/llava-qwen2-0.5b/          config.json (LlavaQwen2 / Qwen2Config fields), tokenizer.json (a copy
+                               of tests/fixtures/tokenizer/tokenizer_json/qwen2-style.tokenizer.json, a
+                               byte-level BPE made with HF tokenizers 0.23.2), vocab.json + merges.txt
+                               (the same BPE as the slow Qwen2Tokenizer reads it), tokenizer_config.json
+DIR/minddrive_qwen2_05B_infer.py   a small mmcv-style config in the style of the released one
+
+Shapes follow the released code (MindDrive @ 1a4085d: mmcv/models/detectors/minddrive.py
+Minddrive.__init__, use_gen_token + use_meta_action + is_decoupling; mmcv/utils/misc.py::load_model;
+mmcv/utils/llava_qwen.py) with the LLM hidden size H = 64 in place of 896:
+  LLM       hidden 64, 2 layers, 4 heads / 2 KV heads (head_dim 16), intermediate 172, q/k/v bias,
+            tied embeddings; embedding rows = len(tokenizer) + 15, as the released add_special_token
+            calls resize them (4003 + 15 = 4018); LoRA r=4 (released: 16), alpha 16, on q/k/v/o,
+            two adapters with NONZERO, different lora_B
+  planners  speed: DistributionModule(H, 32), PredictModel(32, H, H/4, 4), decoder 2H->2H->2H->2*7
+            path:  the same with pw_ names and 2*6 outputs
+            future_distribution (in H+12) and pw_future_distribution (in H+40): training only
+
+Deterministic: numpy's PCG64 with fixed seeds, a fixed key order, and torch.save of plain dicts
+produce the same bytes on every run (same torch version).
+"""
+import argparse
+import json
+import os
+import shutil
+import sys
+
+import numpy as np
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOKENIZER_SRC = os.environ.get("MINDDRIVE_TOKENIZER_JSON", os.path.join(
+    ROOT, "tests", "fixtures", "tokenizer", "tokenizer_json", "qwen2-style.tokenizer.json"))
+
+HIDDEN = 64
+LAYERS = 2
+HEADS = 4
+KV_HEADS = 2
+HEAD_DIM = HIDDEN // HEADS
+INTERMEDIATE = 172
+PADDED_VOCAB = 4096       # config.json vocab_size, padded above len(tokenizer) as Qwen's 151936 is
+N_ADDED = 15              # 13 meta-action tokens, <waypoint_ego>, <path_waypoint_ego>
+LORA_R = 4
+EXPERTS = ("action_expert", "decision_expert")   # peft registers them in this order (load_model)
+LATENT = 32
+SPEED_MODES = 7
+PATH_MODES = 6
+GRU_LAYERS = 4
+HEAD_DIMS = 8             # the camera heads' embed_dims (256 in the original), kept tiny
+NUM_EXTRA = 256
+NUM_MEMORY = 16
+
+LLM = "lm_head.base_model.model."
+
+
+def tokenizer_length(tok):
+    """len(tokenizer): the base vocabulary and the added tokens, counted once each."""
+    names = set(tok["model"]["vocab"])
+    names.update(t["content"] for t in tok["added_tokens"])
+    return len(names)
+
+
+class Maker:
+    def __init__(self, seed):
+        self.rng = np.random.Generator(np.random.PCG64(seed))
+        self.sd = {}
+
+    def add(self, name, shape, std=0.02, mean=0.0):
+        a = self.rng.standard_normal(shape, dtype=np.float32) * np.float32(std) + np.float32(mean)
+        self.sd[name] = torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))
+
+    def linear(self, name, out_f, in_f, bias=True):
+        self.add(name + ".weight", (out_f, in_f), 1.0 / np.sqrt(in_f))
+        if bias:
+            self.add(name + ".bias", (out_f,), 0.1)
+
+    def conv1d(self, name, out_c, in_c):
+        self.add(name + ".weight", (out_c, in_c, 1), 1.0 / np.sqrt(in_c))
+        self.add(name + ".bias", (out_c,), 0.1)
+
+
+def llm_weights(m, rows, base_len):
+    h = HIDDEN
+    q_out, kv_out = HEADS * HEAD_DIM, KV_HEADS * HEAD_DIM
+    embed = torch.from_numpy(m.rng.standard_normal((rows, h), dtype=np.float32) * np.float32(0.05))
+    m.sd[LLM + "model.embed_tokens.weight"] = embed
+    for i in range(LAYERS):
+        p = LLM + "model.layers.%d." % i
+        for proj, out_f, bias in (("q_proj", q_out, True), ("k_proj", kv_out, True),
+                                  ("v_proj", kv_out, True), ("o_proj", h, False)):
+            in_f = h if proj != "o_proj" else q_out
+            m.add(p + "self_attn.%s.base_layer.weight" % proj, (out_f, in_f), 1.0 / np.sqrt(in_f))
+            if bias:
+                m.add(p + "self_attn.%s.base_layer.bias" % proj, (out_f,), 0.1)
+            for e in EXPERTS:
+                m.add(p + "self_attn.%s.lora_A.%s.weight" % (proj, e), (LORA_R, in_f), 0.1)
+            for e in EXPERTS:
+                m.add(p + "self_attn.%s.lora_B.%s.weight" % (proj, e), (out_f, LORA_R), 0.05)
+        m.add(p + "mlp.gate_proj.weight", (INTERMEDIATE, h), 1.0 / np.sqrt(h))
+        m.add(p + "mlp.up_proj.weight", (INTERMEDIATE, h), 1.0 / np.sqrt(h))
+        m.add(p + "mlp.down_proj.weight", (h, INTERMEDIATE), 1.0 / np.sqrt(INTERMEDIATE))
+        m.add(p + "input_layernorm.weight", (h,), 0.1, 1.0)
+        m.add(p + "post_attention_layernorm.weight", (h,), 0.1, 1.0)
+    m.add(LLM + "model.norm.weight", (h,), 0.1, 1.0)
+    m.sd[LLM + "lm_head.weight"] = embed                 # tie_word_embeddings: one tensor
+    # llava_qwen.py: register_buffer("weighted_mask", ones(tokenizer_vocab_size + 14))
+    m.sd[LLM + "weighted_mask"] = torch.ones(base_len + 14)
+
+
+def distribution(m, prefix, in_c):
+    comp = in_c // 2                                      # DistributionModule.compress_dim
+    m.conv1d(prefix + ".encoder.conv1", 2 * in_c, in_c)
+    m.conv1d(prefix + ".encoder.conv2", 2 * in_c, 2 * in_c)
+    m.conv1d(prefix + ".encoder.conv3", comp, 2 * in_c)
+    m.conv1d(prefix + ".last_conv.1", 2 * LATENT, comp)
+
+
+def planner_weights(m, pre, modes, future_extra):
+    h, g = HIDDEN, HIDDEN // GRU_LAYERS
+    distribution(m, pre + "present_distribution", h)
+    distribution(m, pre + "future_distribution", h + future_extra)     # training only
+    for k in range(GRU_LAYERS):
+        m.add(pre + "predict_model.gru.weight_ih_l%d" % k, (3 * g, LATENT if k == 0 else g), 1 / np.sqrt(g))
+        m.add(pre + "predict_model.gru.weight_hh_l%d" % k, (3 * g, g), 1 / np.sqrt(g))
+        m.add(pre + "predict_model.gru.bias_ih_l%d" % k, (3 * g,), 0.1)
+        m.add(pre + "predict_model.gru.bias_hh_l%d" % k, (3 * g,), 0.1)
+    m.linear(pre + "predict_model.linear1", 2 * g, g)
+    m.linear(pre + "predict_model.linear2", 4 * g, 2 * g)
+    m.linear(pre + "predict_model.linear3", h, 4 * g)
+    m.linear(pre + "ego_fut_decoder.0", 2 * h, 2 * h)
+    m.linear(pre + "ego_fut_decoder.2", 2 * h, 2 * h)
+    m.linear(pre + "ego_fut_decoder.4", 2 * modes, 2 * h)
+
+
+def front_end_weights(m):
+    """A few camera front-end keys (the converter skips them; some are cross-checked)."""
+    d = HEAD_DIMS
+    m.add("img_backbone.patch_embed.proj.weight", (d, 3, 2, 2))
+    m.add("img_backbone.patch_embed.proj.bias", (d,))
+    m.add("img_backbone.blocks.0.norm1.weight", (d,), 0.1, 1.0)
+    m.add("pts_bbox_head.query_embedding.weight", (NUM_EXTRA, d))
+    m.add("pts_bbox_head.memory_query.weight", (NUM_MEMORY, d))
+    m.linear("pts_bbox_head.output_projection", HIDDEN, d)
+    m.linear("pts_bbox_head.can_bus_embed.2", HIDDEN, 4 * d)
+    m.add("query_pos.0.weight", (d, 396))
+    m.add("map_head.query_embedding.weight", (NUM_EXTRA, d))
+    m.linear("map_head.output_projection", HIDDEN, d)
+    m.sd["position_range"] = torch.tensor([-61.2, -61.2, -10.0, 61.2, 61.2, 10.0])
+    m.add("position_encoder.0.weight", (4 * d, 192))
+
+
+def value_net_weights(m):
+    """RL training keeps a value LLM (adapter "default") and its projection; inference does not."""
+    m.add("value_net.base_model.model.model.norm.weight", (HIDDEN,), 0.1, 1.0)
+    m.add("value_net.base_model.model.model.layers.0.self_attn.q_proj.lora_A.default.weight",
+          (LORA_R, HIDDEN), 0.1)
+    m.linear("value_net_pro", 1, HIDDEN)
+
+
+def qwen_config(base_len, bos_eos):
+    return {
+        "_name_or_path": "llava-qwen2-0.5b",
+        "architectures": ["LlavaQwen2ForCausalLM"],
+        "attention_dropout": 0.0,
+        "bos_token_id": bos_eos,
+        "eos_token_id": bos_eos,
+        "hidden_act": "silu",
+        "hidden_size": HIDDEN,
+        "initializer_range": 0.02,
+        "intermediate_size": INTERMEDIATE,
+        "max_position_embeddings": 32768,
+        "max_window_layers": LAYERS,
+        "model_type": "llava_qwen2",
+        "num_attention_heads": HEADS,
+        "num_hidden_layers": LAYERS,
+        "num_key_value_heads": KV_HEADS,
+        "rms_norm_eps": 1e-06,
+        "rope_scaling": None,
+        "rope_theta": 1000000.0,
+        "sliding_window": 32768,
+        "tie_word_embeddings": True,
+        "tokenizer_vocab_size": base_len,
+        "torch_dtype": "float32",
+        "transformers_version": "4.45.2",
+        "use_cache": True,
+        "use_sliding_window": False,
+        "vocab_size": PADDED_VOCAB,
+    }
+
+
+def tokenizer_config(tok):
+    dec = {}
+    for t in tok["added_tokens"]:
+        dec[str(t["id"])] = {k: t[k] for k in ("content", "lstrip", "normalized", "rstrip",
+                                               "single_word", "special")}
+    return {
+        "add_prefix_space": False,
+        "added_tokens_decoder": dec,
+        "additional_special_tokens": ["<|im_start|>", "<|im_end|>"],
+        "bos_token": None,
+        "chat_template": "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' "
+                         "+ message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}"
+                         "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}",
+        "clean_up_tokenization_spaces": False,
+        "eos_token": "<|endoftext|>",
+        "errors": "replace",
+        "model_max_length": 32768,
+        "pad_token": "<|endoftext|>",
+        "split_special_tokens": False,
+        "tokenizer_class": "Qwen2Tokenizer",
+        "unk_token": None,
+    }
+
+
+INFER_CONFIG = '''\
+# Tiny config in the style of adzoo/minddrive/configs/minddrive_qwen2_05B_infer.py (test fixture).
+_base_ = ["../_base_/datasets/nus-3d.py",
+          "../_base_/default_runtime.py"]
+point_cloud_range = [-51.2, -51.2, -5.0, 51.2, 51.2, 3.0]
+map_classes = ['Broken','Solid','SolidSolid','Center','TrafficLight','StopSign']
+map_num_classes = len(map_classes)
+_dim_ = {head_dims}
+_ffn_dim_ = _dim_*2
+llm_hidden = {hidden}
+num_gpus = 32
+batch_size = 32
+num_iters_per_epoch = 234769 // (num_gpus * batch_size)
+llm_path = './Bench2DriveZoo/ckpts/llava-qwen2-0.5b'
+
+use_gen_token = True
+collect_keys = ['lidar2img', 'cam_intrinsic', 'timestamp', 'ego_pose', 'ego_pose_inv', 'command']
+is_decoupling = True
+use_col_loss = True
+use_meta_action = True
+rl_training = False
+fp32_infer=True
+
+model = dict(
+    type='Minddrive',
+    save_path='./results_planning_only/',  #save path for vlm models.
+    use_grid_mask=True,
+    frozen=False,
+    use_lora=True,
+    open_loop_infer= True,
+    is_decoupling = is_decoupling,
+    full_train = False,
+    lm_model_type = 'qwen2',
+    fp32_infer=fp32_infer,
+    tokenizer=llm_path,
+    lm_head=llm_path, # set to None if don't use llm head
+    use_gen_token = use_gen_token,
+    rl_training = rl_training,
+    use_col_loss = use_col_loss,
+    use_meta_action = use_meta_action,
+    img_backbone=dict(
+        type='EVAViT',
+        embed_dim=_dim_,
+        window_block_indexes = (
+        list(range(0, 2)) + list(range(3, 5))
+        ),
+        qkv_bias=True),
+    map_head=dict(
+        type='MinddriveHeadM',
+        num_classes=6,
+        in_channels=_dim_,
+        out_dims=llm_hidden,
+        num_extra={num_extra},
+        pc_range=point_cloud_range),
+    pts_bbox_head=dict(
+        type='MinddriveHead',
+        num_classes=9,
+        in_channels=_dim_,
+        out_dims=llm_hidden,
+        num_query=600,
+        num_extra={num_extra},
+        use_memory = True,
+        use_col_loss = use_col_loss),
+)
+
+inference_only_pipeline = [
+    dict(type='ResizeCropFlipRotImage', data_aug_conf = dict(final_dim=(320, 640)), training=False),
+    dict(type='LoadAnnoatationMixCriticalVQATest',
+         load_type=["planning"],
+         tokenizer=llm_path,
+         desc_qa=False,
+         use_gen_token=use_gen_token,
+         conv_template="llava_qwen2",
+         is_decoupling=is_decoupling,
+         use_meta_action=use_meta_action,
+         single=True,
+         max_length=2048,),
+]
+
+data = dict(samples_per_gpu=batch_size, workers_per_gpu=4)
+load_from = None
+'''
+
+
+def write_json(path, obj):
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=2, ensure_ascii=False)
+        f.write("\n")
+
+
+def make(out, seed=20250301):
+    with open(TOKENIZER_SRC, encoding="utf-8") as f:
+        tok = json.load(f)
+    base_len = tokenizer_length(tok)
+    rows = base_len + N_ADDED
+    eos = next(t["id"] for t in tok["added_tokens"] if t["content"] == "<|endoftext|>")
+
+    os.makedirs(out, exist_ok=True)
+    m = Maker(seed)
+    front_end_weights(m)
+    llm_weights(m, rows, base_len)
+    value_net_weights(m)
+    planner_weights(m, "", SPEED_MODES, 12)
+    planner_weights(m, "pw_", PATH_MODES, 40)
+    # mmcv save_checkpoint: the speed planner's modules come before the path planner's.
+    order = [k for k in m.sd if not k.startswith("pw_")] + [k for k in m.sd if k.startswith("pw_")]
+    sd = {k: m.sd[k] for k in order}
+    ckpt = {"meta": {"mmcv_version": "1.7.0", "time": "Thu Jan  1 00:00:00 2026", "epoch": 1,
+                     "iter": 6000}, "state_dict": sd}
+    torch.save(ckpt, os.path.join(out, "minddrive_rltrain.pth"))
+
+    llm_dir = os.path.join(out, "llava-qwen2-0.5b")
+    os.makedirs(llm_dir, exist_ok=True)
+    shutil.copyfile(TOKENIZER_SRC, os.path.join(llm_dir, "tokenizer.json"))
+    write_json(os.path.join(llm_dir, "config.json"), qwen_config(base_len, eos))
+    write_json(os.path.join(llm_dir, "tokenizer_config.json"), tokenizer_config(tok))
+    write_json(os.path.join(llm_dir, "vocab.json"), tok["model"]["vocab"])
+    with open(os.path.join(llm_dir, "merges.txt"), "w", encoding="utf-8") as f:
+        f.write("#version: 0.2\n")
+        for pair in tok["model"]["merges"]:
+            f.write((pair if isinstance(pair, str) else " ".join(pair)) + "\n")
+    with open(os.path.join(out, "minddrive_qwen2_05B_infer.py"), "w") as f:
+        f.write(INFER_CONFIG.format(head_dims=HEAD_DIMS, hidden=HIDDEN, num_extra=NUM_EXTRA))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--out", required=True)
+    p.add_argument("--seed", type=int, default=20250301)
+    args = p.parse_args()
+    if not os.path.isfile(TOKENIZER_SRC):
+        print("error: %s not found" % TOKENIZER_SRC, file=sys.stderr)
+        return 1
+    make(args.out, args.seed)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

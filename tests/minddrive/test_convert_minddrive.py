@@ -1,0 +1,566 @@
+#!/usr/bin/python3
+"""Check tools/minddrive/convert_minddrive.py on a tiny MindDrive checkpoint.
+
+    /usr/bin/python3 tests/minddrive/test_convert_minddrive.py [-v]
+
+Makes the fixture with tests/minddrive/make_tiny_minddrive.py in a temporary folder, runs the
+converter (LoRA keep and merge, FP32 / BF16 / FP16, sharded and not), reads the output with its own
+safetensors reader and compares every tensor with numpy float64 computed from the
+minddrive_rltrain.pth tensors:
+  - merged q/k/v/o per expert: W + (alpha/r) * B_e @ A_e in float64; FP32 output within one float32
+    ulp of it; BF16 / FP16 output equal to the round-to-nearest-even of the FP32 output;
+  - everything else: FP32 bit-exact, BF16 / FP16 equal to RNE of the FP32 original;
+  - names, shapes, dtypes, safetensors layout, shard index, config.json (prompt texts copied here
+    by hand from the released code), the 15 added token ids and their tokenizer.json entries.
+Then broken inputs, each of which must exit non-zero with a message naming the problem.
+Prints "ok - name" / "not ok - name" and ends with "N passed, M failed"; exits 1 on any failure.
+"""
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+try:
+    import numpy as np
+    import torch
+except ImportError as e:                     # meson treats 77 as "skipped"
+    print("skip: %s (apt-get install python3-torch python3-numpy)" % e)
+    sys.exit(77)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+CONVERTER = os.environ.get("MINDDRIVE_CONVERTER") or os.path.join(ROOT, "tools", "minddrive",
+                                                                   "convert_minddrive.py")
+MAKER = os.path.join(HERE, "make_tiny_minddrive.py")
+
+LLM = "lm_head.base_model.model."
+PROJS = ("q_proj", "k_proj", "v_proj", "o_proj")
+EXPERTS = ("decision_expert", "action_expert")
+# The fixture's architecture (make_tiny_minddrive.py) and the released code's constants.
+HIDDEN, LAYERS, HEADS, KV_HEADS, HEAD_DIM, INTER = 64, 2, 4, 2, 16, 172
+BASE_LEN, ROWS = 4003, 4018           # 4000 BPE entries + <action> </action> <waypoint>; + 15
+LORA_R, LORA_ALPHA = 4, 16
+LATENT, GRU_LAYERS = 32, 4
+PLANNERS = {"speed": ("", 7, 6), "path": ("pw_", 6, 20)}      # prefix, modes, steps
+# The 15 tokens in the order of minddrive.py::Minddrive.__init__'s add_special_token calls.
+TOKENS = ["<maintain_moderate_speed>", "<stop>", "<maintain_slow_speed>", "<speed_up>", "<slow_down>",
+          "<maintain_fast_speed>", "<slow_down_rapidly>", "<lanefollow>", "<straight>", "<turn_left>",
+          "<change_lane_left>", "<turn_right>", "<change_lane_right>", "<waypoint_ego>",
+          "<path_waypoint_ego>"]
+# Copied by hand from the released code (conversation.py conv_llava_qwen_2, data_utils.py
+# preprocess_qwen2 training_mode=False, transforms_3d.py LoadAnnoatationMixCriticalVQATest).
+DECISION_TEXT = ("<|im_start|><|start_header_id|>system<|end_header_id|>\n\nYou are a helpful "
+                 "assistant.<|im_end|>\n<|im_start|>user\n<image>\nYou are driving a car.What actions "
+                 "should the car be taking?<|im_end|>\n<|im_start|>assistant\nThe car should be "
+                 "<maintain_moderate_speed>")
+ACTION_TEXT = ("<|im_start|><|start_header_id|>system<|end_header_id|>\n\nYou are a helpful "
+               "assistant.<|im_end|>\n<|im_start|>user\n<image>\nYou are driving a car.Based on the "
+               "above information, please provide a safe, executable, and reasonable planning "
+               "trajectory for the ego car.<|im_end|>\n<|im_start|>assistant\nHere is the planning "
+               "trajectory <waypoint_ego> <path_waypoint_ego>")
+
+VERBOSE = "-v" in sys.argv
+results = []
+FX_LLM = None
+
+
+def check(name, cond, detail=""):
+    results.append(bool(cond))
+    print(("ok - " if cond else "not ok - ") + name)
+    if not cond and detail:
+        for line in str(detail).rstrip().splitlines()[-12:]:
+            print("#   " + line)
+    return bool(cond)
+
+
+# ---------------------------------------------------------------------------------------------
+# Independent readers and reference math.
+
+def read_safetensors(path):
+    """{name: (dtype, shape, numpy array of the raw elements)}; asserts the layout rules."""
+    with open(path, "rb") as f:
+        data = f.read()
+    (n,) = struct.unpack("<Q", data[:8])
+    assert n % 8 == 0, "header length %d is not a multiple of 8" % n
+    raw = data[8:8 + n]
+    assert raw.rstrip(b" ").endswith(b"}"), "bad header padding"
+    header = json.loads(raw.decode("utf-8"))
+    header.pop("__metadata__", None)
+    body = data[8 + n:]
+    out, end, prev_name = {}, 0, None
+    for name, info in sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0]):
+        b, e = info["data_offsets"]
+        assert b == end, "%s: data not contiguous (%d != %d)" % (name, b, end)
+        assert prev_name is None or name > prev_name, "tensors not sorted by name at %s" % name
+        dt = {"F32": np.float32, "BF16": np.uint16, "F16": np.float16}[info["dtype"]]
+        count = int(np.prod(info["shape"], dtype=np.int64))
+        assert e - b == count * np.dtype(dt).itemsize, "%s: size does not match shape" % name
+        out[name] = (info["dtype"], tuple(info["shape"]),
+                     np.frombuffer(body[b:e], dtype=dt).reshape(info["shape"]))
+        end, prev_name = e, name
+    assert end == len(body), "trailing bytes after the last tensor"
+    return out
+
+
+def read_output(out_dir):
+    idx = os.path.join(out_dir, "model.safetensors.index.json")
+    if os.path.exists(idx):
+        with open(idx) as f:
+            index = json.load(f)
+        tensors = {}
+        for fname in sorted(set(index["weight_map"].values())):
+            tensors.update(read_safetensors(os.path.join(out_dir, fname)))
+        return tensors, index
+    return read_safetensors(os.path.join(out_dir, "model.safetensors")), None
+
+
+def bf16_rne(x32):
+    """float32 array -> bf16 bit patterns (uint16), round to nearest, ties to even."""
+    u = np.ascontiguousarray(x32, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def load_ckpt(path):
+    obj = torch.load(path, map_location="cpu", weights_only=True)
+    sd = obj["state_dict"] if "state_dict" in obj else obj
+    return {k: v.detach().numpy().astype(np.float64) for k, v in sd.items()}
+
+
+def expected_tensors(orig, lora, alpha=LORA_ALPHA):
+    """{output name: (float64 reference, kind)}; kind 'exact' or 'merged'."""
+    exp = {"model.embed_tokens.weight": (orig[LLM + "model.embed_tokens.weight"], "exact"),
+           "model.norm.weight": (orig[LLM + "model.norm.weight"], "exact")}
+    scale = alpha / LORA_R
+    for i in range(LAYERS):
+        p = "model.layers.%d." % i
+        for proj in PROJS:
+            src = LLM + p + "self_attn." + proj
+            w = orig[src + ".base_layer.weight"]
+            stem = p + "self_attn." + proj
+            if proj != "o_proj":
+                exp[stem + ".bias"] = (orig[src + ".base_layer.bias"], "exact")
+            if lora == "keep":
+                exp[stem + ".weight"] = (w, "exact")
+            for e in EXPERTS:
+                a, b = orig[src + ".lora_A.%s.weight" % e], orig[src + ".lora_B.%s.weight" % e]
+                if lora == "merge":
+                    exp[stem + ".experts.%s.weight" % e] = (w + scale * (b @ a), "merged")
+                else:
+                    exp[stem + ".lora_A.%s.weight" % e] = (a, "exact")
+                    exp[stem + ".lora_B.%s.weight" % e] = (b, "exact")
+        for n in ("mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight",
+                  "input_layernorm.weight", "post_attention_layernorm.weight"):
+            exp[p + n] = (orig[LLM + p + n], "exact")
+    for out_name, (prefix, modes, _) in PLANNERS.items():
+        names = ["present_distribution.encoder.conv%d.%s" % (k, s) for k in (1, 2, 3)
+                 for s in ("weight", "bias")]
+        names += ["present_distribution.last_conv.1.weight", "present_distribution.last_conv.1.bias"]
+        names += ["predict_model.gru.%s_l%d" % (s, k) for k in range(GRU_LAYERS)
+                  for s in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+        names += ["predict_model.linear%d.%s" % (k, s) for k in (1, 2, 3) for s in ("weight", "bias")]
+        names += ["ego_fut_decoder.%d.%s" % (k, s) for k in (0, 2, 4) for s in ("weight", "bias")]
+        for n in names:
+            v = orig[prefix + n]
+            if v.ndim == 3:
+                v = v[:, :, 0]                                   # Conv1d k=1 -> [out, in]
+            exp["planner.%s.%s" % (out_name, n)] = (v, "exact")
+    return exp
+
+
+WANT_DTYPE = {"fp32": "F32", "bf16": "BF16", "fp16": "F16"}
+
+
+def compare(out, exp, dtype, fp32_out=None):
+    """Returns a list of problems (empty when everything matches)."""
+    problems = []
+    if set(out) != set(exp):
+        problems.append("names: missing %s, unexpected %s"
+                        % (sorted(set(exp) - set(out))[:5], sorted(set(out) - set(exp))[:5]))
+    for name in sorted(set(out) & set(exp)):
+        st_dtype, shape, arr = out[name]
+        ref, kind = exp[name]
+        if st_dtype != WANT_DTYPE[dtype] or shape != ref.shape:
+            problems.append("%s: %s %s, expected %s %s" % (name, st_dtype, shape, WANT_DTYPE[dtype],
+                                                          ref.shape))
+            continue
+        if kind == "exact":
+            r32 = ref.astype(np.float32)
+            if st_dtype == "F32":
+                ok = np.array_equal(arr.view(np.uint32), r32.view(np.uint32))
+            elif st_dtype == "BF16":
+                ok = np.array_equal(arr, bf16_rne(r32))
+            else:
+                ok = np.array_equal(arr.view(np.uint16), r32.astype(np.float16).view(np.uint16))
+            if not ok:
+                problems.append("%s: values differ from the original" % name)
+            continue
+        # merged: rounded once from float64, so within one float32 ulp of the float64 value
+        if st_dtype == "F32":
+            err = np.abs(arr.astype(np.float64) - ref)
+            tol = np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64)
+            if not np.all(err <= tol):
+                problems.append("%s: merged FP32 off by up to %g (one ulp there %g)"
+                                % (name, err.max(), tol.flat[err.argmax()]))
+        elif fp32_out is None:
+            problems.append("%s: no FP32 output to compare with" % name)
+        elif st_dtype == "BF16":
+            if not np.array_equal(arr, bf16_rne(fp32_out[name][2])):
+                problems.append("%s: BF16 is not the RNE of the FP32 merge" % name)
+        elif not np.array_equal(arr.view(np.uint16),
+                                fp32_out[name][2].astype(np.float16).view(np.uint16)):
+            problems.append("%s: FP16 is not the RNE of the FP32 merge" % name)
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------
+
+def run(args):
+    p = subprocess.run([sys.executable, CONVERTER] + args, capture_output=True, text=True)
+    if VERBOSE:
+        sys.stderr.write(p.stderr)
+    return p.returncode, p.stdout + p.stderr
+
+
+def conv_args(fx, out, ckpt=None, llm=None, cfg=None):
+    return ["--checkpoint", ckpt or os.path.join(fx, "minddrive_rltrain.pth"),
+            "--llm-dir", llm or os.path.join(fx, "llava-qwen2-0.5b"),
+            "--infer-config", cfg or os.path.join(fx, "minddrive_qwen2_05B_infer.py"), "--out", out]
+
+
+def test_conversions(tmp, fx, orig):
+    outs = {}
+    for lora, dtype in (("keep", "fp32"), ("keep", "bf16"), ("keep", "fp16"), ("merge", "fp32"),
+                        ("merge", "bf16"), ("merge", "fp16")):
+        out = os.path.join(tmp, "out-%s-%s" % (lora, dtype))
+        rc, log = run(conv_args(fx, out) + ["--lora", lora, "--dtype", dtype])
+        name = "convert --lora %s --dtype %s" % (lora, dtype)
+        if not check(name + " exits 0", rc == 0, log):
+            continue
+        try:
+            tensors, index = read_output(out)
+        except AssertionError as e:
+            check(name + " safetensors layout", False, e)
+            continue
+        check(name + " safetensors layout, single file", index is None)
+        outs[(lora, dtype)] = (out, tensors)
+        fp32 = outs.get((lora, "fp32"), (None, None))[1]
+        problems = compare(tensors, expected_tensors(orig, lora), dtype, fp32)
+        check(name + " names, shapes and values", not problems, "\n".join(problems))
+        with open(os.path.join(out, "config.json")) as f:
+            check_config(name, json.load(f), lora, dtype)
+    return outs
+
+
+def check_config(name, cfg, lora, dtype, alpha=LORA_ALPHA):
+    t, lo, pr = cfg.get("text_config", {}), cfg.get("lora") or {}, cfg.get("prompt") or {}
+    want = [
+        (cfg.get("model_type"), "minddrive"), (cfg.get("vlahybrid_format"), 1),
+        (cfg.get("dtype"), {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}[dtype]),
+        (t.get("hidden_size"), HIDDEN), (t.get("intermediate_size"), INTER),
+        (t.get("num_hidden_layers"), LAYERS), (t.get("num_attention_heads"), HEADS),
+        (t.get("num_key_value_heads"), KV_HEADS), (t.get("head_dim"), HEAD_DIM),
+        (t.get("rope_theta"), 1e6), (t.get("rms_norm_eps"), 1e-6), (t.get("hidden_act"), "silu"),
+        (t.get("max_position_embeddings"), 32768), (t.get("tie_word_embeddings"), True),
+        (t.get("vocab_size"), ROWS), (t.get("base_vocab_size"), BASE_LEN),
+        (t.get("bos_token_id"), 0), (t.get("eos_token_id"), 0),
+        (lo.get("r"), LORA_R), (lo.get("alpha"), alpha), (lo.get("scale"), alpha / LORA_R),
+        (lo.get("merged"), lora == "merge"), (lo.get("targets"), list(PROJS)),
+        (lo.get("experts"), list(EXPERTS)),
+        (cfg.get("vision_tokens"), 529), (cfg.get("vision_token_groups"), [256, 16, 1, 256]),
+        (pr.get("image_marker"), "<image>"),
+        ((pr.get("decision") or {}).get("text"), DECISION_TEXT),
+        ((pr.get("decision") or {}).get("expert"), "decision_expert"),
+        ((pr.get("action") or {}).get("text"), ACTION_TEXT),
+        ((pr.get("action") or {}).get("expert"), "action_expert"),
+        (cfg.get("meta_action_tokens"), TOKENS[:13]), (cfg.get("speed_tokens"), TOKENS[:7]),
+        # minddrive.py PATH_MAPPING then Minddrive.PA_MAPPING, by hand:
+        # 0 turn_left->2, 1 turn_right->4, 2 straight->1, 3 lanefollow->0, 4 cl_left->3, 5 cl_right->5
+        (cfg.get("path_mode_of_command"), [2, 4, 1, 0, 3, 5]),
+        (cfg.get("special_tokens"), {tok: BASE_LEN + i for i, tok in enumerate(TOKENS)}),
+    ]
+    for pname, (_, modes, steps) in PLANNERS.items():
+        pl = (cfg.get("planners") or {}).get(pname, {})
+        want += [
+            (pl.get("type"), "vae_gru"), (pl.get("latent_dim"), LATENT),
+            (pl.get("ego_fut_mode"), modes), (pl.get("fut_ts"), steps),
+            (pl.get("gru_layers"), GRU_LAYERS), (pl.get("gru_hidden"), HIDDEN // GRU_LAYERS),
+            (pl.get("in_channels"), HIDDEN), (pl.get("compress_dim"), HIDDEN // 2),
+            (pl.get("encoder_widths"), [2 * HIDDEN, 2 * HIDDEN, HIDDEN // 2]),
+            (pl.get("predict_widths"), [HIDDEN // 2, HIDDEN, HIDDEN]),
+            (pl.get("decoder_widths"), [2 * HIDDEN, 2 * HIDDEN, 2 * modes]),
+            (pl.get("min_log_sigma"), -5.0), (pl.get("max_log_sigma"), 5.0),
+            (pl.get("feature_token"), "<waypoint_ego>" if pname == "speed" else "<path_waypoint_ego>"),
+        ]
+    bad = ["%r != %r" % (got, exp) for got, exp in want if got != exp]
+    check(name + " config.json fields", not bad, "\n".join(bad))
+
+
+def test_tokenizer_files(out):
+    with open(os.path.join(out, "added_tokens.json")) as f:
+        added = json.load(f)
+    want = {tok: BASE_LEN + i for i, tok in enumerate(TOKENS)}
+    check("added_tokens.json: the 15 tokens from len(tokenizer) = 4003 on, in order", added == want,
+          added)
+    src = json.load(open(os.path.join(FX_LLM, "tokenizer.json"), encoding="utf-8"))
+    got = json.load(open(os.path.join(out, "tokenizer.json"), encoding="utf-8"))
+    new = [e for e in got["added_tokens"] if e["content"] in want]
+    flags_ok = len(new) == 15 and all(
+        e == {"id": want[e["content"]], "content": e["content"], "single_word": False,
+              "lstrip": False, "rstrip": False, "normalized": False, "special": True} for e in new)
+    check("tokenizer.json: the 15 added as special, no strip, not normalized", flags_ok, new[:2])
+    rest_same = {k: v for k, v in got.items() if k != "added_tokens"} == \
+        {k: v for k, v in src.items() if k != "added_tokens"} and \
+        [e for e in got["added_tokens"] if e["content"] not in want] == src["added_tokens"]
+    ids = [e["id"] for e in got["added_tokens"]]
+    check("tokenizer.json: everything else unchanged, added_tokens sorted by id",
+          rest_same and ids == sorted(ids))
+    tc = json.load(open(os.path.join(out, "tokenizer_config.json"), encoding="utf-8"))
+    dec = tc.get("added_tokens_decoder", {})
+    check("tokenizer_config.json: added_tokens_decoder lists the 15",
+          all(dec.get(str(i), {}).get("content") == tok and dec[str(i)]["special"] is True
+              for tok, i in want.items()))
+    same = all(open(os.path.join(out, n), "rb").read() == open(os.path.join(FX_LLM, n), "rb").read()
+               for n in ("vocab.json", "merges.txt"))
+    check("vocab.json and merges.txt copied unchanged", same)
+
+
+def test_sharded(tmp, fx, single):
+    out = os.path.join(tmp, "out-sharded")
+    rc, log = run(conv_args(fx, out) + ["--dtype", "fp32", "--max-shard-size", "500000"])
+    if not check("convert with --max-shard-size 500000 exits 0", rc == 0, log):
+        return
+    tensors, index = read_output(out)
+    files = sorted(f for f in os.listdir(out) if f.endswith(".safetensors"))
+    n = len(files)
+    problems = []
+    if index is None or n < 2:
+        problems.append("expected several shards and an index, got %s" % files)
+    else:
+        if files != ["model-%05d-of-%05d.safetensors" % (i + 1, n) for i in range(n)]:
+            problems.append("shard names %s" % files)
+        total = sum(a.nbytes for _, _, a in tensors.values())
+        if index["metadata"].get("total_size") != total:
+            problems.append("total_size %s != %d" % (index["metadata"].get("total_size"), total))
+        for fname in files:
+            names = set(read_safetensors(os.path.join(out, fname)))
+            if names != {k for k, v in index["weight_map"].items() if v == fname}:
+                problems.append("%s: index does not match its tensors" % fname)
+    check("sharded output: names, index, total_size", not problems, "\n".join(problems))
+    same = set(tensors) == set(single) and all(
+        np.array_equal(tensors[k][2], single[k][2]) and tensors[k][:2] == single[k][:2] for k in tensors)
+    check("sharded output holds the same tensors as the single file", same)
+
+
+def test_options(tmp, fx, orig):
+    out = os.path.join(tmp, "out-alpha8")
+    rc, log = run(conv_args(fx, out) + ["--dtype", "fp32", "--lora", "merge", "--lora-alpha", "8"])
+    if check("convert --lora merge --lora-alpha 8 exits 0", rc == 0, log):
+        tensors, _ = read_output(out)
+        problems = compare(tensors, expected_tensors(orig, "merge", alpha=8), "fp32")
+        check("--lora-alpha 8 merges with scale 2", not problems, "\n".join(problems))
+
+    # The two experts differ (nonzero, different B): their merged weights must differ too.
+    tensors = read_output(os.path.join(tmp, "out-merge-fp32"))[0]
+    diff = min(np.abs(tensors["model.layers.%d.self_attn.%s.experts.decision_expert.weight" % (i, p)][2]
+                      - tensors["model.layers.%d.self_attn.%s.experts.action_expert.weight" % (i, p)][2]).max()
+               for i in range(LAYERS) for p in PROJS)
+    check("merged experts differ in every layer and projection (min max-abs %.3g)" % diff, diff > 1e-3)
+
+    # A bare state dict (no {"state_dict": ...} wrapper) converts to the same bytes.
+    sd = torch.load(os.path.join(fx, "minddrive_rltrain.pth"), map_location="cpu",
+                    weights_only=True)["state_dict"]
+    bare = os.path.join(tmp, "bare.pth")
+    torch.save(sd, bare)
+    out = os.path.join(tmp, "out-bare")
+    rc, log = run(conv_args(fx, out, ckpt=bare) + ["--dtype", "fp32"])
+    ref = os.path.join(tmp, "out-keep-fp32", "model.safetensors")
+    check("bare state dict converts to the same model.safetensors", rc == 0 and
+          open(os.path.join(out, "model.safetensors"), "rb").read() == open(ref, "rb").read(), log)
+
+    # <waypoint_ego> already an added token of tokenizer.json (id 4003): kept, the others follow.
+    llm = os.path.join(tmp, "llm-has-token")
+    shutil.copytree(FX_LLM, llm)
+    tj = json.load(open(os.path.join(llm, "tokenizer.json"), encoding="utf-8"))
+    tj["added_tokens"].append({"id": BASE_LEN, "content": "<waypoint_ego>", "single_word": False,
+                               "lstrip": False, "rstrip": False, "normalized": False, "special": True})
+    json.dump(tj, open(os.path.join(llm, "tokenizer.json"), "w", encoding="utf-8"), ensure_ascii=False)
+    out = os.path.join(tmp, "out-has-token")
+    rc, log = run(conv_args(fx, out, llm=llm))
+    want = {tok: BASE_LEN + 1 + i for i, tok in enumerate(TOKENS[:13])}
+    want.update({"<waypoint_ego>": BASE_LEN, "<path_waypoint_ego>": BASE_LEN + 14})
+    got = json.load(open(os.path.join(out, "added_tokens.json"))) if rc == 0 else None
+    check("<waypoint_ego> already in tokenizer.json keeps its id, the others follow", got == want,
+          "%s\n%s" % (got, log))
+
+    rc, log = run(conv_args(fx, out, llm=llm))
+    check("non-empty --out without --force is refused", rc != 0 and "--force" in log, log)
+
+
+def expect_failure(name, args, *needles):
+    rc, log = run(args)
+    ok = rc != 0 and all(n.lower() in log.lower() for n in needles) and "Traceback" not in log
+    check("%s: exits non-zero naming %s" % (name, ", ".join(needles)), ok, "rc=%d\n%s" % (rc, log))
+
+
+def test_broken(tmp, fx):
+    full = torch.load(os.path.join(fx, "minddrive_rltrain.pth"), map_location="cpu", weights_only=True)
+
+    def variant(tag, edit):
+        sd = dict(full["state_dict"])
+        edit(sd)
+        path = os.path.join(tmp, tag + ".pth")
+        torch.save({"meta": full["meta"], "state_dict": sd}, path)
+        return path
+
+    def out(tag):
+        return os.path.join(tmp, "bad-" + tag)
+
+    cases = [
+        ("missing path planner key", "pw_predict_model.linear2.bias", lambda sd, k: sd.pop(k), ()),
+        ("wrong speed planner shape", "ego_fut_decoder.2.weight",
+         lambda sd, k: sd.__setitem__(k, torch.zeros(2 * HIDDEN, 2 * HIDDEN + 1)), ("shape",)),
+        ("missing decision expert LoRA key",
+         LLM + "model.layers.1.self_attn.v_proj.lora_B.decision_expert.weight", lambda sd, k: sd.pop(k), ()),
+        ("missing k_proj bias", LLM + "model.layers.0.self_attn.k_proj.base_layer.bias",
+         lambda sd, k: sd.pop(k), ()),
+        ("wrong LLM shape", LLM + "model.layers.0.mlp.down_proj.weight",
+         lambda sd, k: sd.__setitem__(k, torch.zeros(HIDDEN, INTER - 1)), ("shape",)),
+        ("wrong path decoder modes", "pw_ego_fut_decoder.4.weight",
+         lambda sd, k: sd.__setitem__(k, torch.zeros(14, 2 * HIDDEN)), ("modes",)),
+        ("lm_head not tied", LLM + "lm_head.weight",
+         lambda sd, k: sd.__setitem__(k, sd[k] + 1), ("differs",)),
+        ("a third LoRA adapter", LLM + "model.layers.0.self_attn.q_proj.lora_A.default.weight",
+         lambda sd, k: sd.__setitem__(k, torch.zeros(LORA_R, HIDDEN)), ("adapters",)),
+    ]
+    for i, (name, key, edit, extra) in enumerate(cases):
+        p = variant("v%d" % i, lambda sd, key=key, edit=edit: edit(sd, key))
+        expect_failure(name, conv_args(fx, out("v%d" % i), ckpt=p), key, *extra)
+
+    data = open(os.path.join(fx, "minddrive_rltrain.pth"), "rb").read()
+    p = os.path.join(tmp, "truncated.pth")
+    open(p, "wb").write(data[: len(data) // 2])
+    expect_failure("truncated checkpoint", conv_args(fx, out("t"), ckpt=p), "truncated.pth",
+                   "cannot read checkpoint")
+
+    sentinel = os.path.join(tmp, "pickle-ran")
+
+    class Evil:
+        def __reduce__(self):
+            return (open, (sentinel, "w"))
+    p = os.path.join(tmp, "evil.pth")
+    torch.save({"meta": Evil(), "state_dict": full["state_dict"]}, p)
+    expect_failure("pickle with a non-weight object", conv_args(fx, out("e"), ckpt=p),
+                   "objects other than tensors")
+    check("the non-weight object was not executed", not os.path.exists(sentinel))
+
+    def llm_variant(tag, edit):
+        llm = os.path.join(tmp, "llm-" + tag)
+        shutil.copytree(FX_LLM, llm)
+        edit(llm)
+        return llm
+
+    llm = llm_variant("no-tok", lambda d: os.remove(os.path.join(d, "tokenizer.json")))
+    expect_failure("missing tokenizer.json", conv_args(fx, out("a"), llm=llm), "tokenizer.json")
+    llm = llm_variant("bad-tok", lambda d: open(os.path.join(d, "tokenizer.json"), "w").write("{\"model\": 3"))
+    expect_failure("corrupt tokenizer.json", conv_args(fx, out("b"), llm=llm), "not valid JSON")
+
+    def extra_token(d):
+        tj = json.load(open(os.path.join(d, "tokenizer.json"), encoding="utf-8"))
+        tj["added_tokens"].append({"id": BASE_LEN, "content": "<pad2>", "single_word": False,
+                                   "lstrip": False, "rstrip": False, "normalized": False,
+                                   "special": True})
+        json.dump(tj, open(os.path.join(d, "tokenizer.json"), "w", encoding="utf-8"))
+    llm = llm_variant("extra", extra_token)
+    expect_failure("tokenizer with one more added token", conv_args(fx, out("c"), llm=llm),
+                   "tokenizer and checkpoint disagree", "4019")
+
+    def hidden(d):
+        cfg = json.load(open(os.path.join(d, "config.json")))
+        cfg["hidden_size"] = 2 * HIDDEN
+        json.dump(cfg, open(os.path.join(d, "config.json"), "w"))
+    llm = llm_variant("hidden", hidden)
+    expect_failure("config.json hidden_size disagrees", conv_args(fx, out("d"), llm=llm),
+                   "embed_tokens.weight", "shape")
+
+    def untied(d):
+        cfg = json.load(open(os.path.join(d, "config.json")))
+        cfg["tie_word_embeddings"] = False
+        json.dump(cfg, open(os.path.join(d, "config.json"), "w"))
+    llm = llm_variant("untied", untied)
+    expect_failure("config.json with untied embeddings", conv_args(fx, out("f"), llm=llm),
+                   "tie_word_embeddings")
+
+    src = open(os.path.join(fx, "minddrive_qwen2_05B_infer.py")).read()
+    for tag, old, new, needle in (
+            ("type", "type='Minddrive'", "type='Orion'", "Minddrive"),
+            ("meta", "use_meta_action = True", "use_meta_action = False", "use_meta_action"),
+            ("decoupling", "is_decoupling = True", "is_decoupling = False", "is_decoupling"),
+            ("template", 'conv_template="llava_qwen2"', 'conv_template="llava_llama_3"', "conv_template"),
+            ("llama", "lm_model_type = 'qwen2'", "lm_model_type = 'llama_v3'", "lm_model_type"),
+            ("out_dims", "llm_hidden = %d" % HIDDEN, "llm_hidden = 896", "out_dims"),
+            ("use_lora", "use_lora=True", "use_lora=False", "use_lora")):
+        assert old in src, old
+        p = os.path.join(tmp, "cfg-%s.py" % tag)
+        open(p, "w").write(src.replace(old, new))
+        expect_failure("infer config disagrees (%s)" % tag, conv_args(fx, out("k" + tag), cfg=p), needle)
+    p = os.path.join(tmp, "cfg-syntax.py")
+    open(p, "w").write(src + "\nmodel = dict(\n")
+    expect_failure("infer config with a syntax error", conv_args(fx, out("l"), cfg=p), "not valid Python")
+
+
+def guarded(section, fn, *args):
+    """Run one group of checks; an exception inside it counts as one failure, not a crash."""
+    try:
+        return fn(*args)
+    except Exception:
+        import traceback
+        check("%s: no unexpected exception" % section, False, traceback.format_exc())
+        return None
+
+
+def main():
+    global FX_LLM
+    tmp = tempfile.mkdtemp(prefix="minddrive-conv-test-")
+    try:
+        fx = os.path.join(tmp, "fixture")
+        p = subprocess.run([sys.executable, MAKER, "--out", fx], capture_output=True, text=True)
+        if not check("make_tiny_minddrive.py", p.returncode == 0, p.stdout + p.stderr):
+            return finish()
+        FX_LLM = os.path.join(fx, "llava-qwen2-0.5b")
+        size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(fx) for f in fs)
+        check("fixture is under 6 MB (%d bytes)" % size, size < 6 * 1000 ** 2)
+        fx2 = os.path.join(tmp, "fixture2")
+        subprocess.run([sys.executable, MAKER, "--out", fx2], check=True)
+        check("fixture is byte-identical across runs",
+              open(os.path.join(fx, "minddrive_rltrain.pth"), "rb").read() ==
+              open(os.path.join(fx2, "minddrive_rltrain.pth"), "rb").read())
+        orig = load_ckpt(os.path.join(fx, "minddrive_rltrain.pth"))
+        check("fixture lora_B tensors are nonzero",
+              all(np.any(v != 0) for k, v in orig.items() if ".lora_B." in k))
+        check("fixture embedding rows = len(tokenizer) + 15 = %d" % ROWS,
+              orig[LLM + "model.embed_tokens.weight"].shape == (ROWS, HIDDEN))
+
+        outs = guarded("conversions", test_conversions, tmp, fx, orig) or {}
+        if ("keep", "fp32") in outs:
+            guarded("tokenizer files", test_tokenizer_files, outs[("keep", "fp32")][0])
+            guarded("sharding", test_sharded, tmp, fx, outs[("keep", "fp32")][1])
+        if ("merge", "fp32") in outs:
+            guarded("options", test_options, tmp, fx, orig)
+        guarded("broken inputs", test_broken, tmp, fx)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return finish()
+
+
+def finish():
+    passed = sum(results)
+    failed = len(results) - passed
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
