@@ -36,7 +36,9 @@ static vh_executor_params executor_params(const vh_model *model, const vh_plan_r
         .max_context = req->max_context,
         .max_rows = req->max_context * (req->segments_per_frame ? req->segments_per_frame : 1) *
                     (req->images_per_pass ? req->images_per_pass : 1),
-        .max_images = req->images_per_pass ? req->images_per_pass : 1,
+        /* a segment bringing its own vision rows takes an image's place (each of a frame's segments may) */
+        .max_images = (req->images_per_pass ? req->images_per_pass : 1) *
+                      (req->segments_per_frame ? req->segments_per_frame : 1),
         .n_threads = req->n_threads,
         .memory_budget = req->gpu_memory_budget,
         .log_fn = req->log ? req->log->fn : NULL,
