@@ -389,6 +389,34 @@ START_TEST(test_session_serial_pipeline_packed)
 }
 END_TEST
 
+/* VH_MINDDRIVE_ROUNDS=sequential (the rounds as two passes, as the released code runs them: the
+ * benchmark's peer) gives the same answers, serial and pipelined; packed sessions refuse it. */
+START_TEST(test_sequential_rounds)
+{
+    fixture f;
+    load_fixture(&f);
+    const size_t n = json_array_size(cases(&f));
+    float (*paths)[2 * PATH_STEPS + 1] = calloc(n, sizeof *paths);
+    setenv("VH_MINDDRIVE_ROUNDS", "sequential", 1);
+    run_session(&f, MD_BACKEND, VH_EXECUTION_SERIAL, -1, paths);
+    run_session(&f, MD_TWO_STAGES, VH_EXECUTION_PIPELINE, 1, paths);
+    vh_session_params p;
+    vh_session_params_init(&p);
+    p.model_path = f.model_dir;
+    p.backends = MD_BACKEND;
+    p.execution_mode = VH_EXECUTION_PACKED;
+    vh_session *s = NULL;
+    ck_assert_int_eq(vh_session_create(&p, &s), VH_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(vh_last_error(), "serial and pipeline modes only"), "%s", vh_last_error());
+    setenv("VH_MINDDRIVE_ROUNDS", "both", 1);
+    p.execution_mode = VH_EXECUTION_SERIAL;
+    ck_assert_int_eq(vh_session_create(&p, &s), VH_ERR_INVALID_ARGUMENT);
+    unsetenv("VH_MINDDRIVE_ROUNDS");
+    free(paths);
+    free_fixture(&f);
+}
+END_TEST
+
 /* Frames that lack what MindDrive needs are refused at submit with a message naming it; the session
  * goes on. Noise from the seed: reproducible per sequence, the documented draw. */
 START_TEST(test_bad_frames_and_seeded_noise)
@@ -460,6 +488,7 @@ int main(void)
     tcase_add_test(tc, test_prompt_ids);
     tcase_add_test(tc, test_cases_one_by_one);
     tcase_add_test(tc, test_session_serial_pipeline_packed);
+    tcase_add_test(tc, test_sequential_rounds);
     tcase_add_test(tc, test_bad_frames_and_seeded_noise);
     suite_add_tcase(s, tc);
     return vh_test_run_suite(s);

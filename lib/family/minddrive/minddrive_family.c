@@ -35,6 +35,8 @@ struct vh_program {
     uint32_t noise_floats;             /* per segment: speed latent, then path latent */
     uint32_t speed_out, plan_out;      /* per segment: the speed planner's outputs, then the path's */
     uint64_t seed;
+    int sequential;                    /* VH_MINDDRIVE_ROUNDS=sequential: the rounds as two passes, as the
+                                          released code runs them (for measuring what one pass saves) */
     float *warmup_tokens;
 };
 
@@ -45,6 +47,7 @@ typedef struct minddrive_job {
     uint32_t hidden_rows[HIDDEN_ROWS];
     uint8_t adapters[2], plan_segments[2];
     int32_t command;
+    const float *vision_tokens;        /* the frame's (its record's copy, alive for the job's passes) */
 } minddrive_job;
 
 /* A token the checkpoint's tokenizer must hold as an added token (MindDrive's 15, given their ids
@@ -155,6 +158,18 @@ static vh_status program_create(const vh_model *m, const vh_session_params *para
     p->mm = vh_minddrive_model_of(m);
     p->config = &p->mm->config;
     p->seed = params->seed;
+    const char *rounds = secure_getenv("VH_MINDDRIVE_ROUNDS");
+    p->sequential = rounds && !strcmp(rounds, "sequential");
+    if (rounds && *rounds && !p->sequential && strcmp(rounds, "packed")) {
+        free(p);
+        return vh_error_set(err, VH_ERR_INVALID_ARGUMENT, "VH_MINDDRIVE_ROUNDS='%.32s': 'packed' (the default: both "
+                            "rounds as two segments of one pass) or 'sequential' (two passes)", rounds);
+    }
+    if (p->sequential && params->execution_mode == VH_EXECUTION_PACKED) {
+        free(p);
+        return vh_error_set(err, VH_ERR_UNSUPPORTED, "VH_MINDDRIVE_ROUNDS=sequential runs in the serial and pipeline "
+                            "modes only");
+    }
     char path[4096];
     snprintf(path, sizeof path, "%s/tokenizer.json", vh_checkpoint_dir(m->checkpoint));
     vh_status st = vh_hf_tokenizer_load(path, &p->tokenizer, err);
@@ -173,7 +188,7 @@ static vh_status program_create(const vh_model *m, const vh_session_params *para
     p->plan_out = p->speed_out + 2 * c->path.n_modes * c->path.n_steps + 2 * c->path.latent_dim;
     memset(shape, 0, sizeof *shape);
     shape->action_dim = 1; /* the speed decision */
-    shape->passes_per_frame = 1;
+    shape->passes_per_frame = p->sequential ? 2 : 1;
     shape->segments_per_frame = 2;
     shape->max_context = p->round[0].rows > p->round[1].rows ? p->round[0].rows : p->round[1].rows;
     shape->batch_options = VH_BATCH_HIDDEN_ROWS | VH_BATCH_SEGMENT_EMBEDS | VH_BATCH_PLAN | VH_BATCH_SEGMENT_ADAPTERS |
@@ -243,6 +258,8 @@ static uint32_t put_round(int32_t *tokens, const round_prompt *r, uint32_t n_vis
     return r->rows;
 }
 
+static void set_batch(vh_frame_job *job, uint32_t first);
+
 static vh_status prepare(vh_frame_job *job, const vh_frame_input *in, vh_error *err)
 {
     (void)err;
@@ -251,8 +268,9 @@ static vh_status prepare(vh_frame_job *job, const vh_frame_input *in, vh_error *
     minddrive_job *mj = job->family_job;
     uint32_t rows[2];
     rows[DECISION] = put_round(job->tokens, &p->round[DECISION], c->n_vision_tokens);
-    rows[ACTION] = put_round(job->tokens + rows[DECISION], &p->round[ACTION], c->n_vision_tokens);
+    rows[ACTION] = p->sequential ? 0 : put_round(job->tokens + rows[DECISION], &p->round[ACTION], c->n_vision_tokens);
     mj->command = in->command;
+    mj->vision_tokens = in->vision_tokens;
     float *noise = mj->noise + p->noise_floats; /* the action segment's */
     if (in->noise) memcpy(noise, in->noise, sizeof(float) * p->noise_floats);
     else vh_driving_seeded_noise(p->seed, in->sequence, noise, p->noise_floats);
@@ -263,31 +281,49 @@ static vh_status prepare(vh_frame_job *job, const vh_frame_input *in, vh_error *
     mj->adapters[ACTION] = (uint8_t)c->action.lora_set;
     mj->plan_segments[DECISION] = 0;
     mj->plan_segments[ACTION] = 1;
-    vh_frame_job_begin_prefill_segments(job, 2, rows);
-    for (int r = 0; r < 2; r++) {
+    vh_frame_job_begin_prefill_segments(job, p->sequential ? 1 : 2, rows);
+    set_batch(job, 0);
+    return VH_OK;
+}
+
+/* The batch's options and outputs for the job's current segments (both rounds, or with sequential
+ * rounds the one of this pass: `first` is its first hidden row, plan and noise segment). */
+static void set_batch(vh_frame_job *job, uint32_t first)
+{
+    const vh_program *p = job->ctx->program;
+    minddrive_job *mj = job->family_job;
+    for (uint32_t r = 0; r < job->n_segments; r++) {
         job->segments[r].image = -1;
-        job->segments[r].embeds = in->vision_tokens; /* the record's copy: it outlives the job's passes */
+        job->segments[r].embeds = mj->vision_tokens;
     }
     vh_batch *b = &job->batch;
     b->options = VH_BATCH_HIDDEN_ROWS | VH_BATCH_SEGMENT_EMBEDS | VH_BATCH_PLAN | VH_BATCH_SEGMENT_ADAPTERS |
                  VH_BATCH_PLAN_SEGMENTS;
     b->out_tokens = NULL;
-    b->n_hidden_rows = HIDDEN_ROWS;
-    b->hidden_rows = mj->hidden_rows;
-    b->out_hidden = mj->hidden;
-    b->plan_noise = mj->noise;
+    b->n_hidden_rows = HIDDEN_ROWS / 2 * job->n_segments;
+    b->hidden_rows = mj->hidden_rows + 2 * first;
+    b->out_hidden = mj->hidden + (size_t)2 * first * p->config->llm.hidden;
+    b->plan_noise = mj->noise + (size_t)first * p->noise_floats;
     b->plan_noise_stride = p->noise_floats;
-    b->out_plan = mj->plan;
+    b->out_plan = mj->plan + (size_t)first * p->plan_out;
     b->plan_out_stride = p->plan_out;
-    b->segment_adapters = mj->adapters;
-    b->plan_segments = mj->plan_segments;
-    return VH_OK;
+    b->segment_adapters = mj->adapters + first;
+    b->plan_segments = mj->plan_segments + first;
 }
 
 static int advance(vh_frame_job *job)
 {
-    (void)job;
-    return 0; /* one pass: both rounds' prefills, the planners after the head */
+    const vh_program *p = job->ctx->program;
+    if (!p->sequential || job->n_passes > 1) return 0; /* the planners ran after the head */
+    /* sequential rounds: the action round as a second pass, on the job's second KV slot */
+    minddrive_job *mj = job->family_job;
+    uint32_t rows = put_round(job->tokens, &p->round[ACTION], p->config->n_vision_tokens);
+    mj->hidden_rows[2] = p->speed_row;
+    mj->hidden_rows[3] = p->path_row;
+    vh_frame_job_begin_prefill_segments(job, 1, &rows);
+    job->segments[0].sequence = job->sequence + ACTION;
+    set_batch(job, ACTION);
+    return 1;
 }
 
 static float finite_or_clamped(float v)
