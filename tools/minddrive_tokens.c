@@ -40,15 +40,21 @@ static int fail(char *why, size_t why_size, const char *fmt, ...)
     return -1;
 }
 
-/* The id of `content` among the added tokens, -1 when it is not one. */
-static int64_t added_id(const json_t *added, const char *content)
+/* The index of the first added token with this content, -1 when none has it. */
+static int64_t added_index(const json_t *added, const char *content)
 {
     size_t i;
     const json_t *e;
     json_array_foreach(added, i, e)
-        if (!strcmp(json_string_value(json_object_get(e, "content")), content))
-            return json_integer_value(json_object_get(e, "id"));
+        if (!strcmp(json_string_value(json_object_get(e, "content")), content)) return (int64_t)i;
     return -1;
+}
+
+/* The id of `content` among the added tokens, -1 when it is not one. */
+static int64_t added_id(const json_t *added, const char *content)
+{
+    const int64_t i = added_index(added, content);
+    return i < 0 ? -1 : json_integer_value(json_object_get(json_array_get(added, (size_t)i), "id"));
 }
 
 int md_tokenizer_load(const char *path, md_tokenizer *t, char *why, size_t why_size)
@@ -78,8 +84,8 @@ int md_tokenizer_load(const char *path, md_tokenizer *t, char *why, size_t why_s
         const json_t *c = json_object_get(e, "content"), *id = json_object_get(e, "id");
         if (!json_is_string(c) || !json_is_integer(id) || json_integer_value(id) < 0)
             return fail(why, why_size, "%s: added_tokens[%zu] is malformed", path, i);
-        if (!json_object_get(vocab, json_string_value(c)) && added_id(added, json_string_value(c)) == json_integer_value(id))
-            extra++; /* counted once: the first entry with this content */
+        if (!json_object_get(vocab, json_string_value(c)) && added_index(added, json_string_value(c)) == (int64_t)i)
+            extra++; /* a set of contents: counted at its first entry */
         if (json_integer_value(id) > top) top = json_integer_value(id);
         if (!strcmp(json_string_value(c), "<|endoftext|>")) t->eos_id = json_integer_value(id);
     }
