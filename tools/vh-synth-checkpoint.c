@@ -1,10 +1,13 @@
 /*
  * vh-synth-checkpoint: write an OpenVLA checkpoint folder with OpenVLA-7B's tensor names and shapes
  * (or reduced ones) and random, seeded weights, for speed and memory benchmarks; with --family orion
- * an Orion folder as tools/orion/convert_orion.py writes it (below).
+ * an Orion folder as tools/orion/convert_orion.py writes it, with --family minddrive a MindDrive
+ * folder as tools/minddrive/convert_minddrive.py writes it (below).
  *
  *   vh-synth-checkpoint --out DIR --tokenizer PATH/tokenizer.model [--family openvla|orion (openvla)]
  *       [--llm-layers N (32)] [--llm-hidden H (4096)] [--vision full|tiny (full)]
+ *   vh-synth-checkpoint --family minddrive --out DIR --tokenizer PATH/tokenizer.json [--size 0.5b|3b (0.5b)]
+ *       [--llm-layers N] [--llm-hidden H] ...
  *       [--dtype bf16|f16|f32 (bf16)] [--seed S (0)]
  *       [--shard-bytes B (4 GiB, Orion 5e9; suffixes k, M, G = KiB, MiB, GiB)] [--threads N (online cores)]
  *       [--no-sync] [--dry-run] [--list]
@@ -45,6 +48,23 @@
  * --vision does not apply. Planner weights: nn.Linear's N(0, 1/in) and biases N(0, 0.02^2) as above,
  * the GRU's U(-1/sqrt(H/4), 1/sqrt(H/4)) as nn.GRU initialises it.
  *
+ * --family minddrive: MindDrive's decision half as doc/minddrive-converter.md describes the
+ * converter's output (--lora keep, the default): the Qwen2 LLM of --size 0.5b (Qwen2-0.5B: hidden
+ * 896, 24 layers, 14 heads / 2 KV heads of 64, intermediate 4864) or 3b (Qwen2.5-3B: 2048, 36
+ * layers, 16 / 2 heads of 128, 11008), rope_theta 1e6, rms_norm_eps 1e-6, tied embeddings, q/k/v
+ * biases, and both LoRA experts kept apart (r 16, alpha 16 on q/k/v/o: lora_A/lora_B.{decision_expert,
+ * action_expert}); the speed planner (7 modes x 6 steps) and the path planner (6 x 20) at H, as
+ * Orion's; config.json with the converter's fields in its order and its prompt texts; the
+ * tokenizer.json given (it must be one) with MindDrive's 15 tokens added as the converter adds them,
+ * tokenizer_config.json and added_tokens.json. Embedding rows: the real model's, 151661 (0.5b:
+ * Qwen2's 151646-entry tokenizer + 15) or 151680 (3b: Qwen2.5's 151665 + 15), as the converter docs
+ * derive them, or len(tokenizer) + 15 when the tokenizer given is larger; the 15 tokens' ids are the
+ * given tokenizer's (with the real Qwen2 tokenizer.json the folder is exactly what the converter
+ * writes). --llm-layers and --llm-hidden (a multiple of 8: heads of min(head_dim, H/4), 2 KV heads
+ * when the heads are even) reduce it; dtypes bf16, f16, f32. LoRA factors: A as nn.Linear N(0, 1/in),
+ * B N(0, (0.1/sqrt(r))^2), so each expert moves a projection by ~10% (peft's B = 0 would make the
+ * experts equal).
+ *
  * Writing: everything goes to DIR.partial, which is renamed to DIR at the end; on any failure
  * (disk full, interrupt) the files written are removed and the exit status is non-zero. DIR must
  * not exist. Tensor data is generated in 256 Ki-element chunks by worker threads into a small ring
@@ -71,6 +91,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "minddrive_tokens.h"
 #include "tool_cli.h"
 #include "vlahybrid/backend.h" /* vh_f32_to_bf16 */
 
@@ -112,6 +133,27 @@ static const char orion_prompt[] =
     "<waypoint_ego></s>";
 #define ORION_DEFAULT_SHARD_BYTES 5000000000ull /* the converter's --max-shard-size */
 
+/* MindDrive's two LLM sizes: Qwen2-0.5B's and Qwen2.5-3B's config.json; the embedding rows after the
+ * released code's resize (doc/minddrive-converter.md, "The 15 added tokens"); the llava-qwen2 folder
+ * and infer config names the converter records under "source". */
+typedef struct minddrive_size {
+    const char *name, *llm_dir, *infer_config, *lm_model_type;
+    uint32_t hidden, intermediate, layers, heads, kv_heads, head_dim, vocab_rows;
+} minddrive_size;
+static const minddrive_size minddrive_sizes[2] = {
+    {"0.5b", "llava-qwen2-0.5b", "minddrive_qwen2_05B_infer.py", "qwen2", 896, 4864, 24, 14, 2, 64, 151661},
+    {"3b", "llava-qwen2.5-3b", "minddrive_qwen25_3B_infer.py", "qwen25_3B", 2048, 11008, 36, 16, 2, 128, 151680},
+};
+enum {
+    MINDDRIVE_LORA_R = 16, /* misc.py::load_model's LoraConfig(r=16, lora_alpha=16) */
+    MINDDRIVE_LORA_ALPHA = 16,
+    MINDDRIVE_SPEED_STEPS = 6, /* simple_test_pts forces fut_ts = 6 */
+    MINDDRIVE_PATH_STEPS = 20, /* fut_ps */
+    MINDDRIVE_MAX_POSITIONS = 32768,
+    QWEN_EOS = 151643, /* <|endoftext|> of Qwen2's tokenizer, when the one given has none */
+};
+#define MINDDRIVE_LORA_B_STD 0.1 /* times 1/sqrt(r) */
+
 #define ACTION_HEAD_SCALE 3.0f
 #define CHUNK_ELEMENTS ((uint64_t)1 << 18) /* values a worker generates at a time */
 #define GiB ((uint64_t)1 << 30)
@@ -134,6 +176,9 @@ typedef struct options {
     const char *out, *tokenizer;
     uint32_t llm_layers, llm_hidden;
     int orion;        /* --family orion */
+    int minddrive;    /* --family minddrive */
+    int md_size;      /* --size: index into minddrive_sizes */
+    int layers_given, hidden_given, size_given;
     int vision_tiny, vision_given, shard_given;
     out_dtype dtype;
     uint64_t seed, shard_bytes;
@@ -189,6 +234,7 @@ static const char *const tower_prefix[2] = {"vision_backbone.featurizer.", "visi
 
 typedef struct llm_dims {
     uint32_t hidden, intermediate, layers, heads;
+    uint32_t kv_heads, head_dim; /* MindDrive's Qwen2 (the others: heads, hidden / heads) */
 } llm_dims;
 
 static uint64_t mix64(uint64_t z)
@@ -370,28 +416,77 @@ static void add_orion_llm(tensor_list *L, const llm_dims *l)
 
 /* The VAE + GRU planner (doc/orion-converter.md, "Planner names in full"), H = the LLM's width:
  * encoder H -> 2H -> 2H -> H/2, distribution H/2 -> 2 latent, GRU (4 layers of H/4, input latent),
- * MLP H/4 -> H/2 -> H -> H, decoder 2H -> 2H -> 2H -> 2 modes. Linear layers as nn.Linear's
- * N(0, 1/in) (biases N(0, 0.02^2)); the GRU as nn.GRU initialises it, U(-1/sqrt(g), 1/sqrt(g)). */
-static void add_orion_planner(tensor_list *L, uint64_t H)
+ * MLP H/4 -> H/2 -> H -> H, decoder 2H -> 2H -> 2H -> 2 modes, under `prefix` ("planner." for Orion,
+ * "planner.speed." and "planner.path." for MindDrive). Linear layers as nn.Linear's N(0, 1/in)
+ * (biases N(0, 0.02^2)); the GRU as nn.GRU initialises it, U(-1/sqrt(g), 1/sqrt(g)). */
+static void add_vae_gru_planner(tensor_list *L, uint64_t H, const char *prefix, uint64_t modes)
 {
     const uint64_t g = H / ORION_GRU_LAYERS, lat = ORION_LATENT;
     const float r = (float)(1.0 / sqrt((double)g));
-    add_linear(L, PART_PLANNER, H, 2 * H, 1, "planner.present_distribution.encoder.conv1");
-    add_linear(L, PART_PLANNER, 2 * H, 2 * H, 1, "planner.present_distribution.encoder.conv2");
-    add_linear(L, PART_PLANNER, 2 * H, H / 2, 1, "planner.present_distribution.encoder.conv3");
-    add_linear(L, PART_PLANNER, H / 2, 2 * lat, 1, "planner.present_distribution.last_conv.1");
-    for (uint32_t l = 0; l < ORION_GRU_LAYERS; l++) {
-        add_tensor(L, PART_PLANNER, INIT_UNIFORM, -r, r, DIMS(3 * g, l ? g : lat), "planner.predict_model.gru.weight_ih_l%u", l);
-        add_tensor(L, PART_PLANNER, INIT_UNIFORM, -r, r, DIMS(3 * g, g), "planner.predict_model.gru.weight_hh_l%u", l);
-        add_tensor(L, PART_PLANNER, INIT_UNIFORM, -r, r, DIMS(3 * g), "planner.predict_model.gru.bias_ih_l%u", l);
-        add_tensor(L, PART_PLANNER, INIT_UNIFORM, -r, r, DIMS(3 * g), "planner.predict_model.gru.bias_hh_l%u", l);
+    static const struct {
+        const char *name;
+        uint32_t in_times_4, out_times_4; /* widths in quarters of H: g = 1, H = 4 */
+    } linear[] = {
+        {"present_distribution.encoder.conv1", 4, 8}, {"present_distribution.encoder.conv2", 8, 8},
+        {"present_distribution.encoder.conv3", 8, 2}, {"predict_model.linear1", 1, 2},
+        {"predict_model.linear2", 2, 4},              {"predict_model.linear3", 4, 4},
+        {"ego_fut_decoder.0", 8, 8},                  {"ego_fut_decoder.2", 8, 8},
+    };
+    char name[160];
+    for (size_t k = 0; k < 3; k++) {
+        snprintf(name, sizeof name, "%s%s", prefix, linear[k].name);
+        add_linear(L, PART_PLANNER, linear[k].in_times_4 * g, linear[k].out_times_4 * g, 1, name);
     }
-    add_linear(L, PART_PLANNER, g, 2 * g, 1, "planner.predict_model.linear1");
-    add_linear(L, PART_PLANNER, 2 * g, 4 * g, 1, "planner.predict_model.linear2");
-    add_linear(L, PART_PLANNER, 4 * g, H, 1, "planner.predict_model.linear3");
-    add_linear(L, PART_PLANNER, 2 * H, 2 * H, 1, "planner.ego_fut_decoder.0");
-    add_linear(L, PART_PLANNER, 2 * H, 2 * H, 1, "planner.ego_fut_decoder.2");
-    add_linear(L, PART_PLANNER, 2 * H, 2 * ORION_MODES, 1, "planner.ego_fut_decoder.4");
+    snprintf(name, sizeof name, "%spresent_distribution.last_conv.1", prefix);
+    add_linear(L, PART_PLANNER, H / 2, 2 * lat, 1, name);
+    for (uint32_t l = 0; l < ORION_GRU_LAYERS; l++) {
+        add_tensor(L, PART_PLANNER, INIT_UNIFORM, -r, r, DIMS(3 * g, l ? g : lat), "%spredict_model.gru.weight_ih_l%u",
+                   prefix, l);
+        add_tensor(L, PART_PLANNER, INIT_UNIFORM, -r, r, DIMS(3 * g, g), "%spredict_model.gru.weight_hh_l%u", prefix, l);
+        add_tensor(L, PART_PLANNER, INIT_UNIFORM, -r, r, DIMS(3 * g), "%spredict_model.gru.bias_ih_l%u", prefix, l);
+        add_tensor(L, PART_PLANNER, INIT_UNIFORM, -r, r, DIMS(3 * g), "%spredict_model.gru.bias_hh_l%u", prefix, l);
+    }
+    for (size_t k = 3; k < sizeof linear / sizeof linear[0]; k++) {
+        snprintf(name, sizeof name, "%s%s", prefix, linear[k].name);
+        add_linear(L, PART_PLANNER, linear[k].in_times_4 * g, linear[k].out_times_4 * g, 1, name);
+    }
+    snprintf(name, sizeof name, "%sego_fut_decoder.4", prefix);
+    add_linear(L, PART_PLANNER, 2 * H, 2 * modes, 1, name);
+}
+
+/* MindDrive's Qwen2 as convert_minddrive.py writes it with --lora keep: q/k/v with biases, the base
+ * q/k/v/o and each expert's lora_A [r, in] / lora_B [out, r], no lm_head (tied). */
+static void add_minddrive_llm(tensor_list *L, const llm_dims *l, uint64_t vocab_rows)
+{
+    static const char *const proj[4] = {"q_proj", "k_proj", "v_proj", "o_proj"};
+    static const char *const experts[2] = {"decision_expert", "action_expert"};
+    const uint64_t D = l->hidden, F = l->intermediate, q = (uint64_t)l->heads * l->head_dim;
+    const uint64_t kv = (uint64_t)l->kv_heads * l->head_dim, r = MINDDRIVE_LORA_R;
+    const uint64_t out[4] = {q, kv, kv, D}, in[4] = {D, D, D, q};
+    const float b_std = (float)(MINDDRIVE_LORA_B_STD / sqrt((double)r));
+    char name[160];
+    add_tensor(L, PART_LLM, INIT_NORMAL, 0.0f, 1.0f, DIMS(vocab_rows, D), "model.embed_tokens.weight");
+    for (uint32_t i = 0; i < l->layers; i++) {
+        for (int k = 0; k < 4; k++) {
+            snprintf(name, sizeof name, "model.layers.%u.self_attn.%s", i, proj[k]);
+            add_linear(L, PART_LLM, in[k], out[k], k < 3, name);
+            for (int e = 0; e < 2; e++) {
+                add_tensor(L, PART_LLM, INIT_NORMAL, 0.0f, (float)(1.0 / sqrt((double)in[k])), DIMS(r, in[k]),
+                           "%s.lora_A.%s.weight", name, experts[e]);
+                add_tensor(L, PART_LLM, INIT_NORMAL, 0.0f, b_std, DIMS(out[k], r), "%s.lora_B.%s.weight", name,
+                           experts[e]);
+            }
+        }
+        snprintf(name, sizeof name, "model.layers.%u.mlp.gate_proj", i);
+        add_linear(L, PART_LLM, D, F, 0, name);
+        snprintf(name, sizeof name, "model.layers.%u.mlp.up_proj", i);
+        add_linear(L, PART_LLM, D, F, 0, name);
+        snprintf(name, sizeof name, "model.layers.%u.mlp.down_proj", i);
+        add_linear(L, PART_LLM, F, D, 0, name);
+        add_tensor(L, PART_LLM, INIT_NORMAL, 1.0f, 0.1f, DIMS(D), "model.layers.%u.input_layernorm.weight", i);
+        add_tensor(L, PART_LLM, INIT_NORMAL, 1.0f, 0.1f, DIMS(D), "model.layers.%u.post_attention_layernorm.weight", i);
+    }
+    add_tensor(L, PART_LLM, INIT_NORMAL, 1.0f, 0.1f, DIMS(D), "model.norm.weight");
 }
 
 static int compare_tensor_names(const void *x, const void *y)
@@ -419,6 +514,9 @@ typedef struct plan {
     shard_info *shards;
     uint32_t n_shards;
     uint64_t params[PART_COUNT], total_params, total_data_bytes, total_file_bytes;
+    /* MindDrive */
+    uint64_t vocab_rows;      /* embedding rows */
+    md_tokenizer tok;         /* the --tokenizer given, its 15 ids (json NULL: none given, a dry run) */
 } plan;
 
 static int compare_by_shard_and_name(const void *x, const void *y, void *ctx)
@@ -488,6 +586,36 @@ static void plan_free(plan *P)
     free(P->shards);
     free(P->order);
     free(P->list.t);
+    md_tokenizer_free(&P->tok);
+}
+
+/* MindDrive's LLM shape: --size's, or reduced by --llm-layers / --llm-hidden. 0, or -1 after saying why. */
+static int set_minddrive_dims(const options *o, plan *P)
+{
+    const minddrive_size *z = &minddrive_sizes[o->md_size];
+    llm_dims *l = &P->llm;
+    l->layers = o->layers_given ? o->llm_layers : z->layers;
+    if (!o->hidden_given || o->llm_hidden == z->hidden) {
+        *l = (llm_dims){z->hidden, z->intermediate, l->layers, z->heads, z->kv_heads, z->head_dim};
+        return 0;
+    }
+    const uint32_t H = o->llm_hidden;
+    if (H % (2 * ORION_GRU_LAYERS)) {
+        fprintf(stderr, PROG ": --llm-hidden %u: MindDrive's planners split the hidden size in %d GRU layers and "
+                "halves; give a multiple of %d\n", H, ORION_GRU_LAYERS, 2 * ORION_GRU_LAYERS);
+        return -1;
+    }
+    /* heads of the size's head_dim where they fit 4 times, else the largest even divisor below */
+    uint32_t d = z->head_dim < H / 4 ? z->head_dim : H / 4;
+    while (d > 2 && (H % d || d % 2)) d--;
+    l->hidden = H;
+    l->head_dim = d;
+    l->heads = H / d;
+    l->kv_heads = l->heads % 2 ? 1 : 2;
+    /* the size's MLP ratio (4864 / 896, 11008 / 2048), to a multiple of 8 */
+    uint64_t f = ((uint64_t)H * z->intermediate / z->hidden + 4) / 8 * 8;
+    l->intermediate = (uint32_t)(f < 8 ? 8 : f);
+    return 0;
 }
 
 static int make_plan(const options *o, plan *P)
@@ -497,7 +625,9 @@ static int make_plan(const options *o, plan *P)
     P->esize = dtype_names[o->dtype].size;
     P->llm.layers = o->llm_layers;
     P->llm.hidden = o->llm_hidden;
-    if (o->llm_hidden == LLAMA_HIDDEN) {
+    if (o->minddrive) {
+        if (set_minddrive_dims(o, P)) return 2;
+    } else if (o->llm_hidden == LLAMA_HIDDEN) {
         P->llm.intermediate = LLAMA_INTERMEDIATE;
         P->llm.heads = 32;
     } else {
@@ -513,7 +643,21 @@ static int make_plan(const options *o, plan *P)
     }
 
     tensor_list *L = &P->list;
-    if (o->orion) {
+    if (o->minddrive) {
+        char why[512];
+        if (o->tokenizer && md_tokenizer_load(o->tokenizer, &P->tok, why, sizeof why)) {
+            fprintf(stderr, PROG ": %s\n", why);
+            return 1;
+        }
+        /* the real model's rows, unless the tokenizer given needs more */
+        P->vocab_rows = minddrive_sizes[o->md_size].vocab_rows;
+        if (P->tok.json && P->tok.n_entries > P->vocab_rows) P->vocab_rows = P->tok.n_entries;
+        add_minddrive_llm(L, &P->llm, P->vocab_rows);
+        add_vae_gru_planner(L, P->llm.hidden, "planner.speed.", MD_N_SPEED_TOKENS);
+        add_vae_gru_planner(L, P->llm.hidden, "planner.path.", MD_N_COMMANDS);
+        if (L->oom) goto oom;
+        qsort(L->t, L->n, sizeof *L->t, compare_tensor_names); /* the converter's file order */
+    } else if (o->orion) {
         if (o->llm_hidden % (2 * ORION_GRU_LAYERS)) {
             fprintf(stderr, PROG ": --llm-hidden %u: Orion's %d GRU layers split the hidden size, and its half "
                     "must split too; give a multiple of %d\n", o->llm_hidden, ORION_GRU_LAYERS, 2 * ORION_GRU_LAYERS);
@@ -521,7 +665,7 @@ static int make_plan(const options *o, plan *P)
         }
         /* the converter's file order: shards filled greedily in name order */
         add_orion_llm(L, &P->llm);
-        add_orion_planner(L, P->llm.hidden);
+        add_vae_gru_planner(L, P->llm.hidden, "planner.", ORION_MODES);
         if (L->oom) goto oom;
         qsort(L->t, L->n, sizeof *L->t, compare_tensor_names);
     } else {
@@ -899,9 +1043,11 @@ static json_t *special_token(const char *content, int with_special)
 }
 
 static int write_orion_configs(const options *o, const plan *P, const char *dir, int sync);
+static int write_minddrive_configs(const options *o, const plan *P, const char *dir, int sync);
 
 static int write_configs(const options *o, const plan *P, const char *dir, int sync)
 {
+    if (o->minddrive) return write_minddrive_configs(o, P, dir, sync);
     if (o->orion) return write_orion_configs(o, P, dir, sync);
     json_t *tok = json_pack(
         "{s:b, s:b, s:{s:o, s:o, s:o, s:o}, s:{s:s}, s:s, s:b, s:s, s:b, s:i, s:s, s:s, s:s, s:{}, s:s, s:s, s:b}",
@@ -1004,6 +1150,122 @@ static int write_orion_configs(const options *o, const plan *P, const char *dir,
     json_decref(added); /* left over when an earlier file failed */
     json_decref(special);
     json_decref(tok);
+    return rc;
+}
+
+/* MindDrive: JSON strings md_added_tokens[first .. end). */
+static json_t *token_list(int first, int end)
+{
+    json_t *a = json_array();
+    for (int k = first; a && k < end; k++) json_array_append_new(a, json_string(md_added_tokens[k]));
+    return a;
+}
+
+/* One planner object as convert_minddrive.py's planner_hyperparameters writes it (Orion's fields,
+ * then feature_token, mode_source, source_modules). */
+static json_t *minddrive_planner(int H, int modes, int steps, const char *token, const char *mode_source,
+                                 const char *module_prefix)
+{
+    const int g = H / ORION_GRU_LAYERS;
+    char m[3][48];
+    snprintf(m[0], sizeof m[0], "%spresent_distribution", module_prefix);
+    snprintf(m[1], sizeof m[1], "%spredict_model", module_prefix);
+    snprintf(m[2], sizeof m[2], "%sego_fut_decoder", module_prefix);
+    return json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:[i, i, i], s:[i, i, i], s:[i, i, i],"
+                     " s:f, s:f, s:s, s:s, s:i, s:s, s:s, s:[s, s, s]}",
+                     "type", "vae_gru", "in_channels", H, "out_channels", H, "compress_dim", H / 2, "decoder_in", 2 * H,
+                     "latent_dim", ORION_LATENT, "ego_fut_mode", modes, "fut_ts", steps, "gru_layers", ORION_GRU_LAYERS,
+                     "gru_hidden", g, "gru_input", ORION_LATENT, "encoder_widths", 2 * H, 2 * H, H / 2,
+                     "predict_widths", 2 * g, 4 * g, H, "decoder_widths", 2 * H, 2 * H, 2 * modes, "min_log_sigma",
+                     -5.0, "max_log_sigma", 5.0, "activation", "relu", "gru_gate_order", "r,z,n", "waypoint_dim", 2,
+                     "feature_token", token, "mode_source", mode_source, "source_modules", m[0], m[1], m[2]);
+}
+
+/* MindDrive: config.json field by field as tools/minddrive/convert_minddrive.py's convert() writes it
+ * (doc/minddrive-converter.md, "config.json"). text_config is a llava-qwen2 folder's config.json
+ * (Qwen2Config's fields in transformers' sorted order, LlavaQwen2's model_type and
+ * tokenizer_vocab_size, as tests/minddrive/make_tiny_minddrive.py writes it) with the converter's
+ * changes: vocab_size = embedding rows, then head_dim and base_vocab_size appended. */
+static json_t *make_minddrive_config(const options *o, const plan *P)
+{
+    const minddrive_size *z = &minddrive_sizes[o->md_size];
+    const llm_dims *l = &P->llm;
+    const int H = (int)l->hidden;
+    const json_int_t eos = P->tok.eos_id >= 0 ? P->tok.eos_id : QWEN_EOS, base = (json_int_t)P->tok.base_len;
+    json_t *text = json_pack("{s:s, s:[s], s:f, s:I, s:I, s:s, s:i, s:f, s:i, s:i, s:i, s:s, s:i, s:i, s:i, s:f, s:n,"
+                             " s:f, s:i, s:b, s:I, s:s, s:s, s:b, s:b, s:I, s:i, s:I}",
+                             "_name_or_path", z->llm_dir, "architectures", "LlavaQwen2ForCausalLM", "attention_dropout",
+                             0.0, "bos_token_id", eos, "eos_token_id", eos, "hidden_act", "silu", "hidden_size", H,
+                             "initializer_range", 0.02, "intermediate_size", (int)l->intermediate,
+                             "max_position_embeddings", MINDDRIVE_MAX_POSITIONS, "max_window_layers", (int)l->layers,
+                             "model_type", "llava_qwen2", "num_attention_heads", (int)l->heads, "num_hidden_layers",
+                             (int)l->layers, "num_key_value_heads", (int)l->kv_heads, "rms_norm_eps", 1e-6,
+                             "rope_scaling", "rope_theta", 1000000.0, "sliding_window", MINDDRIVE_MAX_POSITIONS,
+                             "tie_word_embeddings", 1, "tokenizer_vocab_size", base, "torch_dtype", "bfloat16",
+                             "transformers_version", "4.45.2", "use_cache", 1, "use_sliding_window", 0, "vocab_size",
+                             (json_int_t)P->vocab_rows, "head_dim", (int)l->head_dim, "base_vocab_size", base);
+    json_t *lora = json_pack("{s:i, s:i, s:f, s:b, s:[s, s], s:[s, s, s, s], s:s}", "r", MINDDRIVE_LORA_R, "alpha",
+                             MINDDRIVE_LORA_ALPHA, "scale", (double)MINDDRIVE_LORA_ALPHA / MINDDRIVE_LORA_R, "merged", 0,
+                             "experts", "decision_expert", "action_expert", "targets", "q_proj", "k_proj", "v_proj",
+                             "o_proj", "alpha_source", "MindDrive mmcv/utils/misc.py::load_model (lora_alpha=16)");
+    json_t *planners = json_pack("{s:o, s:o}", "speed",
+                                 minddrive_planner(H, MD_N_SPEED_TOKENS, MINDDRIVE_SPEED_STEPS, MD_WAYPOINT_TOKEN,
+                                                   "decision", ""),
+                                 "path",
+                                 minddrive_planner(H, MD_N_COMMANDS, MINDDRIVE_PATH_STEPS, MD_PATH_WAYPOINT_TOKEN,
+                                                   "command", "pw_"));
+    json_t *prompt = json_pack(
+        "{s:s, s:i, s:b, s:{s:s, s:s, s:o, s:s}, s:{s:s, s:s, s:[s, s]}}", "image_marker", "<image>",
+        "image_token_index", -200, "add_special_tokens", 0, "decision", "text", md_prompt_decision, "expert",
+        "decision_expert", "last_token_choices", token_list(0, MD_N_SPEED_TOKENS), "readout",
+        "logits at position -2 (the row before the last token) over speed_tokens, log_softmax, argmax", "action",
+        "text", md_prompt_action, "expert", "action_expert", "readout_tokens", MD_WAYPOINT_TOKEN,
+        MD_PATH_WAYPOINT_TOKEN);
+    json_t *modes = json_array();
+    for (int c = 0; modes && c < MD_N_COMMANDS; c++) json_array_append_new(modes, json_integer(md_path_mode_of_command[c]));
+    char source[64], llm_path[96];
+    snprintf(source, sizeof source, PROG " --seed %" PRIu64, o->seed);
+    snprintf(llm_path, sizeof llm_path, "./Bench2DriveZoo/ckpts/%s", z->llm_dir);
+    const int n_tokens = orion_token_groups[0] + orion_token_groups[1] + orion_token_groups[2] + orion_token_groups[3];
+    return json_pack("{s:s, s:i, s:s, s:o, s:o, s:o, s:i, s:[i, i, i, i], s:o, s:o, s:o, s:o, s:o,"
+                     " s:{s:s, s:s, s:s, s:s, s:s}}",
+                     "model_type", "minddrive", "vlahybrid_format", 1, "dtype", dtype_names[o->dtype].torch,
+                     "text_config", text, "lora", lora, "planners", planners, "vision_tokens", n_tokens,
+                     "vision_token_groups", orion_token_groups[0], orion_token_groups[1], orion_token_groups[2],
+                     orion_token_groups[3], "prompt", prompt, "meta_action_tokens", token_list(0, MD_N_META_TOKENS),
+                     "speed_tokens", token_list(0, MD_N_SPEED_TOKENS), "path_mode_of_command", modes,
+                     "special_tokens", md_added_tokens_json(&P->tok), "source", "checkpoint", source, "llm_dir",
+                     z->llm_dir, "infer_config", z->infer_config, "lm_model_type", z->lm_model_type, "llm_path",
+                     llm_path);
+}
+
+/* json.dump(obj, indent=2, ensure_ascii=False) + "\n" with every real number to 17 digits (the
+ * tokenizer's scores, if any, round-trip). */
+static int write_json_exact(const char *dir, const char *name, json_t *obj, int sync)
+{
+    char *text = obj ? json_dumps(obj, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
+    json_decref(obj);
+    size_t n = text ? strlen(text) : 0;
+    char *with_newline = text ? realloc(text, n + 2) : NULL;
+    if (!with_newline) {
+        free(text);
+        fprintf(stderr, PROG ": out of memory building %s\n", name);
+        return -1;
+    }
+    with_newline[n] = '\n';
+    int rc = write_small_file(dir, name, with_newline, n + 1, sync);
+    free(with_newline);
+    return rc;
+}
+
+/* MindDrive's side files as convert_minddrive.py's write_tokenizer_files writes them: tokenizer.json
+ * with the 15 tokens, tokenizer_config.json with them in added_tokens_decoder, added_tokens.json. */
+static int write_minddrive_configs(const options *o, const plan *P, const char *dir, int sync)
+{
+    int rc = write_json_sorted(dir, "config.json", make_minddrive_config(o, P), sync, 0);
+    rc = rc ? rc : write_json_exact(dir, "tokenizer.json", md_tokenizer_json(&P->tok), sync);
+    rc = rc ? rc : write_json_sorted(dir, "tokenizer_config.json", md_tokenizer_config(&P->tok), sync, 0);
+    rc = rc ? rc : write_json_sorted(dir, "added_tokens.json", md_added_tokens_json(&P->tok), sync, 0);
     return rc;
 }
 
@@ -1210,19 +1472,24 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: " PROG " --out DIR --tokenizer PATH/tokenizer.model [--family openvla|orion] [--llm-layers N]\n"
+            "       " PROG " --family minddrive --out DIR --tokenizer PATH/tokenizer.json [--size 0.5b|3b] ...\n"
             "       [--llm-hidden H] [--vision full|tiny] [--dtype bf16|f16|f32] [--seed S] [--shard-bytes B]\n"
             "       [--threads N] [--no-sync] [--dry-run] [--list]\n"
             "       " PROG " --help | --version\n"
             "Writes an OpenVLA checkpoint folder with OpenVLA-7B's tensor names and shapes and random, seeded\n"
             "weights (for benchmarks).\n"
             "  --out DIR        the folder to write (required; must not exist: written as DIR.partial, then renamed)\n"
-            "  --tokenizer PATH the Llama-2 tokenizer.model copied into it (required)\n"
+            "  --tokenizer PATH the Llama-2 tokenizer.model copied into it (required; MindDrive: the Qwen2\n"
+            "                   tokenizer.json, written with MindDrive's 15 tokens added)\n"
             "  --family F       openvla (default) | orion: an Orion folder as tools/orion/convert_orion.py\n"
             "                   writes it: Vicuna-7B LLM (rms_norm_eps 1e-5, 32001 rows) + VAE/GRU planner,\n"
-            "                   bf16 or f32, shards of 5e9 bytes\n"
-            "  --llm-layers N   LLM layers, 1..1024 (default 32)\n"
+            "                   bf16 or f32, shards of 5e9 bytes | minddrive: a MindDrive folder as\n"
+            "                   tools/minddrive/convert_minddrive.py writes it (--lora keep): Qwen2 with two\n"
+            "                   LoRA experts, the speed and path planners; --tokenizer is a tokenizer.json\n"
+            "  --size S         MindDrive's LLM: 0.5b (default; Qwen2-0.5B) | 3b (Qwen2.5-3B)\n"
+            "  --llm-layers N   LLM layers, 1..1024 (default 32; MindDrive: the size's)\n"
             "  --llm-hidden H   LLM width, even, 2..65536 (default 4096; tests: intermediate 2.6875 H rounded\n"
-            "                   to 64, max(1, H/128) heads)\n"
+            "                   to 64, max(1, H/128) heads; MindDrive: a multiple of 8, the size's by default)\n"
             "  --vision V       full (default): OpenVLA-7B's towers | tiny: small towers (OpenVLA only)\n"
             "  --dtype T        bf16 (default) | f16 | f32 (Orion: bf16 or f32)\n"
             "  --seed S         the weights' seed, 0..2^64-1 (default 0)\n"
@@ -1280,15 +1547,28 @@ static int parse_args(int argc, char **argv, options *o)
         if (!strcmp(a, "--dry-run")) { o->dry_run = 1; continue; }
         if (!strcmp(a, "--list")) { o->dry_run = o->list = 1; continue; }
         static const char *const value_flags[] = {"--out", "--tokenizer", "--family", "--llm-layers", "--llm-hidden",
-                                                  "--vision", "--dtype", "--seed", "--shard-bytes", "--threads", NULL};
+                                                  "--vision", "--dtype", "--seed", "--shard-bytes", "--threads",
+                                                  "--size", NULL};
         if (vh_tool_check_option(PROG, argc, argv, i, value_flags)) return -1;
         const char *s = argv[++i];
         if (!strcmp(a, "--out")) o->out = s;
-        else if (!strcmp(a, "--family") && (!strcmp(s, "openvla") || !strcmp(s, "orion"))) o->orion = !strcmp(s, "orion");
+        else if (!strcmp(a, "--family") && (!strcmp(s, "openvla") || !strcmp(s, "orion") || !strcmp(s, "minddrive"))) {
+            o->orion = !strcmp(s, "orion");
+            o->minddrive = !strcmp(s, "minddrive");
+        }
+        else if (!strcmp(a, "--size") && (!strcmp(s, "0.5b") || !strcmp(s, "3b"))) {
+            o->md_size = !strcmp(s, "3b");
+            o->size_given = 1;
+        }
         else if (!strcmp(a, "--tokenizer")) o->tokenizer = s;
-        else if (!strcmp(a, "--llm-layers") && !parse_u64(s, 1, 1024, 0, &v)) o->llm_layers = (uint32_t)v;
-        else if (!strcmp(a, "--llm-hidden") && !parse_u64(s, 2, 65536, 0, &v) && v % 2 == 0)
+        else if (!strcmp(a, "--llm-layers") && !parse_u64(s, 1, 1024, 0, &v)) {
+            o->llm_layers = (uint32_t)v;
+            o->layers_given = 1;
+        }
+        else if (!strcmp(a, "--llm-hidden") && !parse_u64(s, 2, 65536, 0, &v) && v % 2 == 0) {
             o->llm_hidden = (uint32_t)v;
+            o->hidden_given = 1;
+        }
         else if (!strcmp(a, "--seed") && !parse_u64(s, 0, UINT64_MAX, 0, &v)) o->seed = v;
         else if (!strcmp(a, "--shard-bytes") && !parse_u64(s, 1, UINT64_MAX, 1, &v)) {
             o->shard_bytes = v;
@@ -1306,6 +1586,17 @@ static int parse_args(int argc, char **argv, options *o)
             fprintf(stderr, PROG ": bad option or value: %s %s\n", a, s);
             return -1;
         }
+    }
+    if (o->size_given && !o->minddrive) {
+        fprintf(stderr, PROG ": --size is for --family minddrive\n");
+        return -1;
+    }
+    if (o->minddrive) {
+        if (o->vision_given) {
+            fprintf(stderr, PROG ": --vision is for OpenVLA; a MindDrive checkpoint starts from vision tokens\n");
+            return -1;
+        }
+        if (!o->shard_given) o->shard_bytes = ORION_DEFAULT_SHARD_BYTES; /* convert_minddrive.py's too */
     }
     if (o->orion) {
         if (o->vision_given) {
@@ -1327,7 +1618,15 @@ static int parse_args(int argc, char **argv, options *o)
 
 static void print_plan(const options *o, const plan *P)
 {
-    if (o->orion)
+    if (o->minddrive)
+        printf("%s: MindDrive %s, LLM %u layers x %u (MLP %u, %u heads / %u KV heads of %u), vocab %" PRIu64
+               ", LoRA r %d x 2 experts (kept), planners speed %d x %d and path %d x %d (latent %d, GRU %d x %u), %s, "
+               "seed %" PRIu64 "\n",
+               o->dry_run ? "plan" : "wrote", minddrive_sizes[o->md_size].name, P->llm.layers, P->llm.hidden,
+               P->llm.intermediate, P->llm.heads, P->llm.kv_heads, P->llm.head_dim, P->vocab_rows, MINDDRIVE_LORA_R,
+               MD_N_SPEED_TOKENS, MINDDRIVE_SPEED_STEPS, MD_N_COMMANDS, MINDDRIVE_PATH_STEPS, ORION_LATENT,
+               ORION_GRU_LAYERS, P->llm.hidden / ORION_GRU_LAYERS, dtype_names[o->dtype].option, o->seed);
+    else if (o->orion)
         printf("%s: Orion, LLM %u layers x %u (MLP %u, %u heads, rms_norm_eps 1e-5), vocab %d, planner VAE+GRU "
                "(latent %d, %d modes x %d steps, GRU %d x %u), %s, seed %" PRIu64 "\n",
                o->dry_run ? "plan" : "wrote", P->llm.layers, P->llm.hidden, P->llm.intermediate, P->llm.heads,
@@ -1350,9 +1649,9 @@ static void print_plan(const options *o, const plan *P)
         }
     }
     printf("tensors %u\n", P->list.n);
-    if (o->orion)
-        printf("parameters %" PRIu64 " (llm %" PRIu64 ", planner %" PRIu64 ")\n", P->total_params, P->params[PART_LLM],
-               P->params[PART_PLANNER]);
+    if (o->orion || o->minddrive)
+        printf("parameters %" PRIu64 " (llm %" PRIu64 ", planner%s %" PRIu64 ")\n", P->total_params, P->params[PART_LLM],
+               o->minddrive ? "s" : "", P->params[PART_PLANNER]);
     else
         printf("parameters %" PRIu64 " (vision %" PRIu64 ", projector %" PRIu64 ", llm %" PRIu64 ")\n",
                P->total_params, P->params[PART_VISION], P->params[PART_PROJECTOR], P->params[PART_LLM]);
@@ -1364,7 +1663,7 @@ static void print_plan(const options *o, const plan *P)
 /* The folder's files other than the shards (the index only when sharded). */
 static const char *const other_files[] = {"config.json", "preprocessor_config.json", "generation_config.json",
                                           "special_tokens_map.json", "tokenizer_config.json", "tokenizer.model",
-                                          "model.safetensors.index.json", "added_tokens.json"};
+                                          "model.safetensors.index.json", "added_tokens.json", "tokenizer.json"};
 #define N_OTHER_FILES (sizeof other_files / sizeof other_files[0])
 
 /* Remove what this run created in dir, then dir itself. */
@@ -1469,8 +1768,10 @@ static int write_checkpoint(const options *o, const plan *P, const char *out, co
         report_errno(partial, "cannot create the folder", errno);
         goto out;
     }
+    /* MindDrive's tokenizer.json is written with the configs (its 15 tokens added) */
     if (write_configs(o, P, partial, !o->no_sync) ||
-        copy_file(o->tokenizer, partial, "tokenizer.model", !o->no_sync, &tok_bytes) || atomic_load(&w.cancel))
+        (!o->minddrive && copy_file(o->tokenizer, partial, "tokenizer.model", !o->no_sync, &tok_bytes)) ||
+        atomic_load(&w.cancel))
         goto fail;
 
     w.n_slots = (uint32_t)(4 * o->threads < 8 ? 8 : 4 * o->threads);
@@ -1516,8 +1817,12 @@ static int write_checkpoint(const options *o, const plan *P, const char *out, co
     if (!o->no_sync) sync_dir(parent);
     double took = now_s() - t0;
     print_plan(o, P);
-    printf("folder %s: %" PRIu64 " bytes in all (with the config files, the%s tokenizer.model of %" PRIu64
-           " bytes)\n", out, folder_bytes(out, P), P->n_shards > 1 ? " index and" : "", tok_bytes);
+    if (o->minddrive)
+        printf("folder %s: %" PRIu64 " bytes in all (with the config files%s and tokenizer.json)\n", out,
+               folder_bytes(out, P), P->n_shards > 1 ? ", the index" : "");
+    else
+        printf("folder %s: %" PRIu64 " bytes in all (with the config files, the%s tokenizer.model of %" PRIu64
+               " bytes)\n", out, folder_bytes(out, P), P->n_shards > 1 ? " index and" : "", tok_bytes);
     printf("time %.2f s (%.2f GB/s, %d threads%s)\n", took, P->total_file_bytes / 1e9 / took, o->threads,
            o->no_sync ? ", not synced" : ", synced");
     status = 0;
