@@ -138,6 +138,38 @@ static vh_status upload_padded_rows(uploader *u, const vh_tensor_view *t, int64_
     return VH_OK;
 }
 
+/* Whether LoRA set `set` of an LLM block adapts q, k and v with one rank (cuda_executor.h: then they
+ * run as one pair over the fused q|k|v output). Their A are carved one after the other. */
+static int qkv_lora_fusable(const cuda_block *b, uint32_t set)
+{
+    const vh_tensor_view *A[3];
+    for (uint32_t p = 0; p < 3; p++)
+        if (!(A[p] = &b->t[vh_llm_lora_role(set, p)])->data) return 0;
+    return A[0]->shape[0] == A[1]->shape[0] && A[0]->shape[0] == A[2]->shape[0];
+}
+
+/* t's rows as columns [col0, col0 + cols) of `rows` rows of width ld (the rest zero), scaled, in bf16. */
+static vh_status upload_block_row(uploader *u, const vh_tensor_view *t, int64_t rows, int64_t cols, int64_t col0,
+                                  int64_t ld, float scale, void *dst, char *err, size_t err_size)
+{
+    const int64_t per_chunk = (int64_t)(STAGING_BYTES / 2) / ld;
+    for (int64_t first = 0; first < rows; first += per_chunk) {
+        const int64_t count = rows - first < per_chunk ? rows - first : per_chunk;
+        uint16_t *staging = u->staging;
+        memset(staging, 0, (size_t)(count * ld * 2));
+        for (int64_t r = 0; r < count; r++)
+            for (int64_t c = 0; c < cols; c++) {
+                float f;
+                convert_to_f32(t->data, t->dtype, (first + r) * cols + c, 1, &f);
+                staging[r * ld + col0 + c] = vh_f32_to_bf16(f * scale);
+            }
+        cudaError_t e = cudaMemcpy((uint16_t *)dst + first * ld, staging, (size_t)(count * ld * 2),
+                                   cudaMemcpyHostToDevice);
+        if (e != cudaSuccess) return cuda_fail(err, err_size, e, t->name);
+    }
+    return VH_OK;
+}
+
 /* ------------------------------------------------------------------------------------------------
  * Sizing and carving: the same walk runs twice, first with empty arenas to count the bytes.
  */
@@ -171,14 +203,26 @@ static void plan_weights(vh_executor *e, cuda_arena *a)
             b->gate_up_w = arena_take(a, (size_t)2 * l->intermediate * l->hidden * 2);
             if (b->t[VH_LLM_Q_BIAS].data || b->t[VH_LLM_K_BIAS].data || b->t[VH_LLM_V_BIAS].data)
                 b->qkv_bias = arena_take(a, qkv_rows * 4);
-            for (uint32_t set = 0; set < VH_LLM_LORA_SETS; set++)
+            for (uint32_t set = 0; set < VH_LLM_LORA_SETS; set++) {
+                const int fused = qkv_lora_fusable(b, set);
+                vhc_bf16 *fused_a = NULL; /* [3 r8, Dl]: q's, k's and v's A, one after the other */
+                if (fused) {
+                    const int64_t r8 = lora_padded_rank(b->t[vh_llm_lora_role(set, 0)].shape[0]);
+                    fused_a = arena_take(a, (size_t)3 * r8 * l->hidden * 2);
+                    b->qkv_lora_b[set] = arena_take(a, qkv_rows * 3 * r8 * 2);
+                }
                 for (uint32_t p = 0; p < 4; p++) {
                     const vh_tensor_view *A = &b->t[vh_llm_lora_role(set, p)], *B = &b->t[vh_llm_lora_role(set, p) + 1];
                     if (!A->data) continue;
                     b->lora_ld[set][p] = lora_padded_rank(A->shape[0]);
+                    if (fused && p < 3) {
+                        b->lora_a[set][p] = fused_a ? fused_a + (size_t)p * b->lora_ld[set][p] * l->hidden : NULL;
+                        continue;
+                    }
                     b->lora_a[set][p] = arena_take(a, (size_t)b->lora_ld[set][p] * A->shape[1] * 2);
                     b->lora_b[set][p] = arena_take(a, (size_t)B->shape[0] * b->lora_ld[set][p] * 2);
                 }
+            }
         }
     }
 }
@@ -234,7 +278,8 @@ static void plan_head(vh_executor *e, cuda_arena *a)
     h->y = arena_take(a, S * T * G * 2);
 }
 
-/* The widest padded LoRA rank of the LLM blocks held, either set (0: no LoRA). */
+/* The widest padded LoRA rank of the LLM blocks held, either set, three times a fused q|k|v set's
+ * (the width of x A^T; 0: no LoRA). */
 static uint64_t max_lora_ld(const vh_executor *e)
 {
     uint64_t r8 = 0;
@@ -242,7 +287,8 @@ static uint64_t max_lora_ld(const vh_executor *e)
         for (uint32_t set = 0; e->blocks[i].desc->kind == VH_BLOCK_LLM && set < VH_LLM_LORA_SETS; set++)
             for (uint32_t p = 0; p < 4; p++) {
                 const vh_tensor_view *A = &e->blocks[i].t[vh_llm_lora_role(set, p)];
-                if (A->data) r8 = max64(r8, (uint64_t)lora_padded_rank(A->shape[0]));
+                if (A->data)
+                    r8 = max64(r8, (uint64_t)lora_padded_rank(A->shape[0]) * (qkv_lora_fusable(&e->blocks[i], set) ? 3 : 1));
             }
     return r8;
 }
@@ -359,9 +405,23 @@ static vh_status upload_llm_extras(vh_executor *e, uploader *u, const cuda_block
             if ((st = upload(u, A, 0, b->lora_a[set][p], err, err_size))) return st;
             if (r8 > r && (ce = cudaMemset(b->lora_a[set][p] + r * in, 0, (size_t)((r8 - r) * in) * 2)))
                 return cuda_fail(err, err_size, ce, A->name);
-            if ((st = upload_padded_rows(u, B, B->shape[0], r, r8, b->lora_scale, b->lora_b[set][p], err, err_size)))
+            if (b->lora_b[set][p] &&
+                (st = upload_padded_rows(u, B, B->shape[0], r, r8, b->lora_scale, b->lora_b[set][p], err, err_size)))
                 return st;
         }
+    /* a fused set's B, block-diagonal: q's rows read t's first r8 columns, k's the next, v's the last */
+    for (uint32_t set = 0; set < VH_LLM_LORA_SETS; set++) {
+        if (!b->qkv_lora_b[set]) continue;
+        const int64_t r8 = b->lora_ld[set][0], rows[3] = {q_dim, kv_dim, kv_dim};
+        int64_t row0 = 0;
+        for (int p = 0; p < 3; p++) {
+            const vh_tensor_view *B = &b->t[vh_llm_lora_role(set, (uint32_t)p) + 1];
+            if ((st = upload_block_row(u, B, rows[p], B->shape[1], p * r8, 3 * r8, b->lora_scale,
+                                       b->qkv_lora_b[set] + row0 * 3 * r8, err, err_size)))
+                return st;
+            row0 += rows[p];
+        }
+    }
     return VH_OK;
 }
 

@@ -53,6 +53,12 @@ typedef struct cuda_block {
      * (lora_ld): rows 16-byte aligned for the GEMV kernel and cuBLASLt. NULL where absent. */
     vhc_bf16 *lora_a[VH_LLM_LORA_SETS][4], *lora_b[VH_LLM_LORA_SETS][4];
     int64_t lora_ld[VH_LLM_LORA_SETS][4];
+    /* A set adapting q, k and v with one rank runs them as one pair: its three A one after the other
+     * ([3 r8, Dl]: lora_a[set][0] is its start) and qkv_lora_b, the three B block-diagonal
+     * ([(Hq + 2 Hkv) hd, 3 r8], pre-scaled), so x A^T and t B^T are one GEMM each for the fused
+     * q|k|v output instead of three (they were launch-bound: 0.5B's three pairs took 5x the q|k|v
+     * GEMM itself). NULL: the set's q/k/v pairs run one by one. */
+    vhc_bf16 *qkv_lora_b[VH_LLM_LORA_SETS];
     float lora_scale;
     uint32_t lora_sets;                /* bit s: the block holds a pair of set s */
 } cuda_block;

@@ -105,7 +105,17 @@ static vh_status lora(vh_executor *e, const cuda_block *b, const vh_batch *batch
         if (g + 1 < batch->n_segments && vh_batch_segment_adapter(batch, g + 1) == set) continue;
         const int64_t n = row - first_row, r8 = b->lora_ld[set][proj];
         vh_status st;
-        if (b->lora_a[set][proj]) {
+        if (proj == 0 && b->qkv_lora_b[set]) { /* q, k and v as one pair: x [Aq; Ak; Av]^T, t Bdiag^T */
+            if ((st = vhc_linear(e->gemm, x + (size_t)first_row * in, in, n, in, b->lora_a[set][0], 3 * r8, s->lora_t,
+                                 3 * r8, 0, err, err_size)))
+                return st;
+            vhc_f32_to_bf16(e->stream, s->lora_t, s->lora_t_bf16, n * 3 * r8);
+            if ((st = vhc_linear(e->gemm, s->lora_t_bf16, 3 * r8, n, 3 * r8, b->qkv_lora_b[set], ldy,
+                                 y + (size_t)first_row * ldy, ldy, 1, err, err_size)))
+                return st;
+        } else if (proj <= 2 && b->qkv_lora_b[set]) {
+            /* k, v: their deltas came with q's, as one pair */
+        } else if (b->lora_a[set][proj]) {
             if ((st = vhc_linear(e->gemm, x + (size_t)first_row * in, in, n, in, b->lora_a[set][proj], r8, s->lora_t,
                                  r8, 0, err, err_size)))
                 return st;
@@ -133,21 +143,27 @@ vh_status cuda_llm_block(vh_executor *e, const cuda_block *b, const vh_batch *ba
     VHC_MARK(e, "llm.norm", R);
     vhc_rmsnorm_bf16(e->stream, s->x, b->vec[VH_LLM_ATTN_NORM], s->xn, R, Dl, l->rms_eps, NULL);
     VHC_MARK(e, "llm.qkv", R);
-    if ((st = vhc_linear(e->gemm, s->xn, Dl, R, Dl, b->qkv_w, qkv_dim, s->qkv, qkv_dim, 0, err, err_size)) ||
-        (st = lora(e, b, batch, 0, s->xn, Dl, s->qkv, qkv_dim, q_dim, err, err_size)) ||
+    if ((st = vhc_linear(e->gemm, s->xn, Dl, R, Dl, b->qkv_w, qkv_dim, s->qkv, qkv_dim, 0, err, err_size)))
+        return st;
+    if (b->lora_sets) VHC_MARK(e, "llm.qkv_lora", R);
+    if ((st = lora(e, b, batch, 0, s->xn, Dl, s->qkv, qkv_dim, q_dim, err, err_size)) ||
         (st = lora(e, b, batch, 1, s->xn, Dl, s->qkv + q_dim, qkv_dim, kv_dim, err, err_size)) ||
         (st = lora(e, b, batch, 2, s->xn, Dl, s->qkv + q_dim + kv_dim, qkv_dim, kv_dim, err, err_size)))
         return st;
-    if (b->qkv_bias) vhc_bias_add_f32(e->stream, s->qkv, b->qkv_bias, s->qkv, R, qkv_dim);
+    if (b->qkv_bias) {
+        VHC_MARK(e, "llm.qkv_bias", R);
+        vhc_bias_add_f32(e->stream, s->qkv, b->qkv_bias, s->qkv, R, qkv_dim);
+    }
     VHC_MARK(e, "llm.rope+kv", R);
     vhc_llm_rope_qkv(e->stream, s->qkv, s->rows, s->q, k_cache, v_cache, R, (int)l->n_heads, (int)l->n_kv_heads, hd,
                      s->rope_inv_freq);
     VHC_MARK(e, "llm.attention", R);
     llm_attention(e, batch, k_cache, v_cache);
     VHC_MARK(e, "llm.o_proj", R);
-    if ((st = vhc_linear(e->gemm, s->attn, q_dim, R, q_dim, b->mat[VH_LLM_O], Dl, s->x, Dl, 1, err, err_size)) ||
-        (st = lora(e, b, batch, 3, s->attn, q_dim, s->x, Dl, Dl, err, err_size)))
+    if ((st = vhc_linear(e->gemm, s->attn, q_dim, R, q_dim, b->mat[VH_LLM_O], Dl, s->x, Dl, 1, err, err_size)))
         return st;
+    if (b->lora_sets) VHC_MARK(e, "llm.o_lora", R);
+    if ((st = lora(e, b, batch, 3, s->attn, q_dim, s->x, Dl, Dl, err, err_size))) return st;
 
     VHC_MARK(e, "llm.norm", R);
     vhc_rmsnorm_bf16(e->stream, s->x, b->vec[VH_LLM_MLP_NORM], s->xn, R, Dl, l->rms_eps, NULL);
