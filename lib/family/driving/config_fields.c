@@ -50,6 +50,14 @@ vh_status vh_config_string(vh_config_fields *c, const json_t *obj, const char *s
     return VH_OK;
 }
 
+json_t *vh_config_load(const char *json_text, size_t len, const char *source, vh_error *err)
+{
+    json_error_t jerr;
+    json_t *root = json_loadb(json_text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) vh_error_set(err, VH_ERR_BAD_MODEL, "%s: not valid JSON (line %d: %s)", source, jerr.line, jerr.text);
+    return root;
+}
+
 const json_t *vh_config_object(vh_config_fields *c, const json_t *root, const char *key, vh_status *st)
 {
     const json_t *v = json_object_get(root, key);

@@ -27,6 +27,9 @@ vh_status vh_config_float(vh_config_fields *c, const json_t *obj, const char *se
 /* A string of at most size - 1 bytes; absent: default kept. */
 vh_status vh_config_string(vh_config_fields *c, const json_t *obj, const char *section, const char *key, char *out,
                            size_t size);
+/* The text parsed as JSON (duplicate keys refused), or NULL with VH_ERR_BAD_MODEL in err naming the
+ * line. */
+json_t *vh_config_load(const char *json_text, size_t len, const char *source, vh_error *err);
 /* root[key], which must be an object (else *st is set). */
 const json_t *vh_config_object(vh_config_fields *c, const json_t *root, const char *key, vh_status *st);
 

@@ -7,11 +7,11 @@
 #include <string.h>
 
 #include "family/driving/driving_noise.h"
+#include "family/driving/driving_warmup.h"
 #include "family/minddrive/minddrive_model.h"
 #include "family/minddrive/minddrive_prompt.h"
 #include "pipeline/frame_job.h"
 
-#define WARMUP_COMMAND 3 /* lane follow */
 #define HIDDEN_ROWS 4    /* per frame: the decision row twice (a planner needs as many rows per
                             segment as the action round has), the two planner features */
 
@@ -397,18 +397,9 @@ const float *vh_minddrive_job_hidden(const vh_frame_job *job)
     return ((const minddrive_job *)job->family_job)->hidden;
 }
 
-/* All-zero vision tokens and the lane-follow command: the rows and passes of every frame. */
 static int warmup_input(vh_program *p, vh_frame *frame)
 {
-    const vh_minddrive_config *c = p->config;
-    if (!p->warmup_tokens && !(p->warmup_tokens = calloc((size_t)c->n_vision_tokens * c->llm.hidden, sizeof(float))))
-        return -1;
-    vh_frame_init(frame);
-    frame->vision_tokens = p->warmup_tokens;
-    frame->n_vision_tokens = c->n_vision_tokens;
-    frame->vision_token_width = c->llm.hidden;
-    frame->command = WARMUP_COMMAND;
-    return 1;
+    return vh_driving_warmup_frame(&p->warmup_tokens, p->config->n_vision_tokens, p->config->llm.hidden, frame);
 }
 
 const vh_family vh_family_minddrive = {

@@ -77,10 +77,8 @@ vh_status vh_orion_config_parse(const char *json_text, size_t len, const char *s
 {
     memset(cfg, 0, sizeof *cfg);
     vh_config_fields c = {source, err};
-    json_error_t jerr;
-    json_t *root = json_loadb(json_text, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root)
-        return vh_error_set(err, VH_ERR_BAD_MODEL, "%s: not valid JSON (line %d: %s)", source, jerr.line, jerr.text);
+    json_t *root = vh_config_load(json_text, len, source, err);
+    if (!root) return VH_ERR_BAD_MODEL;
     vh_status st = parse_root(&c, root, cfg);
     json_decref(root);
     if (st) vh_orion_config_free(cfg);

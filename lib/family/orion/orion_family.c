@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "family/driving/driving_noise.h"
+#include "family/driving/driving_warmup.h"
 #include "family/orion/orion_model.h"
 #include "family/orion/orion_prompt.h"
 #include "pipeline/frame_job.h"
@@ -15,7 +16,6 @@
 #include "util/file_read.h"
 
 #define MAX_ADDED_TOKENS 64
-#define WARMUP_COMMAND 3 /* lane follow */
 
 struct vh_program {
     const vh_model *model;
@@ -270,18 +270,9 @@ const float *vh_orion_job_feature(const vh_frame_job *job)
     return ((const orion_job *)job->family_job)->feature;
 }
 
-/* All-zero vision tokens and the lane-follow command: the rows and passes of every frame. */
 static int warmup_input(vh_program *p, vh_frame *frame)
 {
-    const vh_orion_config *c = p->config;
-    if (!p->warmup_tokens && !(p->warmup_tokens = calloc((size_t)c->n_vision_tokens * c->hidden, sizeof(float))))
-        return -1;
-    vh_frame_init(frame);
-    frame->vision_tokens = p->warmup_tokens;
-    frame->n_vision_tokens = c->n_vision_tokens;
-    frame->vision_token_width = c->hidden;
-    frame->command = WARMUP_COMMAND;
-    return 1;
+    return vh_driving_warmup_frame(&p->warmup_tokens, p->config->n_vision_tokens, p->config->hidden, frame);
 }
 
 const vh_family vh_family_orion = {
