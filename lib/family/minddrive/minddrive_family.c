@@ -1,6 +1,5 @@
 #include "family/minddrive/minddrive_family.h"
 
-#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +7,7 @@
 
 #include "family/driving/driving_noise.h"
 #include "family/driving/driving_warmup.h"
+#include "family/driving/planner_result.h"
 #include "family/minddrive/minddrive_model.h"
 #include "family/minddrive/minddrive_prompt.h"
 #include "pipeline/frame_job.h"
@@ -326,11 +326,6 @@ static int advance(vh_frame_job *job)
     return 1;
 }
 
-static float finite_or_clamped(float v)
-{
-    return isnan(v) ? 0.0f : v > FLT_MAX ? FLT_MAX : v < -FLT_MAX ? -FLT_MAX : v;
-}
-
 /* The speed decision: log_softmax over the speed tokens' logits at the decision row, argmax
  * (the first of equals, as torch.argmax). */
 static uint32_t decide_speed(const vh_program *p, const float *row, double *log_probs)
@@ -350,27 +345,6 @@ static uint32_t decide_speed(const vh_program *p, const float *row, double *log_
     return best;
 }
 
-/* One planner's outputs into the action's extras: every mode summed step by step (as torch's
- * cumsum in fp32), mu and log_sigma; the chosen mode's points into `chosen`. */
-static void planner_result(vh_frame_result *out, const float *plan, const vh_driving_planner_config *pc, uint32_t mode,
-                           const char *modes_name, const char *mu_name, const char *ls_name, float *chosen)
-{
-    const uint32_t M = pc->n_modes, T = pc->n_steps, L = pc->latent_dim;
-    float *modes = vh_frame_result_add_extra(out, modes_name, M * T * 2);
-    for (uint32_t m = 0; m < M; m++) {
-        float x = 0, y = 0;
-        for (uint32_t t = 0; t < T; t++) {
-            x += plan[(m * T + t) * 2 + 0];
-            y += plan[(m * T + t) * 2 + 1];
-            if (modes) modes[(m * T + t) * 2 + 0] = x, modes[(m * T + t) * 2 + 1] = y;
-            if (m == mode && chosen) chosen[2 * t + 0] = finite_or_clamped(x), chosen[2 * t + 1] = finite_or_clamped(y);
-        }
-    }
-    float *mu = vh_frame_result_add_extra(out, mu_name, L), *ls = vh_frame_result_add_extra(out, ls_name, L);
-    if (mu) memcpy(mu, plan + 2 * M * T, sizeof(float) * L);
-    if (ls) memcpy(ls, plan + 2 * M * T + L, sizeof(float) * L);
-}
-
 static void result(const vh_frame_job *job, vh_frame_result *out)
 {
     const vh_program *p = job->ctx->program;
@@ -387,9 +361,11 @@ static void result(const vh_frame_job *job, vh_frame_result *out)
     float *lp = vh_frame_result_add_extra(out, "speed_log_probs", c->n_speeds);
     for (uint32_t i = 0; lp && i < c->n_speeds; i++) lp[i] = (float)log_probs[i];
     float *speed_traj = vh_frame_result_add_extra(out, "speed_trajectory", 2 * c->speed.n_steps);
-    planner_result(out, plan, &c->speed, speed, "speed_modes", "speed_mu", "speed_log_sigma", speed_traj);
-    planner_result(out, plan + p->speed_out, &c->path, c->path_mode_of_command[mj->command], "path_modes", "path_mu",
-                   "path_log_sigma", out->trajectory);
+    vh_driving_planner_result(out, plan, c->speed.n_modes, c->speed.n_steps, c->speed.latent_dim, speed, "speed_modes",
+                              "speed_mu", "speed_log_sigma", speed_traj);
+    vh_driving_planner_result(out, plan + p->speed_out, c->path.n_modes, c->path.n_steps, c->path.latent_dim,
+                              c->path_mode_of_command[mj->command], "path_modes", "path_mu", "path_log_sigma",
+                              out->trajectory);
 }
 
 const float *vh_minddrive_job_hidden(const vh_frame_job *job)

@@ -1,14 +1,13 @@
 #include "family/orion/orion_family.h"
 
-#include <float.h>
 #include <jansson.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "family/driving/driving_noise.h"
 #include "family/driving/driving_warmup.h"
+#include "family/driving/planner_result.h"
 #include "family/orion/orion_model.h"
 #include "family/orion/orion_prompt.h"
 #include "pipeline/frame_job.h"
@@ -233,36 +232,14 @@ static int advance(vh_frame_job *job)
     return 0; /* one prefill: the planner ran after the head */
 }
 
-/* nan_to_num, as the agent applies to the trajectory */
-static float finite_or_clamped(float v)
-{
-    return isnan(v) ? 0.0f : v > FLT_MAX ? FLT_MAX : v < -FLT_MAX ? -FLT_MAX : v;
-}
-
 static void result(const vh_frame_job *job, vh_frame_result *out)
 {
-    const vh_program *p = job->ctx->program;
-    const vh_orion_config *c = p->config;
+    const vh_orion_config *c = job->ctx->program->config;
     const orion_job *oj = job->family_job;
-    const uint32_t M = c->n_modes, T = c->n_steps, L = c->latent_dim;
     out->kind = VH_ACTION_TRAJECTORY;
-    out->n_points = T;
-    float *modes = vh_frame_result_add_extra(out, "mode_trajectories", M * T * 2);
-    for (uint32_t m = 0; m < M; m++) {
-        float x = 0, y = 0; /* the offsets summed step by step, in fp32 as torch's cumsum */
-        for (uint32_t t = 0; t < T; t++) {
-            x += oj->plan[(m * T + t) * 2 + 0];
-            y += oj->plan[(m * T + t) * 2 + 1];
-            if (modes) modes[(m * T + t) * 2 + 0] = x, modes[(m * T + t) * 2 + 1] = y;
-            if (m == (uint32_t)oj->command) {
-                out->trajectory[2 * t + 0] = finite_or_clamped(x);
-                out->trajectory[2 * t + 1] = finite_or_clamped(y);
-            }
-        }
-    }
-    float *mu = vh_frame_result_add_extra(out, "mu", L), *ls = vh_frame_result_add_extra(out, "log_sigma", L);
-    if (mu) memcpy(mu, oj->plan + 2 * M * T, sizeof(float) * L);
-    if (ls) memcpy(ls, oj->plan + 2 * M * T + L, sizeof(float) * L);
+    out->n_points = c->n_steps;
+    vh_driving_planner_result(out, oj->plan, c->n_modes, c->n_steps, c->latent_dim, (uint32_t)oj->command,
+                              "mode_trajectories", "mu", "log_sigma", out->trajectory);
 }
 
 const float *vh_orion_job_feature(const vh_frame_job *job)
