@@ -42,15 +42,9 @@ static void lora(vh_executor *e, const cpu_block *b, const vh_batch *batch, uint
                  float *y, int64_t out)
 {
     if (!b->lora_sets) return;
-    uint32_t first_row = 0, row = 0;
-    for (uint32_t g = 0; g < batch->n_segments; g++) {
-        const uint32_t set = vh_batch_segment_adapter(batch, g);
-        row += batch->segments[g].n_rows;
-        if (g + 1 < batch->n_segments && vh_batch_segment_adapter(batch, g + 1) == set) continue;
+    for (uint32_t g = 0, row = 0, set, n; vh_batch_adapter_run(batch, &g, &set, &n); row += n) {
         const uint32_t a = vh_llm_lora_role(set, proj);
-        if (b->t[a].data)
-            lora_rows(e, b, a, x + (size_t)first_row * in, in, row - first_row, y + (size_t)first_row * out, out);
-        first_row = row;
+        if (b->t[a].data) lora_rows(e, b, a, x + (size_t)row * in, in, n, y + (size_t)row * out, out);
     }
 }
 

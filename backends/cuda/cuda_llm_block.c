@@ -98,33 +98,22 @@ static vh_status lora(vh_executor *e, const cuda_block *b, const vh_batch *batch
 {
     if (!b->lora_sets) return VH_OK;
     llm_buffers *s = &e->llm;
-    uint32_t first_row = 0, row = 0;
-    for (uint32_t g = 0; g < batch->n_segments; g++) {
-        const uint32_t set = vh_batch_segment_adapter(batch, g);
-        row += batch->segments[g].n_rows;
-        if (g + 1 < batch->n_segments && vh_batch_segment_adapter(batch, g + 1) == set) continue;
-        const int64_t n = row - first_row, r8 = b->lora_ld[set][proj];
+    for (uint32_t g = 0, row = 0, set, n; vh_batch_adapter_run(batch, &g, &set, &n); row += n) {
+        /* the pair to run: q's stands for q, k and v when the set's are one (x [Aq; Ak; Av]^T, t Bdiag^T
+         * over the whole q|k|v output, which starts at q's y) */
+        const int fused = b->qkv_lora_b[set] != NULL;
+        if ((fused && proj > 0 && proj <= 2) || !b->lora_a[set][proj]) continue;
+        const int64_t width = (fused && proj == 0 ? 3 : 1) * b->lora_ld[set][proj];
+        const vhc_bf16 *bmat = fused && proj == 0 ? b->qkv_lora_b[set] : b->lora_b[set][proj];
+        const int64_t n_out = fused && proj == 0 ? ldy : out;
         vh_status st;
-        if (proj == 0 && b->qkv_lora_b[set]) { /* q, k and v as one pair: x [Aq; Ak; Av]^T, t Bdiag^T */
-            if ((st = vhc_linear(e->gemm, x + (size_t)first_row * in, in, n, in, b->lora_a[set][0], 3 * r8, s->lora_t,
-                                 3 * r8, 0, err, err_size)))
-                return st;
-            vhc_f32_to_bf16(e->stream, s->lora_t, s->lora_t_bf16, n * 3 * r8);
-            if ((st = vhc_linear(e->gemm, s->lora_t_bf16, 3 * r8, n, 3 * r8, b->qkv_lora_b[set], ldy,
-                                 y + (size_t)first_row * ldy, ldy, 1, err, err_size)))
-                return st;
-        } else if (proj <= 2 && b->qkv_lora_b[set]) {
-            /* k, v: their deltas came with q's, as one pair */
-        } else if (b->lora_a[set][proj]) {
-            if ((st = vhc_linear(e->gemm, x + (size_t)first_row * in, in, n, in, b->lora_a[set][proj], r8, s->lora_t,
-                                 r8, 0, err, err_size)))
-                return st;
-            vhc_f32_to_bf16(e->stream, s->lora_t, s->lora_t_bf16, n * r8);
-            if ((st = vhc_linear(e->gemm, s->lora_t_bf16, r8, n, r8, b->lora_b[set][proj], out,
-                                 y + (size_t)first_row * ldy, ldy, 1, err, err_size)))
-                return st;
-        }
-        first_row = row;
+        if ((st = vhc_linear(e->gemm, x + (size_t)row * in, in, n, in, b->lora_a[set][proj], width, s->lora_t, width, 0,
+                             err, err_size)))
+            return st;
+        vhc_f32_to_bf16(e->stream, s->lora_t, s->lora_t_bf16, (int64_t)n * width);
+        if ((st = vhc_linear(e->gemm, s->lora_t_bf16, width, n, width, bmat, n_out, y + (size_t)row * ldy, ldy, 1, err,
+                             err_size)))
+            return st;
     }
     return VH_OK;
 }

@@ -641,6 +641,20 @@ static inline uint32_t vh_batch_segment_adapter(const vh_batch *b, uint32_t s)
     return (b->options & VH_BATCH_SEGMENT_ADAPTERS) ? b->segment_adapters[s] : 0;
 }
 
+/* ABI 2.2: the next run of consecutive segments with one LoRA set, from segment *segment on: its set
+ * and rows (*n_rows), *segment moved past it; 0 when no segment is left. A block applies each set's
+ * deltas to a run's rows at once:
+ *     for (uint32_t g = 0, row = 0, set, n; vh_batch_adapter_run(b, &g, &set, &n); row += n) ... */
+static inline int vh_batch_adapter_run(const vh_batch *b, uint32_t *segment, uint32_t *set, uint32_t *n_rows)
+{
+    if (*segment >= b->n_segments) return 0;
+    *set = vh_batch_segment_adapter(b, *segment);
+    *n_rows = 0;
+    while (*segment < b->n_segments && vh_batch_segment_adapter(b, *segment) == *set)
+        *n_rows += b->segments[(*segment)++].n_rows;
+    return 1;
+}
+
 /* ABI 2.2: whether the planners run on segment s (all of them without VH_BATCH_PLAN_SEGMENTS). */
 static inline int vh_batch_plans_segment(const vh_batch *b, uint32_t s)
 {
