@@ -12,6 +12,10 @@
 #include "family/minddrive/minddrive_prompt.h"
 #include "pipeline/frame_job.h"
 
+/* what every pass asks of the backends: the rounds' vision rows given, hidden rows out, each
+ * segment's LoRA set, the planners on the action round only */
+#define BATCH_OPTIONS (VH_BATCH_HIDDEN_ROWS | VH_BATCH_SEGMENT_EMBEDS | VH_BATCH_PLAN | VH_BATCH_SEGMENT_ADAPTERS | \
+                       VH_BATCH_PLAN_SEGMENTS)
 #define HIDDEN_ROWS 4    /* per frame: the decision row twice (a planner needs as many rows per
                             segment as the action round has), the two planner features */
 
@@ -191,8 +195,7 @@ static vh_status program_create(const vh_model *m, const vh_session_params *para
     shape->passes_per_frame = p->sequential ? 2 : 1;
     shape->segments_per_frame = 2;
     shape->max_context = p->round[0].rows > p->round[1].rows ? p->round[0].rows : p->round[1].rows;
-    shape->batch_options = VH_BATCH_HIDDEN_ROWS | VH_BATCH_SEGMENT_EMBEDS | VH_BATCH_PLAN | VH_BATCH_SEGMENT_ADAPTERS |
-                           VH_BATCH_PLAN_SEGMENTS;
+    shape->batch_options = BATCH_OPTIONS;
     *out = p;
     return VH_OK;
 }
@@ -274,9 +277,11 @@ static vh_status prepare(vh_frame_job *job, const vh_frame_input *in, vh_error *
     float *noise = mj->noise + p->noise_floats; /* the action segment's */
     if (in->noise) memcpy(noise, in->noise, sizeof(float) * p->noise_floats);
     else vh_driving_seeded_noise(p->seed, in->sequence, noise, p->noise_floats);
+    /* batch rows: the action round follows the decision round in one pass, or has its own */
+    const uint32_t action_row0 = p->sequential ? 0 : rows[DECISION];
     mj->hidden_rows[0] = mj->hidden_rows[1] = rows[DECISION] - 1;
-    mj->hidden_rows[2] = rows[DECISION] + p->speed_row;
-    mj->hidden_rows[3] = rows[DECISION] + p->path_row;
+    mj->hidden_rows[2] = action_row0 + p->speed_row;
+    mj->hidden_rows[3] = action_row0 + p->path_row;
     mj->adapters[DECISION] = (uint8_t)c->decision.lora_set;
     mj->adapters[ACTION] = (uint8_t)c->action.lora_set;
     mj->plan_segments[DECISION] = 0;
@@ -297,8 +302,7 @@ static void set_batch(vh_frame_job *job, uint32_t first)
         job->segments[r].embeds = mj->vision_tokens;
     }
     vh_batch *b = &job->batch;
-    b->options = VH_BATCH_HIDDEN_ROWS | VH_BATCH_SEGMENT_EMBEDS | VH_BATCH_PLAN | VH_BATCH_SEGMENT_ADAPTERS |
-                 VH_BATCH_PLAN_SEGMENTS;
+    b->options = BATCH_OPTIONS;
     b->out_tokens = NULL;
     b->n_hidden_rows = HIDDEN_ROWS / 2 * job->n_segments;
     b->hidden_rows = mj->hidden_rows + 2 * first;
@@ -316,12 +320,9 @@ static int advance(vh_frame_job *job)
     const vh_program *p = job->ctx->program;
     if (!p->sequential || job->n_passes > 1) return 0; /* the planners ran after the head */
     /* sequential rounds: the action round as a second pass, on the job's second KV slot */
-    minddrive_job *mj = job->family_job;
     uint32_t rows = put_round(job->tokens, &p->round[ACTION], p->config->n_vision_tokens);
-    mj->hidden_rows[2] = p->speed_row;
-    mj->hidden_rows[3] = p->path_row;
     vh_frame_job_begin_prefill_segments(job, 1, &rows);
-    job->segments[0].sequence = job->sequence + ACTION;
+    job->segments[0].sequence = job->sequence + ACTION; /* the round's own KV slot, as in one pass */
     set_batch(job, ACTION);
     return 1;
 }

@@ -15,6 +15,8 @@
 #include "util/file_read.h"
 
 #define MAX_ADDED_TOKENS 64
+/* what every pass asks of the backends: the vision tokens given, the hidden row out, the planner */
+#define BATCH_OPTIONS (VH_BATCH_HIDDEN_ROWS | VH_BATCH_SEGMENT_EMBEDS | VH_BATCH_PLAN)
 
 struct vh_program {
     const vh_model *model;
@@ -137,7 +139,7 @@ static vh_status program_create(const vh_model *m, const vh_session_params *para
     shape->action_dim = 0;
     shape->passes_per_frame = 1; /* one prefill, no decoding */
     shape->max_context = p->n_rows;
-    shape->batch_options = VH_BATCH_HIDDEN_ROWS | VH_BATCH_SEGMENT_EMBEDS | VH_BATCH_PLAN;
+    shape->batch_options = BATCH_OPTIONS;
     *out = p;
     return VH_OK;
 }
@@ -214,7 +216,7 @@ static vh_status prepare(vh_frame_job *job, const vh_frame_input *in, vh_error *
     vh_frame_job_begin_prefill(job);
     job->segments[0].image = -1;
     job->segments[0].embeds = in->vision_tokens; /* the record's copy: it outlives the job's passes */
-    job->batch.options = VH_BATCH_HIDDEN_ROWS | VH_BATCH_SEGMENT_EMBEDS | VH_BATCH_PLAN;
+    job->batch.options = BATCH_OPTIONS;
     job->batch.out_tokens = NULL;
     job->batch.n_hidden_rows = 1;
     job->batch.hidden_rows = &oj->readout;
