@@ -34,8 +34,9 @@ typedef struct vh_job_context {
     int copy_hidden;                   /* 1: always copy rows between stages, never bind_hidden
                                           (tests of the copy path) */
     uint32_t segments_per_frame;       /* independent prompts a frame runs side by side, each a segment
-                                          on its own KV slot of max_context positions: 1, or 2
-                                          (MindDrive's decision and action rounds) */
+                                          on its own KV slot of max_context positions: 1 (set by
+                                          vh_job_context_init), or 2 (MindDrive's decision and action
+                                          rounds) */
 } vh_job_context;
 
 #define VH_MAX_FRAME_SEGMENTS 2
@@ -43,7 +44,7 @@ typedef struct vh_job_context {
 /* The most LLM rows one frame's pass carries (its segments together). */
 static inline uint32_t vh_job_context_frame_rows(const vh_job_context *ctx)
 {
-    return ctx->max_context * (ctx->segments_per_frame ? ctx->segments_per_frame : 1);
+    return ctx->max_context * ctx->segments_per_frame;
 }
 
 typedef enum vh_pass_kind {

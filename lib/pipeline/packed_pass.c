@@ -14,7 +14,7 @@ vh_status vh_packed_pass_init(vh_packed_pass *p, const vh_job_context *ctx, uint
     p->max_jobs = max_jobs;
     p->max_images = max_images ? max_images : 1;
     p->max_rows = vh_job_context_frame_rows(ctx) * p->max_images;
-    p->max_segments = max_jobs * (ctx->segments_per_frame ? ctx->segments_per_frame : 1);
+    p->max_segments = max_jobs * ctx->segments_per_frame;
     p->segments = calloc(p->max_segments, sizeof *p->segments);
     p->first_segment = calloc(max_jobs + 1, sizeof *p->first_segment);
     p->segment_adapters = calloc(p->max_segments, 1);
@@ -24,7 +24,8 @@ vh_status vh_packed_pass_init(vh_packed_pass *p, const vh_job_context *ctx, uint
     p->tokens = calloc(p->max_rows, sizeof *p->tokens);
     p->out_tokens = calloc(p->max_segments, sizeof *p->out_tokens);
     p->hidden = vh_plan_host_alloc(ctx->plan, sizeof(float) * p->max_rows * ctx->model->desc.llm.hidden);
-    if (!p->segments || !p->first_segment || !p->segment_adapters || !p->plan_segments || !p->planes || !p->jobs || !p->tokens || !p->out_tokens || !p->hidden) {
+    if (!p->segments || !p->first_segment || !p->segment_adapters || !p->plan_segments || !p->planes || !p->jobs ||
+        !p->tokens || !p->out_tokens || !p->hidden) {
         vh_packed_pass_free(p);
         return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (packed pass)");
     }

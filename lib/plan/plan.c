@@ -26,6 +26,8 @@ static int split_backend_names(const char *csv, char names[][65], int max)
 static vh_executor_params executor_params(const vh_model *model, const vh_plan_request *req, uint32_t first_block,
                                           uint32_t n_blocks)
 {
+    const uint32_t images = req->images_per_pass ? req->images_per_pass : 1;
+    const uint32_t segments = req->segments_per_frame ? req->segments_per_frame : 1;
     return (vh_executor_params){
         .struct_size = sizeof(vh_executor_params),
         .model = &model->desc,
@@ -34,11 +36,9 @@ static vh_executor_params executor_params(const vh_model *model, const vh_plan_r
         .n_blocks = n_blocks,
         .max_sequences = req->max_sequences ? req->max_sequences : 1,
         .max_context = req->max_context,
-        .max_rows = req->max_context * (req->segments_per_frame ? req->segments_per_frame : 1) *
-                    (req->images_per_pass ? req->images_per_pass : 1),
+        .max_rows = req->max_context * segments * images,
         /* a segment bringing its own vision rows takes an image's place (each of a frame's segments may) */
-        .max_images = (req->images_per_pass ? req->images_per_pass : 1) *
-                      (req->segments_per_frame ? req->segments_per_frame : 1),
+        .max_images = images * segments,
         .n_threads = req->n_threads,
         .memory_budget = req->gpu_memory_budget,
         .log_fn = req->log ? req->log->fn : NULL,
