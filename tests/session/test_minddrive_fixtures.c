@@ -17,6 +17,7 @@
 #include "family/minddrive/minddrive_family.h"
 #include "model/model.h"
 #include "pipeline/frame_runner.h"
+#include "reference_json.h"
 #include "test_support.h"
 
 #ifndef MD_BACKEND
@@ -94,31 +95,6 @@ static void floats_of(const json_t *array, float *out, size_t n)
     for (size_t i = 0; i < n; i++) out[i] = (float)dbl(json_array_get(array, i));
 }
 
-/* Maxima by comparison, not fmax (Debian 12's aarch64 GCC 12 crashes vectorising an fmax
- * reduction); a NaN error counts as infinitely wrong. */
-static double rel_error_d(const float *got, const double *want, size_t n)
-{
-    double worst = 0, scale = 1e-12;
-    for (size_t i = 0; i < n; i++)
-        if (fabs(want[i]) > scale) scale = fabs(want[i]);
-    for (size_t i = 0; i < n; i++) {
-        const double e = fabs((double)got[i] - want[i]) / scale;
-        if (!(e <= worst)) worst = isnan(e) ? INFINITY : e;
-    }
-    return worst;
-}
-
-/* max |got - want| / max |want|, want from a JSON array (float64). */
-static double rel_error(const float *got, const json_t *want, size_t n)
-{
-    ck_assert_uint_eq(json_array_size(want), n);
-    double *w = malloc(sizeof *w * n);
-    for (size_t i = 0; i < n; i++) w[i] = dbl(json_array_get(want, i));
-    const double e = rel_error_d(got, w, n);
-    free(w);
-    return e;
-}
-
 /* A planner's every-mode trajectories from its reference per-step offsets, summed in float64. */
 static void reference_modes(const json_t *planner, double *modes, uint32_t M, uint32_t T)
 {
@@ -141,7 +117,7 @@ static void check_extra(const vh_action *a, const char *extra, const json_t *wan
     uint32_t count = 0;
     const float *v = vh_action_extra(a, extra, &count);
     ck_assert_msg(v && count == n, "%s %s: extra %s has %u floats (%u wanted)", how, case_name(c), extra, count, n);
-    const double e = rel_error(v, want, n);
+    const double e = reference_rel_error(v, want, n);
     ck_assert_msg(e <= tol, "%s %s: %s off by %g", how, case_name(c), extra, e);
 }
 
@@ -155,7 +131,7 @@ static void check_planner(const vh_action *a, const json_t *planner, const char 
     ck_assert_msg(modes && count == M * T * 2, "%s %s: %s", how, case_name(c), name);
     double *want = malloc(sizeof *want * M * T * 2);
     reference_modes(planner, want, M, T);
-    const double e = rel_error_d(modes, want, (size_t)M * T * 2);
+    const double e = vh_test_rel_error_of_largest(modes, want, (size_t)M * T * 2);
     free(want);
     ck_assert_msg(e <= tol, "%s %s: %s off by %g", how, case_name(c), name, e);
     snprintf(name, sizeof name, "%s_mu", prefix);
@@ -184,7 +160,7 @@ static void check_action_tol(const json_t *c, const vh_action *a, const char *ho
     }
     const json_t *path = get(c, "path");
     ck_assert_int_eq(json_integer_value(get(path, "mode")), json_integer_value(get(c, "path_mode")));
-    const double e = rel_error(a->trajectory, get(path, "trajectory"), 2 * PATH_STEPS);
+    const double e = reference_rel_error(a->trajectory, get(path, "trajectory"), 2 * PATH_STEPS);
     ck_assert_msg(e <= tol, "%s %s: path off by %g", how, case_name(c), e);
     check_planner(a, path, "path", PATH_MODES, PATH_STEPS, tol, how, c);
 }
@@ -285,7 +261,7 @@ START_TEST(test_cases_one_by_one)
         const float *hidden = vh_minddrive_job_hidden(&runner.job);
         static const char *const rows[4] = {"decision_feature", "decision_feature", "speed_feature", "path_feature"};
         for (int r = 0; r < 4; r++) {
-            const double e = rel_error(hidden + (size_t)r * f.hidden, get(c, rows[r]), f.hidden);
+            const double e = reference_rel_error(hidden + (size_t)r * f.hidden, get(c, rows[r]), f.hidden);
             ck_assert_msg(e <= MD_TOL, "%s: %s off by %g", case_name(c), rows[r], e);
             if (e > worst) worst = e;
         }

@@ -15,6 +15,7 @@
 #include "family/orion/orion_family.h"
 #include "model/model.h"
 #include "pipeline/frame_runner.h"
+#include "reference_json.h"
 #include "test_support.h"
 
 #ifndef ORION_BACKEND
@@ -84,19 +85,6 @@ static void floats_of(const json_t *array, float *out, size_t n)
     for (size_t i = 0; i < n; i++) out[i] = (float)dbl(json_array_get(array, i));
 }
 
-/* max |got - want| / max |want|, want from the JSON array (float64). */
-static double rel_error(const float *got, const json_t *want, size_t n)
-{
-    ck_assert_uint_eq(json_array_size(want), n);
-    double worst = 0, scale = 1e-12;
-    for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(dbl(json_array_get(want, i))));
-    for (size_t i = 0; i < n; i++) {
-        const double e = fabs((double)got[i] - dbl(json_array_get(want, i))) / scale;
-        if (!(e <= worst)) worst = e;
-    }
-    return worst;
-}
-
 /* The reference's every-mode trajectories: its per-step offsets summed in float64. */
 static void reference_modes(const json_t *c, double *modes, uint32_t M, uint32_t T)
 {
@@ -112,21 +100,6 @@ static void reference_modes(const json_t *c, double *modes, uint32_t M, uint32_t
     }
 }
 
-/* Maxima by comparison, not fmax: Debian 12's aarch64 GCC 12 crashes vectorising an fmax
- * reduction over this constant-length array (internal compiler error in vect_transform_reduction).
- * A NaN error still fails: it is counted as infinitely wrong. */
-static double rel_error_d(const float *got, const double *want, size_t n)
-{
-    double worst = 0, scale = 1e-12;
-    for (size_t i = 0; i < n; i++)
-        if (fabs(want[i]) > scale) scale = fabs(want[i]);
-    for (size_t i = 0; i < n; i++) {
-        double e = fabs((double)got[i] - want[i]) / scale;
-        if (!(e <= worst)) worst = isnan(e) ? INFINITY : e;
-    }
-    return worst;
-}
-
 /* Every value of an action against a case's reference, within `tol` of the largest value. */
 static void check_action_tol(const fixture *f, const json_t *c, const vh_action *a, const char *how, double tol)
 {
@@ -134,19 +107,19 @@ static void check_action_tol(const fixture *f, const json_t *c, const vh_action 
     ck_assert_msg(a->status == VH_OK, "%s %s: status %d", how, name, a->status);
     ck_assert_int_eq(a->kind, VH_ACTION_TRAJECTORY);
     ck_assert_uint_eq(a->n_points, 6);
-    double e = rel_error(a->trajectory, json_object_get(c, "trajectory"), 12);
+    double e = reference_rel_error(a->trajectory, json_object_get(c, "trajectory"), 12);
     ck_assert_msg(e <= tol, "%s %s: trajectory off by %g", how, name, e);
     uint32_t n = 0;
     const float *modes = vh_action_extra(a, "mode_trajectories", &n);
     ck_assert_msg(modes && n == 72, "%s: mode_trajectories", name);
     double want[72];
     reference_modes(c, want, 6, 6);
-    ck_assert_msg((e = rel_error_d(modes, want, 72)) <= tol, "%s %s: modes off by %g", how, name, e);
+    ck_assert_msg((e = vh_test_rel_error_of_largest(modes, want, 72)) <= tol, "%s %s: modes off by %g", how, name, e);
     const float *mu = vh_action_extra(a, "mu", &n);
-    ck_assert_msg(mu && n == 32 && (e = rel_error(mu, json_object_get(c, "mu"), 32)) <= tol, "%s %s: mu %g", how,
+    ck_assert_msg(mu && n == 32 && (e = reference_rel_error(mu, json_object_get(c, "mu"), 32)) <= tol, "%s %s: mu %g", how,
                   name, e);
     const float *ls = vh_action_extra(a, "log_sigma", &n);
-    ck_assert_msg(ls && n == 32 && (e = rel_error(ls, json_object_get(c, "log_sigma"), 32)) <= tol,
+    ck_assert_msg(ls && n == 32 && (e = reference_rel_error(ls, json_object_get(c, "log_sigma"), 32)) <= tol,
                   "%s %s: log_sigma %g", how, name, e);
     (void)f;
 }
@@ -229,7 +202,7 @@ static void cases_one_by_one(const char *model)
         } while (vh_frame_job_advance(&runner.job));
         vh_frame_result r;
         vh_frame_job_result(&runner.job, &r);
-        const double e = rel_error(vh_orion_job_feature(&runner.job), json_object_get(c, "feature"), f.hidden);
+        const double e = reference_rel_error(vh_orion_job_feature(&runner.job), json_object_get(c, "feature"), f.hidden);
         ck_assert_msg(e <= ORION_TOL, "%s: feature off by %g", json_string_value(json_object_get(c, "name")), e);
         worst_feature = fmax(worst_feature, e);
         vh_action a;

@@ -22,8 +22,11 @@ char *vh_test_write_temp(const void *data, size_t size, const char *suffix);
 char *vh_test_make_temp_dir(void);
 void vh_test_remove_tree(const char *path);
 
-/* Largest |a-b| / max(|b|, floor) over n values. */
+/* Largest |a-b| / max(|b|, floor) over n values; a NaN anywhere counts as infinitely wrong. */
 double vh_test_max_rel_error(const float *a, const double *b, size_t n, double floor);
+/* Largest |a-b| over n values, relative to the largest |b| (a driving model's outputs: the
+ * reference's scale, not each value's); NaN: infinite. */
+double vh_test_rel_error_of_largest(const float *a, const double *b, size_t n);
 
 /* Whether backend `name` loads and has a usable device here. Asked in a child process, because a
  * GPU runtime initialised in the test's main process would not survive check's fork into each
