@@ -28,6 +28,7 @@
 
 #include "family/orion/orion_family.h"
 #include "model/model.h"
+#include "synth_support.h"
 #include "test_support.h"
 #include "vlahybrid/vlahybrid.h"
 
@@ -40,60 +41,6 @@
 
 static const char *const small_files[] = {"config.json", "preprocessor_config.json", "generation_config.json",
                                           "special_tokens_map.json", "tokenizer_config.json", "tokenizer.model"};
-
-static char *join(const char *dir, const char *name)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    ck_assert_ptr_nonnull(p);
-    snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
-static int exists(const char *path)
-{
-    struct stat st;
-    return lstat(path, &st) == 0;
-}
-
-/* Run vh-synth-checkpoint with args (NULL-terminated) and, if fsize_limit, RLIMIT_FSIZE; stdout and
- * stderr go to log. Returns the exit status (128 + signal when killed). */
-static int run_synth(const char *log, rlim_t fsize_limit, const char *const *args)
-{
-    const char *argv[40];
-    int n = 0;
-    argv[n++] = VH_SYNTH_CHECKPOINT_EXE;
-    for (; args[n - 1] && n < 39; n++) argv[n] = args[n - 1];
-    argv[n] = NULL;
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd < 0) _exit(125);
-        dup2(fd, 1);
-        dup2(fd, 2);
-        close(fd);
-        if (fsize_limit) {
-            signal(SIGXFSZ, SIG_IGN); /* a write past the limit fails with EFBIG instead */
-            struct rlimit rl = {fsize_limit, fsize_limit};
-            if (setrlimit(RLIMIT_FSIZE, &rl) != 0) _exit(126);
-        }
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0) ck_assert_int_eq(errno, EINTR);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-static char *read_text(const char *path)
-{
-    char *text = (char *)vh_test_read_file(path, NULL);
-    ck_assert_msg(text, "%s: unreadable", path);
-    return text;
-}
 
 /* Generate a small model into tmp/name with extra options; fails the test unless it worked. */
 static char *generate(const char *tmp, const char *name, const char *const *extra)
@@ -589,13 +536,6 @@ static json_t *load_ordered(const char *path)
     return j;
 }
 
-static long long int_at(const json_t *obj, const char *key)
-{
-    const json_t *v = json_object_get(obj, key);
-    ck_assert_msg(json_is_integer(v), "'%s' is not an integer", key);
-    return (long long)json_integer_value(v);
-}
-
 static void check_orion_config(const char *dir, const char *dtype)
 {
     char *path = join(dir, "config.json"), *fixture = vh_test_fixture_path("orion/model/config.json");
@@ -642,17 +582,6 @@ static void check_orion_config(const char *dir, const char *dtype)
     char *pre = join(dir, "preprocessor_config.json");
     ck_assert_msg(!exists(pre), "an OpenVLA preprocessor_config.json in an Orion folder");
     free(pre);
-}
-
-/* A unit-variance normal from a hash, for the seeded tokens. */
-static float normal_at(uint64_t i)
-{
-    uint64_t z = (i + 1) * 0x9e3779b97f4a7c15u;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    z ^= z >> 31;
-    double u1 = ((z >> 11) + 0.5) / 9007199254740992.0, u2 = ((z & 0x7ff) + 0.5) / 2048.0;
-    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
 }
 
 /* vh_model_load says family orion; a session makes a finite 6-point trajectory from zero tokens and

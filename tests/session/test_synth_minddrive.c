@@ -29,6 +29,7 @@
 
 #include "family/minddrive/minddrive_family.h"
 #include "model/model.h"
+#include "synth_support.h"
 #include "test_support.h"
 #include "vlahybrid/vlahybrid.h"
 
@@ -47,54 +48,6 @@ static const char *const added[15] = {
     "<maintain_fast_speed>", "<slow_down_rapidly>", "<lanefollow>", "<straight>", "<turn_left>",
     "<change_lane_left>", "<turn_right>", "<change_lane_right>", "<waypoint_ego>", "<path_waypoint_ego>"};
 
-static char *join(const char *dir, const char *name)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    ck_assert_ptr_nonnull(p);
-    snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
-static int exists(const char *path)
-{
-    struct stat st;
-    return lstat(path, &st) == 0;
-}
-
-/* Run vh-synth-checkpoint with args (NULL-terminated), stdout and stderr to log; the exit status. */
-static int run_synth(const char *log, const char *const *args)
-{
-    const char *argv[40];
-    int n = 0;
-    argv[n++] = VH_SYNTH_CHECKPOINT_EXE;
-    for (; args[n - 1] && n < 39; n++) argv[n] = args[n - 1];
-    argv[n] = NULL;
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd < 0) _exit(125);
-        dup2(fd, 1);
-        dup2(fd, 2);
-        close(fd);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0) ck_assert_int_eq(errno, EINTR);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-static char *read_text(const char *path)
-{
-    char *text = (char *)vh_test_read_file(path, NULL);
-    ck_assert_msg(text, "%s: unreadable", path);
-    return text;
-}
-
 /* Generate into tmp/name: --family minddrive, the Qwen2-style tokenizer, then `extra`. */
 static char *generate(const char *tmp, const char *name, const char *const *extra, const char *want_report)
 {
@@ -103,7 +56,7 @@ static char *generate(const char *tmp, const char *name, const char *const *extr
     int n = 7;
     for (int i = 0; extra[i]; i++) args[n++] = extra[i];
     args[n] = NULL;
-    int rc = run_synth(log, args);
+    int rc = run_synth(log, 0, args);
     char *text = read_text(log);
     ck_assert_msg(rc == 0, "vh-synth-checkpoint --family minddrive exited with %d:\n%s", rc, text);
     ck_assert_msg(strstr(text, want_report) && strstr(text, "time "), "unexpected report (want '%s'):\n%s",
@@ -143,13 +96,6 @@ static void keys_are(const json_t *obj, const char *const *keys, const char *wha
         i++;
     }
     ck_assert_msg(!keys[i], "%s: '%s' is missing", what, keys[i]);
-}
-
-static long long int_at(const json_t *obj, const char *key)
-{
-    const json_t *v = json_object_get(obj, key);
-    ck_assert_msg(json_is_integer(v), "'%s' is not an integer", key);
-    return (long long)json_integer_value(v);
 }
 
 /* convert_minddrive.py's convert(): config's keys; text_config: the llava-qwen2 config.json's keys
@@ -312,17 +258,6 @@ static void shape_is(const json_t *h, const char *name, long long a, long long b
                   "%s: shape is not [%lld, %lld]", name, a, b);
 }
 
-/* A unit-variance normal from a hash, for the seeded tokens. */
-static float normal_at(uint64_t i)
-{
-    uint64_t z = (i + 1) * 0x9e3779b97f4a7c15u;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    z ^= z >> 31;
-    double u1 = ((z >> 11) + 0.5) / 9007199254740992.0, u2 = ((z & 0x7ff) + 0.5) / 2048.0;
-    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
-}
-
 /* Family minddrive; zero then seeded tokens (command 2): finite 20-point paths that differ, 7 speed
  * log-probabilities summing to one whose argmax is the decision, the planners' modes. */
 static void run_frames(const char *model, uint32_t hidden, uint32_t layers)
@@ -468,7 +403,7 @@ START_TEST(minddrive_full_size_plans)
 {
     char *tmp = vh_test_make_temp_dir(), *log = join(tmp, "plan.txt");
     const char *small[] = {"--family", "minddrive", "--list", NULL};
-    ck_assert_int_eq(run_synth(log, small), 0);
+    ck_assert_int_eq(run_synth(log, 0, small), 0);
     char *text = read_text(log);
     static const char *const want[] = {
         "plan: MindDrive 0.5b, LLM 24 layers x 896 (MLP 4864, 14 heads / 2 KV heads of 64), vocab 151661, ",
@@ -488,7 +423,7 @@ START_TEST(minddrive_full_size_plans)
     ck_assert_msg(!strstr(text, "model.layers.24."), "a 25th layer");
     free(text);
     const char *big[] = {"--family", "minddrive", "--size", "3b", "--dry-run", NULL};
-    ck_assert_int_eq(run_synth(log, big), 0);
+    ck_assert_int_eq(run_synth(log, 0, big), 0);
     text = read_text(log);
     ck_assert_msg(strstr(text, "plan: MindDrive 3b, LLM 36 layers x 2048 (MLP 11008, 16 heads / 2 KV heads of 128), "
                                "vocab 151680, ") &&
@@ -498,13 +433,13 @@ START_TEST(minddrive_full_size_plans)
     free(text);
     /* what does not apply is refused */
     const char *size_openvla[] = {"--size", "3b", "--dry-run", NULL};
-    ck_assert_int_eq(run_synth(log, size_openvla), 2);
+    ck_assert_int_eq(run_synth(log, 0, size_openvla), 2);
     const char *size_bad[] = {"--family", "minddrive", "--size", "7b", "--dry-run", NULL};
-    ck_assert_int_eq(run_synth(log, size_bad), 2);
+    ck_assert_int_eq(run_synth(log, 0, size_bad), 2);
     const char *vision[] = {"--family", "minddrive", "--vision", "tiny", "--dry-run", NULL};
-    ck_assert_int_eq(run_synth(log, vision), 2);
+    ck_assert_int_eq(run_synth(log, 0, vision), 2);
     const char *odd[] = {"--family", "minddrive", "--llm-hidden", "100", "--dry-run", NULL};
-    ck_assert_int_eq(run_synth(log, odd), 2);
+    ck_assert_int_eq(run_synth(log, 0, odd), 2);
     unlink(log);
     free(log);
     vh_test_remove_tree(tmp);
@@ -530,7 +465,7 @@ START_TEST(minddrive_bad_tokenizers_leave_nothing)
     for (int i = 0; i < 3; i++) {
         const char *args[] = {"--family", "minddrive", "--out", out, "--tokenizer", bad[i], "--llm-layers", "1",
                               "--llm-hidden", "64", NULL};
-        ck_assert_int_eq(run_synth(log, args), 1);
+        ck_assert_int_eq(run_synth(log, 0, args), 1);
         char *text = read_text(log);
         ck_assert_msg(strstr(text, why[i]), "tokenizer %d: no '%s' in:\n%s", i, why[i], text);
         free(text);
