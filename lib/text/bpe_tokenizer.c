@@ -282,6 +282,7 @@ typedef struct bpe_state {
     bpe_pair *heap;         /* max-heap: highest score first, then leftmost */
     size_t heap_size;
     bpe_split *splits;      /* [tok->n_unused], NULL when the model has no UNUSED piece */
+    uint64_t steps;         /* heap moves and merge candidates looked up: the encode's work */
 } bpe_state;
 
 /* Is pair a to be merged before pair b? sentencepiece's order: higher score, then leftmost.
@@ -296,7 +297,9 @@ static bool pair_before(const bpe_pair *a, const bpe_pair *b)
 static void heap_push(bpe_state *s, bpe_pair pair)
 {
     size_t i = s->heap_size++;
+    s->steps++;
     while (i > 0) {
+        s->steps++;
         size_t parent = (i - 1) / 2;
         if (!pair_before(&pair, &s->heap[parent])) break;
         s->heap[i] = s->heap[parent];
@@ -310,7 +313,9 @@ static bpe_pair heap_pop(bpe_state *s)
     bpe_pair top = s->heap[0];
     bpe_pair last = s->heap[--s->heap_size];
     size_t i = 0, n = s->heap_size;
+    s->steps++;
     for (;;) {
+        s->steps++;
         size_t child = 2 * i + 1;
         if (child >= n) break;
         if (child + 1 < n && pair_before(&s->heap[child + 1], &s->heap[child])) child++;
@@ -329,6 +334,7 @@ static void propose_pair(bpe_state *s, uint32_t left, uint32_t right)
     const bpe_symbol *l = &s->symbols[left], *r = &s->symbols[right];
     if (l->frozen || r->frozen) return;
     uint32_t size = l->size + r->size;
+    s->steps++;
     int32_t id = vh_piece_table_find(&s->tok->table, s->text + l->start, size).normal_id;
     if (id < 0) return;
     const vh_sp_piece *piece = &s->tok->model.pieces[id];
@@ -449,6 +455,13 @@ static vh_status emit_symbol(const bpe_state *s, const bpe_symbol *sym, uint32_t
 vh_status vh_tokenizer_encode(const vh_tokenizer *tok, const char *text, size_t len,
                               int32_t **ids, size_t *n_ids, vh_error *err)
 {
+    return vh_tokenizer_encode_counted(tok, text, len, ids, n_ids, NULL, err);
+}
+
+vh_status vh_tokenizer_encode_counted(const vh_tokenizer *tok, const char *text, size_t len,
+                                      int32_t **ids, size_t *n_ids, uint64_t *steps, vh_error *err)
+{
+    if (steps) *steps = 0;
     if (!tok || !ids || !n_ids)
         return vh_error_set(err, VH_ERR_INVALID_ARGUMENT, "vh_tokenizer_encode: NULL argument");
     *ids = NULL;
@@ -499,6 +512,7 @@ vh_status vh_tokenizer_encode(const vh_tokenizer *tok, const char *text, size_t 
     }
 
     merge_symbols(&s, normalized_size);
+    if (steps) *steps = s.steps;
     /* Symbol 0 is never merged away (merges keep the left symbol), so the chain starts there. */
     for (uint32_t i = n_symbols > 0 ? 0 : NO_SYMBOL; i != NO_SYMBOL; i = s.symbols[i].next) {
         st = emit_symbol(&s, &s.symbols[i], stack, &w, err);

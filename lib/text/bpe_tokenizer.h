@@ -53,6 +53,12 @@ void vh_tokenizer_free(vh_tokenizer *tok);
 vh_status vh_tokenizer_encode(const vh_tokenizer *tok, const char *text, size_t len,
                               int32_t **ids, size_t *n_ids, vh_error *err);
 
+/* vh_tokenizer_encode, also counting its work into *steps (may be NULL): one step per merge
+ * candidate looked up and per heap move. The merge is O(n log n) in the text's symbols; tests
+ * hold it to that by these counts, not by the clock. */
+vh_status vh_tokenizer_encode_counted(const vh_tokenizer *tok, const char *text, size_t len,
+                                      int32_t **ids, size_t *n_ids, uint64_t *steps, vh_error *err);
+
 /* Ids of the model's bos_piece / eos_piece ("<s>", "</s>" unless the model renames them), or -1
  * when that piece is not a CONTROL piece (sentencepiece's bos_id()/eos_id()). */
 int32_t vh_tokenizer_bos_id(const vh_tokenizer *tok);

