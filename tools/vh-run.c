@@ -126,6 +126,7 @@ static void usage(FILE *out)
             "  --plugin-path PATH    a plugin file, or a folder searched before VH_BACKEND_PATH (default: none)\n"
             "  --decode-positions P  contiguous (default) | openvla-hf440: as OpenVLA's transformers 4.40 stack\n"
             "  --json                one JSON object a frame on stdout (image, instruction, prompt_ids,\n"
+            "                        prompt_rounds (every round's ids and image position; driving models too),\n"
             "                        action_ids, action, timings), statistics on stderr (default: text)\n"
             "  --verbose             the library's log on stderr, debug level (default: off)\n"
             "  --frames N            submit N frames, cycling over the images (default: one per image)\n"
@@ -450,7 +451,8 @@ static json_t *check_frame(run_state *run, const vh_action *a, const int32_t *pr
     return NULL;
 }
 
-static void print_json(const options *o, const vh_action *a, const int32_t *prompt, size_t n_prompt, json_t *check)
+static void print_json(const options *o, const vh_action *a, const int32_t *prompt, size_t n_prompt, json_t *check,
+                       json_t *rounds)
 {
     json_t *obj = json_object();
     json_object_set_new(obj, "frame", a->frame_id ? json_integer((json_int_t)a->frame_id) : json_null());
@@ -460,6 +462,7 @@ static void print_json(const options *o, const vh_action *a, const int32_t *prom
     json_t *ids = json_array();
     for (size_t i = 0; i < n_prompt; i++) json_array_append_new(ids, json_integer(prompt[i]));
     json_object_set_new(obj, "prompt_ids", ids);
+    json_object_set_new(obj, "prompt_rounds", rounds);
     json_t *tokens = json_array(), *values = json_array();
     if (a->status == VH_OK) {
         for (uint32_t i = 0; i < a->action_dim; i++) {
@@ -499,7 +502,7 @@ static json_t *json_floats(const float *v, uint32_t n)
 }
 
 /* Orion, --json: the trajectory flat (x0, y0, x1, y1, ...) and the extras by name. */
-static void print_orion_json(const options *o, const vh_action *a)
+static void print_orion_json(const options *o, const vh_action *a, json_t *rounds)
 {
     json_t *obj = json_object();
     json_object_set_new(obj, "frame", a->frame_id ? json_integer((json_int_t)a->frame_id) : json_null());
@@ -527,7 +530,40 @@ static void print_orion_json(const options *o, const vh_action *a)
         if (v) json_object_set_new(extras, name, json_floats(v, count));
     }
     json_object_set_new(obj, "extras", extras);
+    json_object_set_new(obj, "prompt_rounds", rounds);
     print_json_line(obj, a, 9);
+}
+
+/* --json: every round of the prompt the frame is fed (vh_session_prompt_rounds), as
+ * [{"name", "ids", "image_position", "n_image_rows"}, ...] (the vision rows go before
+ * ids[image_position]); null when the library cannot say. Thread-safe. */
+static json_t *prompt_rounds_json(vh_session *s, const char *instruction, int32_t command)
+{
+    enum { MAX_ROUNDS = 4 };
+    vh_prompt_request req;
+    vh_prompt_request_init(&req);
+    req.instruction = instruction;
+    req.command = command;
+    int32_t *ids = malloc(sizeof *ids * MAX_ROUNDS * MAX_PROMPT_IDS);
+    vh_prompt_round r[MAX_ROUNDS];
+    for (uint32_t i = 0; i < MAX_ROUNDS; i++) {
+        vh_prompt_round_init(&r[i]);
+        r[i].ids = ids ? ids + (size_t)i * MAX_PROMPT_IDS : NULL;
+        r[i].ids_capacity = ids ? MAX_PROMPT_IDS : 0;
+    }
+    uint32_t n = 0;
+    json_t *rounds = ids && vh_session_prompt_rounds(s, &req, r, MAX_ROUNDS, &n) == VH_OK ? json_array() : json_null();
+    for (uint32_t i = 0; json_is_array(rounds) && i < n; i++) {
+        json_t *round = json_object(), *list = json_array();
+        for (size_t k = 0; k < r[i].n_ids; k++) json_array_append_new(list, json_integer(r[i].ids[k]));
+        json_object_set_new(round, "name", json_string(r[i].name));
+        json_object_set_new(round, "ids", list);
+        json_object_set_new(round, "image_position", json_integer(r[i].image_position));
+        json_object_set_new(round, "n_image_rows", json_integer(r[i].n_image_rows));
+        json_array_append_new(rounds, round);
+    }
+    free(ids);
+    return rounds;
 }
 
 /* One line per frame; both threads print (refusals from the submitting one), a line at a time. */
@@ -538,11 +574,14 @@ static void print_frame(run_state *run, const vh_action *a)
     if (!run->opt->orion && /* the frame's prompt ids (its instruction's), thread-safe */
         vh_session_prompt_ids(run->session, frame_instruction(run->opt, a->tag), prompt, MAX_PROMPT_IDS, &n_prompt))
         n_prompt = 0;
+    json_t *rounds = run->opt->json ? prompt_rounds_json(run->session, frame_instruction(run->opt, a->tag),
+                                                         run->opt->orion ? run->opt->command : VH_COMMAND_NONE)
+                                    : NULL;
     flockfile(stdout);
     json_t *check = run->reference ? check_frame(run, a, prompt, n_prompt) : NULL;
-    if (run->opt->orion && run->opt->json) print_orion_json(run->opt, a);
+    if (run->opt->orion && run->opt->json) print_orion_json(run->opt, a, rounds);
     else if (run->opt->orion) print_orion_text(run->opt, a);
-    else if (run->opt->json) print_json(run->opt, a, prompt, n_prompt, check);
+    else if (run->opt->json) print_json(run->opt, a, prompt, n_prompt, check, rounds);
     else if (!run->reference) print_text(run->opt, a);
     fflush(stdout);
     funlockfile(stdout);

@@ -435,7 +435,10 @@ VH_API const char *vh_session_last_error(vh_session *session);
 
 /* The prompt token ids the session would feed the model for `instruction` (BOS, the OpenVLA
  * prompt, and the trailing 29871), into ids[0 .. capacity). *count receives the full length even
- * when it exceeds capacity (then VH_ERR_INVALID_ARGUMENT is returned). Thread-safe. */
+ * when it exceeds capacity (then VH_ERR_INVALID_ARGUMENT is returned). Thread-safe. Models whose
+ * frames have one prompt round answer with its ids (Orion: its fixed prompt, the instruction
+ * ignored); MindDrive's two rounds: VH_ERR_UNSUPPORTED (vh_session_prompt_rounds gives each, and
+ * every round's image position). */
 VH_API vh_status vh_session_prompt_ids(vh_session *session, const char *instruction, int32_t *ids,
                                        size_t capacity, size_t *count);
 
@@ -527,6 +530,54 @@ static inline void vh_session_stats_init(vh_session_stats *stats)
     vh_session_stats_init_sized(stats, sizeof *stats);
 }
 VH_API vh_status vh_session_get_stats(vh_session *session, vh_session_stats *stats);
+
+/* ------------------------------------------------------------------------------------------------
+ * Added in 0.5.0: every round of a frame's prompt, as the model is fed it, so that a program can
+ * check it against its own agent's (doc/api.md, "Prompt rounds").
+ */
+/* What the frame would carry that decides its prompt. */
+typedef struct vh_prompt_request {
+    size_t struct_size;        /* set by vh_prompt_request_init() */
+    const char *instruction;   /* OpenVLA: the frame's instruction (required). Orion, MindDrive:
+                                  ignored, as in their frames (their prompts are fixed) */
+    int32_t command;           /* driving models: the frame's command 0..5, or VH_COMMAND_NONE (the
+                                  default; Orion's and MindDrive's prompts are the same for every
+                                  command); another value is refused. OpenVLA: ignored */
+} vh_prompt_request;
+
+VH_API void vh_prompt_request_init_sized(vh_prompt_request *request, size_t struct_size);
+static inline void vh_prompt_request_init(vh_prompt_request *request)
+{
+    vh_prompt_request_init_sized(request, sizeof *request);
+}
+
+/* One round: one prompt the frame's passes run (OpenVLA and Orion one, MindDrive two). */
+typedef struct vh_prompt_round {
+    size_t struct_size;        /* set by vh_prompt_round_init() */
+    /* The caller's: */
+    int32_t *ids;              /* room for ids_capacity token ids; may be NULL when that is 0 */
+    size_t ids_capacity;
+    /* The library's: */
+    char name[16];             /* "prompt" (OpenVLA, Orion), "decision", "action" (MindDrive) */
+    size_t n_ids;              /* the round's ids, also when more than ids_capacity */
+    int64_t image_position;    /* the vision rows go before ids[image_position] (n_ids: after the
+                                  last); -1: the round has none */
+    uint32_t n_image_rows;     /* how many: image patches (OpenVLA) or vision tokens (529) */
+} vh_prompt_round;
+
+VH_API void vh_prompt_round_init_sized(vh_prompt_round *round, size_t struct_size);
+static inline void vh_prompt_round_init(vh_prompt_round *round) { vh_prompt_round_init_sized(round, sizeof *round); }
+
+/* Every round of the prompt a frame with `request`'s instruction and command is fed, in the order
+ * the model runs them: rounds[i] (i < capacity, each set up by vh_prompt_round_init, all of one
+ * struct_size) receives round i's name, ids, image position and vision row count. *n_rounds
+ * receives how many rounds the frame has. When capacity is below that, or a round's ids exceed its
+ * ids_capacity: VH_ERR_INVALID_ARGUMENT, with every count filled in and the ids that fit copied, so
+ * a second call with that much room succeeds. OpenVLA: one round "prompt", the ids of
+ * vh_session_prompt_ids, image_position 1. Orion: one round "prompt". MindDrive: "decision" (its
+ * final speed token, which the model never runs, left out), then "action". Thread-safe. */
+VH_API vh_status vh_session_prompt_rounds(vh_session *session, const vh_prompt_request *request,
+                                          vh_prompt_round *rounds, uint32_t capacity, uint32_t *n_rounds);
 
 #ifdef __cplusplus
 }

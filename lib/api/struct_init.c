@@ -53,3 +53,15 @@ void vh_session_stats_init_sized(vh_session_stats *stats, size_t struct_size)
     if (!stats || struct_size < sizeof stats->struct_size) return;
     FILL_DEFAULTS(vh_session_stats, stats, struct_size, .n_stages = 0);
 }
+
+void vh_prompt_request_init_sized(vh_prompt_request *request, size_t struct_size)
+{
+    if (!request || struct_size < sizeof request->struct_size) return;
+    FILL_DEFAULTS(vh_prompt_request, request, struct_size, .command = VH_COMMAND_NONE);
+}
+
+void vh_prompt_round_init_sized(vh_prompt_round *round, size_t struct_size)
+{
+    if (!round || struct_size < sizeof round->struct_size) return;
+    FILL_DEFAULTS(vh_prompt_round, round, struct_size, .image_position = -1);
+}

@@ -50,6 +50,22 @@ typedef struct vh_program_shape {
     char label[64];                    /* reported as vh_session_info.unnorm_key */
 } vh_program_shape;
 
+/* One round of a frame's prompt (vh_prompt_round without the caller's buffer). */
+#define VH_FAMILY_MAX_PROMPT_ROUNDS 4
+typedef struct vh_family_prompt_round {
+    const char *name;                  /* static: "prompt", "decision", "action" */
+    int32_t *ids;                      /* malloc'd */
+    size_t n_ids;
+    int64_t image_position;            /* the vision rows go before ids[image_position]; -1: none */
+    uint32_t n_image_rows;
+} vh_family_prompt_round;
+
+/* rounds[i].ids = a malloc'd copy of ids[0 .. n_ids), and the round's other fields. */
+vh_status vh_family_prompt_round_set(vh_family_prompt_round *round, const char *name, const int32_t *ids,
+                                     size_t n_ids, int64_t image_position, uint32_t n_image_rows, vh_error *err);
+/* Frees the ids of rounds[0 .. n_rounds) (NULL-safe) and zeroes the rounds. */
+void vh_family_prompt_rounds_free(vh_family_prompt_round *rounds, uint32_t n_rounds);
+
 typedef struct vh_family {
     const char *name;                  /* "openvla" */
     const char *model_type;            /* the config.json model_type it claims */
@@ -88,9 +104,13 @@ typedef struct vh_family {
      * program's): 1; 0 when the model
      * cannot run one (then there is no warm-up); -1 when out of memory. */
     int (*warmup_input)(vh_program *program, vh_frame *frame);
-    /* The prompt's token ids for an instruction (*ids malloc'd); NULL: the family has no text prompt. */
-    vh_status (*prompt_ids)(const vh_program *program, const char *instruction, int32_t **ids, size_t *n_ids,
-                            vh_error *err);
+    /* Every round of the prompt a frame with this instruction and command is fed, in run order, into
+     * rounds[0 .. *n_rounds): the ids prepare lays out (each round's malloc'd; none left on failure).
+     * VH_ERR_INVALID_ARGUMENT, the message naming request->instruction or ->command, when no frame
+     * could have them. Any thread. */
+    vh_status (*prompt_rounds)(const vh_program *program, const char *instruction, int32_t command,
+                               vh_family_prompt_round rounds[VH_FAMILY_MAX_PROMPT_ROUNDS], uint32_t *n_rounds,
+                               vh_error *err);
 } vh_family;
 
 /* The family claiming `model_type`, or NULL. */

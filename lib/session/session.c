@@ -20,6 +20,7 @@
 #include "queue/frame_queue.h"
 #include "session/create_progress.h"
 #include "session/frame_copy.h"
+#include "session/session_access.h"
 #include "util/clock.h"
 #include "util/cpu_list.h"
 #include "util/log.h"
@@ -522,27 +523,6 @@ const char *vh_session_last_error(vh_session *s)
     return thread_session_error;
 }
 
-vh_status vh_session_prompt_ids(vh_session *s, const char *instruction, int32_t *ids, size_t capacity,
-                                size_t *count)
-{
-    if (!s) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
-    if (is_shut(s)) return fail(s, VH_ERR_SHUTDOWN, SHUT_MESSAGE, "");
-    if (!instruction || !count || (capacity && !ids))
-        return fail(s, VH_ERR_INVALID_ARGUMENT, "%s", "instruction, ids and count must not be NULL");
-    if (!s->model->family->prompt_ids)
-        return fail(s, VH_ERR_UNSUPPORTED, "model family '%s' has no text prompt", s->model->family->name);
-    int32_t *all = NULL;
-    size_t n = 0;
-    vh_error err;
-    vh_status st = s->model->family->prompt_ids(s->program, instruction, &all, &n, &err);
-    if (st) return report(s, &err);
-    *count = n;
-    if (capacity) memcpy(ids, all, sizeof *ids * (n < capacity ? n : capacity));
-    free(all);
-    if (n > capacity) return fail(s, VH_ERR_INVALID_ARGUMENT, "%s", "ids has room for fewer ids than the prompt has");
-    return VH_OK;
-}
-
 vh_status vh_session_get_info(vh_session *s, vh_session_info *info)
 {
     if (!s) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
@@ -575,3 +555,23 @@ vh_status vh_session_get_info(vh_session *s, vh_session_info *info)
     info->struct_size = caller_size;
     return VH_OK;
 }
+
+/* For the API's functions in other files (session_access.h; vh_session_prompt_ids and
+ * vh_session_prompt_rounds are in prompt_rounds.c). */
+vh_status vh_session_enter(vh_session *s)
+{
+    if (!s) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
+    if (is_shut(s)) return fail(s, VH_ERR_SHUTDOWN, SHUT_MESSAGE, "");
+    return VH_OK;
+}
+
+vh_status vh_session_report(vh_session *s, const vh_error *err) { return report(s, err); }
+
+int vh_session_struct_size_ok(const void *st, size_t caller_size, size_t known_size)
+{
+    return struct_size_ok(st, caller_size, known_size);
+}
+
+const vh_family *vh_session_family(const vh_session *s) { return s->model->family; }
+
+const vh_program *vh_session_program(const vh_session *s) { return s->program; }

@@ -85,6 +85,10 @@ _declare("vh_session_last_error", c_char_p, _Session)
 _declare("vh_session_prompt_ids", S.c_enum, _Session, c_char_p, POINTER(c_int32), c_size_t, POINTER(c_size_t))
 _declare("vh_session_get_info", S.c_enum, _Session, POINTER(S.SessionInfo))
 _declare("vh_session_get_stats", S.c_enum, _Session, POINTER(S.SessionStats))
+_declare("vh_prompt_request_init_sized", None, POINTER(S.PromptRequest), c_size_t)
+_declare("vh_prompt_round_init_sized", None, POINTER(S.PromptRound), c_size_t)
+_declare("vh_session_prompt_rounds", S.c_enum, _Session, POINTER(S.PromptRequest), POINTER(S.PromptRound), c_uint32,
+         POINTER(c_uint32))
 
 
 def text(value):
@@ -101,6 +105,8 @@ def new(struct_type):
         S.Action: lib.vh_action_init_sized,
         S.SessionInfo: lib.vh_session_info_init_sized,
         S.SessionStats: lib.vh_session_stats_init_sized,
+        S.PromptRequest: lib.vh_prompt_request_init_sized,
+        S.PromptRound: lib.vh_prompt_round_init_sized,
     }[struct_type]
     init(ctypes.byref(value), ctypes.sizeof(value))
     return value

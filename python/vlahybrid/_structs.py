@@ -231,6 +231,26 @@ class SessionStats(ctypes.Structure):
     ]
 
 
+class PromptRequest(ctypes.Structure):  # 0.5.0
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("instruction", c_char_p),
+        ("command", c_int32),
+    ]
+
+
+class PromptRound(ctypes.Structure):  # 0.5.0
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("ids", POINTER(c_int32)),
+        ("ids_capacity", c_size_t),
+        ("name", c_char * 16),
+        ("n_ids", c_size_t),
+        ("image_position", c_int64),
+        ("n_image_rows", c_uint32),
+    ]
+
+
 # The C names of the mirrors, for the layout test.
 C_NAMES = {
     "vh_session_params": SessionParams,
@@ -242,6 +262,8 @@ C_NAMES = {
     "vh_session_info": SessionInfo,
     "vh_latency": Latency,
     "vh_session_stats": SessionStats,
+    "vh_prompt_request": PromptRequest,
+    "vh_prompt_round": PromptRound,
 }
 
 

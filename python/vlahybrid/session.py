@@ -277,23 +277,64 @@ class Session:
         started; with statistics=True the statistics start afresh too."""
         self._call(L.lib.vh_session_reset, S.RESET_STATISTICS if statistics else 0)
 
-    def prompt_ids(self, instruction):
-        """The prompt token ids the model is fed for `instruction`, as a list of ints."""
-        encoded = _string("instruction", instruction)
-        capacity = 256
+    def prompt_ids(self, instruction=None, command=None):
+        """The prompt token ids the model is fed.
+
+        prompt_ids(instruction): a list of ints, the ids of a model whose frames have one prompt
+        round (OpenVLA: the instruction's prompt; Orion: its fixed prompt, the instruction ignored),
+        as vh_session_prompt_ids.
+
+        With a command, or without an instruction (the driving models' frames have none): every
+        round of the prompt a frame with that instruction and command is fed, in run order, as
+        vh_session_prompt_rounds: a list of dicts {"name", "ids" (numpy int32 array),
+        "image_position" (the vision rows go before ids[image_position]; -1: none),
+        "n_image_rows"}. Orion: one round "prompt"; MindDrive: "decision" (without the final speed
+        token the model never runs), then "action"; OpenVLA (an instruction needed): one round
+        "prompt", the image after BOS. command: None (VH_COMMAND_NONE) or 0..5; the driving
+        models' prompts are the same for each."""
+        if command is None and instruction is not None:
+            encoded = _string("instruction", instruction)
+            capacity = 256
+            while True:
+                ids = (ctypes.c_int32 * capacity)()
+                count = ctypes.c_size_t()
+                handle = self._enter()
+                try:
+                    status = L.lib.vh_session_prompt_ids(handle, encoded, ids, capacity, ctypes.byref(count))
+                    if status == S.ERR_INVALID_ARGUMENT and count.value > capacity:
+                        capacity = count.value
+                        continue
+                    self._check(status)
+                finally:
+                    self._leave()
+                return list(ids[:count.value])
+        import numpy as np
+        request = L.new(S.PromptRequest)
+        request.instruction = None if instruction is None else _string("instruction", instruction)
+        request.command = S.COMMAND_NONE if command is None else _frame.integer("command", command, -2**31, 2**31 - 1)
+        n_rounds, room = 4, [256] * 4
         while True:
-            ids = (ctypes.c_int32 * capacity)()
-            count = ctypes.c_size_t()
+            rounds = (S.PromptRound * n_rounds)()
+            buffers = [np.zeros(room[i] if i < len(room) else 256, dtype=np.int32) for i in range(n_rounds)]
+            for r, ids in zip(rounds, buffers):
+                L.lib.vh_prompt_round_init_sized(ctypes.byref(r), ctypes.sizeof(r))
+                r.ids = ids.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
+                r.ids_capacity = len(ids)
+            got = ctypes.c_uint32()
             handle = self._enter()
             try:
-                status = L.lib.vh_session_prompt_ids(handle, encoded, ids, capacity, ctypes.byref(count))
-                if status == S.ERR_INVALID_ARGUMENT and count.value > capacity:
-                    capacity = count.value
+                status = L.lib.vh_session_prompt_rounds(handle, ctypes.byref(request), rounds, n_rounds,
+                                                        ctypes.byref(got))
+                short = got.value > n_rounds or any(r.n_ids > r.ids_capacity for r in rounds[:got.value])
+                if status == S.ERR_INVALID_ARGUMENT and short:
+                    room = [max(r.n_ids, 1) for r in rounds[:min(got.value, n_rounds)]]
+                    n_rounds = max(n_rounds, got.value)
                     continue
                 self._check(status)
             finally:
                 self._leave()
-            return list(ids[:count.value])
+            return [{"name": L.text(r.name), "ids": ids[:r.n_ids].copy(), "image_position": r.image_position,
+                     "n_image_rows": r.n_image_rows} for r, ids in zip(rounds[:got.value], buffers)]
 
     def info(self):
         """Facts about the loaded session (vh_session_info) as a dict."""

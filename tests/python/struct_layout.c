@@ -192,6 +192,22 @@ int main(void)
     FIELD(vh_session_stats, stage_pass);
     end();
 
+    BEGIN(vh_prompt_request);
+    FIELD(vh_prompt_request, struct_size);
+    FIELD(vh_prompt_request, instruction);
+    FIELD(vh_prompt_request, command);
+    end();
+
+    BEGIN(vh_prompt_round);
+    FIELD(vh_prompt_round, struct_size);
+    FIELD(vh_prompt_round, ids);
+    FIELD(vh_prompt_round, ids_capacity);
+    FIELD(vh_prompt_round, name);
+    FIELD(vh_prompt_round, n_ids);
+    FIELD(vh_prompt_round, image_position);
+    FIELD(vh_prompt_round, n_image_rows);
+    end();
+
     printf("}\n");
     return 0;
 }

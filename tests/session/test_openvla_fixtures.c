@@ -164,12 +164,16 @@ static void check_case(loaded *L, const json_t *ref, const json_t *c, int hf440,
     free(rgb);
     check_pixels(L, ref, json_object_get(json_object_get(ref, "images"), name));
 
-    int32_t *prompt;
-    size_t n_prompt;
-    ck_assert_int_eq(vh_family_openvla.prompt_ids(L->program, instruction, &prompt, &n_prompt, &err), VH_OK);
-    ck_assert_msg(ids_equal(json_object_get(c, "prompt_ids"), prompt, n_prompt), "%s / %s: prompt ids differ", name,
-                  instruction);
-    free(prompt);
+    vh_family_prompt_round rounds[VH_FAMILY_MAX_PROMPT_ROUNDS];
+    uint32_t n_rounds = 0;
+    ck_assert_int_eq(vh_family_openvla.prompt_rounds(L->program, instruction, VH_COMMAND_NONE, rounds, &n_rounds, &err),
+                     VH_OK);
+    ck_assert_uint_eq(n_rounds, 1);
+    ck_assert_msg(ids_equal(json_object_get(c, "prompt_ids"), rounds[0].ids, rounds[0].n_ids),
+                  "%s / %s: prompt ids differ", name, instruction);
+    ck_assert_int_eq(rounds[0].image_position, 1); /* predict_action: the patches after BOS */
+    ck_assert_uint_eq(rounds[0].n_image_rows, L->model->desc.n_image_tokens);
+    vh_family_prompt_rounds_free(rounds, n_rounds);
 
     const size_t vocab = L->model->desc.llm.vocab;
     int all_equal = 1;

@@ -379,6 +379,33 @@ static int warmup_input(vh_program *p, vh_frame *frame)
     return vh_driving_warmup_frame(&p->warmup_tokens, p->config->n_vision_tokens, p->config->llm.hidden, frame);
 }
 
+/* The two rounds prepare lays out, decision then action (the decision's final speed token is not
+ * among its ids: the model never runs it). The instruction: ignored, as in frames; the command picks
+ * the path planner's mode, not the prompts, but must be one a frame could have. */
+static vh_status prompt_rounds(const vh_program *p, const char *instruction, int32_t command,
+                               vh_family_prompt_round rounds[VH_FAMILY_MAX_PROMPT_ROUNDS], uint32_t *n_rounds,
+                               vh_error *err)
+{
+    (void)instruction;
+    static const char *const names[2] = {[DECISION] = "decision", [ACTION] = "action"};
+    *n_rounds = 0;
+    if (command != VH_COMMAND_NONE && (command < 0 || command >= VH_MINDDRIVE_COMMANDS))
+        return vh_error_set(err, VH_ERR_INVALID_ARGUMENT, "request->command is %d: a MindDrive model's commands are "
+                            "0..%d (or VH_COMMAND_NONE: its prompts are the same for each)", command,
+                            VH_MINDDRIVE_COMMANDS - 1);
+    for (int r = 0; r < 2; r++) {
+        const round_prompt *rp = &p->round[r];
+        vh_status st = vh_family_prompt_round_set(&rounds[r], names[r], rp->ids, rp->n_ids, (int64_t)rp->image_index,
+                                                  p->config->n_vision_tokens, err);
+        if (st) {
+            vh_family_prompt_rounds_free(rounds, (uint32_t)r);
+            return st;
+        }
+    }
+    *n_rounds = 2;
+    return VH_OK;
+}
+
 const vh_family vh_family_minddrive = {
     .name = "minddrive",
     .model_type = "minddrive",
@@ -393,5 +420,5 @@ const vh_family vh_family_minddrive = {
     .advance = advance,
     .result = result,
     .warmup_input = warmup_input,
-    .prompt_ids = NULL, /* the prompts are fixed: no instruction */
+    .prompt_rounds = prompt_rounds,
 };

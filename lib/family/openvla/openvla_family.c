@@ -19,6 +19,8 @@
 #define WARMUP_WIDTH 640u
 #define WARMUP_HEIGHT 480u
 #define WARMUP_INSTRUCTION "pick up the red block and put it in the bowl"
+/* The image patches go after the prompt's first id (BOS), as predict_action splices them. */
+#define IMAGE_POSITION 1u
 
 struct vh_program {
     const vh_model *model;
@@ -208,9 +210,10 @@ static vh_status prepare(vh_frame_job *job, const vh_frame_input *in, vh_error *
                             "tokens + %u action tokens exceed the context of %u", oj->n_prompt, n_image, dim,
                             p->max_context);
     job->n_rows = (uint32_t)(oj->n_prompt + n_image);
-    job->tokens[0] = oj->prompt[0];
-    for (uint32_t i = 0; i < n_image; i++) job->tokens[1 + i] = VH_TOKEN_IMAGE;
-    memcpy(job->tokens + 1 + n_image, oj->prompt + 1, sizeof(int32_t) * (oj->n_prompt - 1));
+    memcpy(job->tokens, oj->prompt, sizeof(int32_t) * IMAGE_POSITION);
+    for (uint32_t i = 0; i < n_image; i++) job->tokens[IMAGE_POSITION + i] = VH_TOKEN_IMAGE;
+    memcpy(job->tokens + IMAGE_POSITION + n_image, oj->prompt + IMAGE_POSITION,
+           sizeof(int32_t) * (oj->n_prompt - IMAGE_POSITION));
     vh_frame_job_begin_prefill(job);
     return VH_OK;
 }
@@ -244,9 +247,26 @@ static void result(const vh_frame_job *job, vh_frame_result *out)
     vh_action_decode(oj->decoder ? oj->decoder : &p->decoders[p->session_dataset], out->token_ids, out->values);
 }
 
-static vh_status prompt_ids(const vh_program *p, const char *instruction, int32_t **ids, size_t *n_ids, vh_error *err)
+/* One round: the prompt prepare makes of the instruction, the image patches after BOS (the command:
+ * ignored, as in frames). */
+static vh_status prompt_rounds(const vh_program *p, const char *instruction, int32_t command,
+                               vh_family_prompt_round rounds[VH_FAMILY_MAX_PROMPT_ROUNDS], uint32_t *n_rounds,
+                               vh_error *err)
 {
-    return vh_openvla_prompt_ids(p->tokenizer, p->bos_id, instruction, ids, n_ids, err);
+    (void)command;
+    *n_rounds = 0;
+    if (!instruction)
+        return vh_error_set(err, VH_ERR_INVALID_ARGUMENT, "request->instruction is NULL: an OpenVLA prompt is made "
+                            "from the frame's instruction");
+    vh_family_prompt_round *r = &rounds[0];
+    memset(r, 0, sizeof *r);
+    vh_status st = vh_openvla_prompt_ids(p->tokenizer, p->bos_id, instruction, &r->ids, &r->n_ids, err);
+    if (st) return st;
+    r->name = "prompt";
+    r->image_position = IMAGE_POSITION;
+    r->n_image_rows = p->model->desc.n_image_tokens;
+    *n_rounds = 1;
+    return VH_OK;
 }
 
 /* A camera-sized synthetic image and a typical instruction; none when the model's context cannot
@@ -287,5 +307,5 @@ const vh_family vh_family_openvla = {
     .advance = advance,
     .result = result,
     .warmup_input = warmup_input,
-    .prompt_ids = prompt_ids,
+    .prompt_rounds = prompt_rounds,
 };

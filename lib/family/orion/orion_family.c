@@ -254,6 +254,24 @@ static int warmup_input(vh_program *p, vh_frame *frame)
     return vh_driving_warmup_frame(&p->warmup_tokens, p->config->n_vision_tokens, p->config->hidden, frame);
 }
 
+/* One round, the fixed prompt prepare lays out (the instruction: ignored, as in frames; the command
+ * picks a planner mode, not the prompt, but must be one a frame could have). */
+static vh_status prompt_rounds(const vh_program *p, const char *instruction, int32_t command,
+                               vh_family_prompt_round rounds[VH_FAMILY_MAX_PROMPT_ROUNDS], uint32_t *n_rounds,
+                               vh_error *err)
+{
+    (void)instruction;
+    const vh_orion_config *c = p->config;
+    *n_rounds = 0;
+    if (command != VH_COMMAND_NONE && (command < 0 || command >= (int32_t)c->n_modes))
+        return vh_error_set(err, VH_ERR_INVALID_ARGUMENT, "request->command is %d: an Orion model's commands are "
+                            "0..%u (or VH_COMMAND_NONE: its prompt is the same for each)", command, c->n_modes - 1);
+    vh_status st = vh_family_prompt_round_set(&rounds[0], "prompt", p->prompt, p->n_prompt, (int64_t)p->image_index,
+                                              c->n_vision_tokens, err);
+    if (!st) *n_rounds = 1;
+    return st;
+}
+
 const vh_family vh_family_orion = {
     .name = "orion",
     .model_type = "orion",
@@ -268,5 +286,5 @@ const vh_family vh_family_orion = {
     .advance = advance,
     .result = result,
     .warmup_input = warmup_input,
-    .prompt_ids = NULL, /* the prompt is fixed: no instruction */
+    .prompt_rounds = prompt_rounds,
 };
