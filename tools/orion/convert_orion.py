@@ -112,7 +112,7 @@ def import_torch(purpose):
     except ImportError:
         raise missing_module("torch", purpose)
     try:
-        import numpy  # noqa: F401
+        __import__("numpy")
     except ImportError:
         raise missing_module("numpy", purpose)
     return torch
