@@ -4,7 +4,8 @@
     /usr/bin/python3 tests/orion/make_tiny_orion.py --out DIR
 
 DIR/Orion.pth                   torch.save({"meta": {...}, "state_dict": {...}}), fp32, original
-                                key names (peft 0.12 LoRA names under lm_head.base_model.model.),
+                                key names (peft 0.12 LoRA names under lm_head.base_model.model.,
+                                and the weighted_mask buffer llava_llama.py registers there),
                                 plus a few camera front-end / training-only keys to be skipped
 DIR/pretrain_qformer/           config.json (LlamaConfig), tokenizer.model (the Llama-2
                                 sentencepiece model from /work/shared/data), tokenizer_config.json,
@@ -94,6 +95,10 @@ def llm_weights(m):
         m.add(p + "post_attention_layernorm.weight", (h,), 0.1, 1.0)
     m.add(LLM + "model.norm.weight", (h,), 0.1, 1.0)
     m.sd[LLM + "lm_head.weight"] = storage[h: (VOCAB_ROWS + 1) * h].view(VOCAB_ROWS, h)
+    # llava_llama.py: LlavaLlamaForCausalLM(use_gen_token=True) registers the training loss's
+    # register_buffer("weighted_mask", ones(config.vocab_size + 1)) (its number tokens set to 1.0),
+    # so the peft-wrapped model's state dict holds it: a buffer, no weight.
+    m.sd[LLM + "weighted_mask"] = torch.ones(BASE_VOCAB + 1)
 
 
 def distribution(m, prefix, in_c):

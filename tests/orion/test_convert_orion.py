@@ -12,11 +12,15 @@ Orion.pth tensors:
     BF16 ulp (plus the FP32 bound) of the float64 value;
   - everything else: FP32 bit-exact, BF16 equal to round-to-nearest-even of the FP32 original;
   - names, shapes, dtypes, safetensors layout, shard index, config.json, added_tokens.json.
-Then broken inputs, each of which must exit non-zero with a message naming the problem.
+Then the weighted_mask buffer (skipped and reported, the output the same as without it), the
+interpreter named in the report and in a "module missing" message (torch hidden, and a venv without
+Debian's packages), and broken inputs, each of which must exit non-zero with a message naming the
+problem.
 Prints "ok - name" / "not ok - name" and ends with "N passed, M failed"; exits 1 on any failure.
 """
 import json
 import os
+import platform
 import shutil
 import struct
 import subprocess
@@ -220,6 +224,13 @@ def test_conversions(tmp, fx, orig):
         name = "convert --lora %s --dtype %s" % (lora, dtype)
         if not check(name + " exits 0", rc == 0, log):
             continue
+        last = log.rstrip().splitlines()[-1]
+        parity = (lora, dtype) == ("keep", "fp32")
+        check(name + " ends with the numerics and the options of fp32 parity",
+              last.startswith("numerics: %s weights, LoRA %s" % (
+                  "F32" if dtype == "fp32" else "BF16", "kept apart" if lora == "keep" else "merged")) and
+              (last.endswith("parity with the fp32 agent") if parity else
+               "for parity with the fp32 agent convert with --dtype fp32 --lora keep" in last), last)
         try:
             tensors, index = read_output(out)
         except AssertionError as e:
@@ -455,6 +466,89 @@ def test_broken(tmp, fx):
                    "not valid Python")
 
 
+def test_buffers(tmp, fx):
+    """weighted_mask, as llava_llama.py registers it, is skipped, reported and changes nothing."""
+    full = torch.load(os.path.join(fx, "Orion.pth"), map_location="cpu", weights_only=True)
+    key = LLM + "weighted_mask"
+    mask = full["state_dict"].get(key)
+    # LlavaLlamaForCausalLM(use_gen_token=True): ones(config.vocab_size + 1), config.json's 32000.
+    check("fixture holds %s [%d] as the released module tree does" % (key, BASE_VOCAB + 1),
+          mask is not None and tuple(mask.shape) == (BASE_VOCAB + 1,))
+
+    def variant(tag, edit):
+        sd = dict(full["state_dict"])
+        edit(sd)
+        path = os.path.join(tmp, tag + ".pth")
+        torch.save({"meta": full["meta"], "state_dict": sd}, path)
+        return path
+
+    with_mask, without = os.path.join(tmp, "out-mask"), os.path.join(tmp, "out-no-mask")
+    rc, log = run(conv_args(fx, with_mask) + ["--dtype", "fp32"])
+    check("checkpoint with weighted_mask converts", rc == 0, log)
+    check("the report names weighted_mask as a skipped buffer",
+          "skipped buffer (not a weight): %s [%d]" % (key, BASE_VOCAB + 1) in log, log)
+    # The same file name (config.json records it).
+    bare = os.path.join(tmp, "no-mask", "Orion.pth")
+    os.makedirs(os.path.dirname(bare))
+    os.rename(variant("no-mask", lambda sd: sd.pop(key)), bare)
+    rc2, log2 = run(conv_args(fx, without, ckpt=bare) + ["--dtype", "fp32"])
+    check("checkpoint without weighted_mask converts", rc2 == 0, log2)
+    same = rc == 0 and rc2 == 0 and all(
+        open(os.path.join(with_mask, n), "rb").read() == open(os.path.join(without, n), "rb").read()
+        for n in ("model.safetensors", "config.json", "added_tokens.json"))
+    check("weighted_mask changes nothing in the output", same)
+
+    p = variant("mask-2d", lambda sd: sd.__setitem__(key, torch.ones(2, BASE_VOCAB + 1)))
+    expect_failure("a two-dimensional weighted_mask", conv_args(fx, os.path.join(tmp, "bad-mask"), ckpt=p),
+                   key, "vector")
+    other = LLM + "model.score_mask"
+    p = variant("other-buffer", lambda sd: sd.__setitem__(other, torch.ones(BASE_VOCAB + 1)))
+    expect_failure("an unknown key next to the buffer", conv_args(fx, os.path.join(tmp, "bad-other"), ckpt=p),
+                   "unexpected LLM key", other)
+
+
+# Runs the converter with `import torch` failing, as under an interpreter without it.
+HIDE_TORCH = ("import runpy, sys; sys.modules['torch'] = None; sys.argv = sys.argv[1:]; "
+              "runpy.run_path(sys.argv[0], run_name='__main__')")
+DEBIAN_TORCH = os.path.isdir("/usr/lib/python3/dist-packages/torch") and os.path.exists("/usr/bin/python3")
+
+
+def test_interpreter(tmp, fx):
+    here = "%s (Python %s)" % (sys.executable, platform.python_version())
+    rc, log = run(conv_args(fx, os.path.join(tmp, "out-interp")))
+    check("the report names the interpreter and torch", rc == 0 and
+          "running under %s, torch %s" % (here, torch.__version__) in log, log)
+
+    args = conv_args(fx, os.path.join(tmp, "out-hidden"))
+    p = subprocess.run([sys.executable, "-c", HIDE_TORCH, CONVERTER] + args, capture_output=True, text=True)
+    log = p.stdout + p.stderr
+    check("without torch: exits 1 naming this interpreter, its version and torch",
+          p.returncode == 1 and "module torch, which %s cannot import" % here in log
+          and "Traceback" not in log, log)
+    check("without torch: nothing written", not os.path.exists(os.path.join(tmp, "out-hidden")))
+    if os.path.abspath(sys.executable) == "/usr/bin/python3":
+        check("without torch under Debian's python3: suggests pip / apt-get, not itself",
+              "pip install torch" in log and "run\n  /usr/bin/python3" not in log, log)
+
+    # A venv without Debian's packages: another interpreter, as a pyenv python3 on PATH is.
+    venv = os.path.join(tmp, "venv")
+    made = subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], capture_output=True, text=True)
+    py = os.path.join(venv, "bin", "python3")
+    if made.returncode != 0 or subprocess.run([py, "-c", "import torch"], capture_output=True).returncode == 0:
+        print("# skipped the venv check: %s" % (made.stderr.strip() or "the venv has torch"))
+        return
+    p = subprocess.run([py, CONVERTER] + args, capture_output=True, text=True)
+    log = p.stdout + p.stderr
+    version = subprocess.run([py, "-c", "import platform; print(platform.python_version())"],
+                             capture_output=True, text=True).stdout.strip()
+    check("under a venv without torch: exits 1 naming %s" % py, p.returncode == 1 and
+          "which %s (Python %s) cannot import" % (py, version) in log and "Traceback" not in log, log)
+    if DEBIAN_TORCH:
+        check("under a venv without torch: suggests Debian's python3 with the same arguments",
+              "Debian's python3-torch is installed for /usr/bin/python3: run\n  /usr/bin/python3 %s %s"
+              % (CONVERTER, " ".join(args)) in log, log)
+
+
 def guarded(section, fn, *args):
     """Run one group of checks; an exception inside it counts as one failure, not a crash."""
     try:
@@ -490,6 +584,8 @@ def main():
             guarded("tokenizer files", test_tokenizer_files, outs[("merge", "fp32")][0])
             guarded("sharding", test_sharded, tmp, fx, orig, outs[("merge", "fp32")][1])
         guarded("options", test_options, tmp, fx, orig)
+        guarded("buffers", test_buffers, tmp, fx)
+        guarded("interpreter", test_interpreter, tmp, fx)
         guarded("broken inputs", test_broken, tmp, fx)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

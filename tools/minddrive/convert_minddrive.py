@@ -31,9 +31,10 @@ Facts about the released code this relies on (github.com/xiaomi-mlab/MindDrive @
     data_utils.py::preprocess_qwen2(training_mode=False), conversation.py::conv_llava_qwen_2: the
     two prompts (PROMPT_* below).
 
-Requires Python >= 3.8, torch >= 1.13 (torch.load(weights_only=True)); numpy is not needed.
-Shares the mmcv-config reader, the checkpoint loader and the planner shapes with
-tools/orion/convert_orion.py (imported from the sibling folder).
+Requires Python >= 3.8, torch >= 1.13 (torch.load(weights_only=True)) and numpy (torch's
+Tensor.numpy writes the bytes). Shares the mmcv-config reader, the checkpoint loader, the
+non-weight buffers, the interpreter report and the planner shapes with tools/orion/convert_orion.py
+(imported from the sibling folder).
 """
 import argparse
 import json
@@ -100,6 +101,10 @@ PLANNERS = (  # (name in the output, checkpoint module prefix, feature token, mo
 )
 PLANNER_MODULES = ("present_distribution", "predict_model", "ego_fut_decoder")
 COPIED_FILES = ("special_tokens_map.json", "vocab.json", "merges.txt")
+MERGE_REFUSED = ("--lora merge is not supported for MindDrive: its decision and action experts are two "
+                 "LoRA sets on one base model, and vlahybrid runs them unmerged, both in one pass over "
+                 "the shared base weights, so it refuses merged experts (lora.merged must be false). "
+                 "Convert with --lora keep (the default); nothing was written")
 DTYPES = {"fp32": ("F32", 4, "float32"), "bf16": ("BF16", 2, "bfloat16"), "fp16": ("F16", 2, "float16")}
 
 
@@ -406,18 +411,11 @@ def plan_llm(sd, args, text, vocab_rows):
             consumed.update((ka, kb))
             pairs[e] = (ka, kb)
         stem = name[:-len(".weight")]
-        if args.lora == "keep":
-            plain(base, name)
-            for e in EXPERTS:
-                ka, kb = pairs[e]
-                plain(ka, "%s.lora_A.%s.weight" % (stem, e))
-                plain(kb, "%s.lora_B.%s.weight" % (stem, e))
-        else:
-            for e in EXPERTS:
-                ka, kb = pairs[e]
-                outs.append(OutTensor("%s.experts.%s.weight" % (stem, e), args.dtype, shape,
-                                      lambda base=base, ka=ka, kb=kb:
-                                      f64(base) + torch.matmul(f64(kb), f64(ka)) * scale))
+        plain(base, name)
+        for e in EXPERTS:
+            ka, kb = pairs[e]
+            plain(ka, "%s.lora_A.%s.weight" % (stem, e))
+            plain(kb, "%s.lora_B.%s.weight" % (stem, e))
 
     emb = LLM_PREFIX + "model.embed_tokens.weight"
     head = LLM_PREFIX + "lm_head.weight"
@@ -426,21 +424,15 @@ def plan_llm(sd, args, text, vocab_rows):
             raise ConvertError("%s differs from %s, but config.json ties the embeddings" % (head, emb))
         consumed.add(head)
         log("not written: %s (tied to model.embed_tokens.weight)" % head)
-    mask = LLM_PREFIX + "weighted_mask"
-    if mask in sd:
-        consumed.add(mask)
-        log("not written: %s (a training loss weight buffer)" % mask)
+    orion.skip_non_weight_buffers(sd, LLM_PREFIX, consumed)
     for k in sorted(sd):
         if k.startswith(LLM_PREFIX) and k not in consumed:
-            if k.endswith("rotary_emb.inv_freq"):
-                consumed.add(k)                             # recomputed from rope_theta
-                continue
             raise ConvertError("unexpected LLM key %s (not part of a Qwen2 + two-expert LoRA(q,k,v,o) "
                                "model)" % k)
     if r != ORIG_LORA_R:
         warn("LoRA rank %d differs from the released code's r=%d; scale alpha/r = %g/%d"
              % (r, ORIG_LORA_R, alpha, r))
-    lora = {"r": r, "alpha": alpha, "scale": scale, "merged": args.lora == "merge",
+    lora = {"r": r, "alpha": alpha, "scale": scale, "merged": False,
             "experts": list(EXPERTS), "targets": list(LORA_TARGETS),
             "alpha_source": "--lora-alpha" if args.lora_alpha is not None
             else "MindDrive mmcv/utils/misc.py::load_model (lora_alpha=16)"}
@@ -587,6 +579,9 @@ def convert(args):
     if sys.byteorder != "little":
         raise ConvertError("this converter writes little-endian data and must run on a "
                            "little-endian machine")
+    if args.lora == "merge":
+        raise ConvertError(MERGE_REFUSED)
+    orion.report_interpreter()
     _, model_cfg = read_infer_config(args.infer_config)
     text = read_text_config(args.llm_dir)
     tok = read_tokenizer_json(args.llm_dir)
@@ -668,6 +663,9 @@ def convert(args):
         json.dump(config, f, indent=2)
         f.write("\n")
     log("wrote %s: %d tensors, %d bytes, %d shard(s)" % (args.out, len(outs), total, n_shards))
+    orion.report_numerics("doc/minddrive-converter.md", DTYPES[args.dtype][0],
+                          "kept apart (factors in %s)" % DTYPES[args.dtype][0],
+                          None if args.dtype == "fp32" else "--dtype fp32 --lora keep")
 
 
 def parse_args(argv):
@@ -678,7 +676,8 @@ def parse_args(argv):
     p.add_argument("--infer-config", required=True, help="minddrive_qwen2_05B_infer.py")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
-    p.add_argument("--lora", choices=("keep", "merge"), default="keep")
+    p.add_argument("--lora", choices=("keep", "merge"), default="keep",
+                   help="keep (the only one supported; merge is refused, see the docs)")
     p.add_argument("--lora-alpha", type=float, default=None,
                    help="override lora_alpha (default 16, as in MindDrive's misc.py::load_model)")
     p.add_argument("--max-shard-size", type=int, default=DEFAULT_MAX_SHARD_BYTES,

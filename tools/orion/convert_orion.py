@@ -26,12 +26,16 @@ Facts about the original code this relies on (YinXuan1223/Ourion @ b08a9ec, the 
     DistributionEncoder1DV2 conv1/conv2/conv3, last_conv = [AdaptiveAvgPool1d, Conv1d]) and
     PredictModel (gru, linear1, linear2, linear3).
 
-Requires Python >= 3.8, torch >= 1.13 (for torch.load(weights_only=True)); numpy is not needed.
+Requires Python >= 3.8, torch >= 1.13 (for torch.load(weights_only=True)) and numpy (torch's
+Tensor.numpy writes the bytes; Debian's python3-torch depends on it).
 """
 import argparse
 import ast
 import json
 import os
+import platform
+import re
+import shlex
 import shutil
 import sys
 
@@ -53,6 +57,20 @@ PROMPT_TEXT = ("A chat between a curious user and an artificial intelligence ass
 
 TOKENIZER_FILES = ("tokenizer.model", "tokenizer_config.json", "special_tokens_map.json")
 
+# Persistent buffers the released modules register next to their weights, so a state dict holds
+# them, though they are no weight of the model: (name under the LLM prefix, why it is not written).
+NON_WEIGHT_BUFFERS = (
+    (re.compile(r"weighted_mask"), "the training loss's per-token weights, llava_llama.py / "
+     "llava_qwen.py register_buffer(\"weighted_mask\")"),
+    (re.compile(r"model\.(layers\.\d+\.self_attn\.)?rotary_emb\.inv_freq"),
+     "RoPE frequencies, recomputed from rope_theta"),
+)
+
+# Debian's interpreter and where its python3-* packages put their modules.
+DEBIAN_PYTHON = "/usr/bin/python3"
+DEBIAN_DIST_PACKAGES = "/usr/lib/python3/dist-packages"
+DEBIAN_PACKAGE_OF = {"torch": "python3-torch", "numpy": "python3-numpy"}
+
 
 class ConvertError(Exception):
     """A problem with the inputs; main() prints it and exits with status 1."""
@@ -64,6 +82,74 @@ def log(msg):
 
 def warn(msg):
     print("warning: " + msg, file=sys.stderr)
+
+
+def interpreter():
+    """The interpreter this runs under, as the report and the "module missing" messages name it."""
+    return "%s (Python %s)" % (sys.executable or "an unknown interpreter", platform.python_version())
+
+
+def missing_module(module, purpose):
+    """The ConvertError for a module this interpreter cannot import. A user often runs another
+    python3 (pyenv, a venv) than Debian's, which has the module: then say how to run that one."""
+    msg = "%s needs the Python module %s, which %s cannot import" % (purpose, module, interpreter())
+    package = DEBIAN_PACKAGE_OF.get(module)
+    if package and os.path.isdir(os.path.join(DEBIAN_DIST_PACKAGES, module)) \
+            and os.access(DEBIAN_PYTHON, os.X_OK) and os.path.abspath(sys.executable or "") != DEBIAN_PYTHON:
+        return ConvertError("%s. Debian's %s is installed for %s: run\n  %s %s"
+                            % (msg, package, DEBIAN_PYTHON, DEBIAN_PYTHON, shlex.join(sys.argv)))
+    hint = "pip install %s for this interpreter" % module
+    if package:
+        hint += ", or apt-get install %s and run the converter with %s" % (package, DEBIAN_PYTHON)
+    return ConvertError("%s (%s)" % (msg, hint))
+
+
+def import_torch(purpose):
+    """torch, with numpy (Tensor.numpy writes the output bytes), or a ConvertError naming the
+    interpreter."""
+    try:
+        import torch
+    except ImportError:
+        raise missing_module("torch", purpose)
+    try:
+        __import__("numpy")
+    except ImportError:
+        raise missing_module("numpy", purpose)
+    return torch
+
+
+def report_interpreter():
+    torch = import_torch("converting a checkpoint")
+    log("running under %s, torch %s" % (interpreter(), torch.__version__))
+
+
+def report_numerics(doc, weights, lora, parity_options):
+    """The report's last line: the numerics written and, unless they are already those of the fp32
+    agent, the options that give them."""
+    if parity_options is None:
+        log("numerics: %s weights, LoRA %s: parity with the fp32 agent" % (weights, lora))
+    else:
+        log("numerics: %s weights, LoRA %s; for parity with the fp32 agent convert with %s (%s, "
+            "\"Precision\")" % (weights, lora, parity_options, doc))
+
+
+def skip_non_weight_buffers(sd, prefix, consumed):
+    """Mark the known non-weight buffers under `prefix` consumed and report each; any other
+    unconsumed key stays for the caller to refuse."""
+    skipped = []
+    for k in sorted(sd):
+        if not k.startswith(prefix) or k in consumed:
+            continue
+        for pattern, why in NON_WEIGHT_BUFFERS:
+            if pattern.fullmatch(k[len(prefix):]):
+                if sd[k].dim() != 1:
+                    raise ConvertError("%s has shape %s; the buffer of that name is a vector"
+                                       % (k, list(sd[k].shape)))
+                consumed.add(k)
+                skipped.append(k)
+                log("skipped buffer (not a weight): %s %s, %s" % (k, list(sd[k].shape), why))
+                break
+    return skipped
 
 
 # ---------------------------------------------------------------------------------------------
@@ -343,11 +429,7 @@ def plan_tokenizer(llm_dir):
 # Checkpoint loading.
 
 def load_state_dict(path):
-    try:
-        import torch
-    except ImportError:
-        raise ConvertError("PyTorch is needed to read %s (pip install torch, or apt-get install "
-                           "python3-torch)" % path)
+    torch = import_torch("reading %s" % path)
     if not os.path.isfile(path):
         raise ConvertError("checkpoint %s does not exist" % path)
     import pickle
@@ -651,11 +733,9 @@ def plan_outputs(sd, args, text, hp, vocab_rows):
             "writes it)" % head_key)
 
     # Anything else under the LLM prefix is a format we do not understand (DoRA, biases, ...).
+    skip_non_weight_buffers(sd, LLM_PREFIX, consumed)
     for k in sorted(sd):
         if k.startswith(LLM_PREFIX) and k not in consumed:
-            if k.endswith("rotary_emb.inv_freq"):
-                consumed.add(k)                             # recomputed from rope_theta
-                continue
             raise ConvertError("unexpected LLM key %s (not part of a LLaMA + LoRA(q,k,v,o) model)" % k)
 
     for name, shape in planner_shapes(hp).items():
@@ -755,6 +835,7 @@ def convert(args):
     if sys.byteorder != "little":
         raise ConvertError("this converter writes little-endian data and must run on a "
                            "little-endian machine")
+    report_interpreter()
     _, model_cfg = read_agent_config(args.agent_config)
     args.model_cfg = model_cfg
     if cfg_get(model_cfg, "use_gen_token", False) is not True:
@@ -851,7 +932,16 @@ def convert(args):
         json.dump(config, f, indent=2)
         f.write("\n")
     log("wrote %s: %d tensors, %d bytes, %d shard(s)" % (args.out, len(outs), total, len(shards)))
-
+    weights = "BF16" if args.dtype == "bf16" else "F32"
+    if lora is None:
+        lora_text = "none"
+    elif args.lora == "merge":
+        lora_text = "merged into q/k/v/o (rounded to %s)" % weights
+    else:
+        lora_text = "kept apart (F32 factors)"
+    at_parity = args.dtype == "fp32" and (lora is None or args.lora == "keep")
+    report_numerics("doc/orion-converter.md", weights, lora_text,
+                    None if at_parity else "--dtype fp32" + (" --lora keep" if lora else ""))
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
