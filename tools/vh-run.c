@@ -11,11 +11,12 @@
  *          [--seed S] [the options above but --image, --instruction, --unnorm-key, --decode-positions]
  *
  * An Orion model (config.json model_type "orion", as tools/orion/convert_orion.py writes it) starts
- * from precomputed vision tokens: each --vision-tokens FILE is raw little-endian float32 holding
- * exactly n x width values, row-major, with n = the config's vision_tokens (529) and width = its
+ * from precomputed vision tokens: each --vision-tokens FILE is a .npy file (float32 or float16, C
+ * order, shape (n, width), tools/npy_file.h) or raw little-endian float32 holding exactly n x width
+ * values, row-major, with n = the config's vision_tokens (529) and width = its
  * text_config.hidden_size (4096 for the released model); frames cycle over the files as they do over
  * images. --command N (0..5, CARLA RoadOption - 1; default 3, lane follow) goes with every frame;
- * --noise FILE (raw float32, planner.latent_dim = 32 values) is the planner's epsilon for every frame,
+ * --noise FILE (.npy or raw float32, planner.latent_dim = 32 values) is the planner's epsilon for every frame,
  * else the library draws it from --seed S (default 0) and the frame's sequence (0, 1, ...). Each
  * frame's answer is its trajectory (n_points (x, y) waypoints, metres); with --json also the extras
  * (mode_trajectories, mu, log_sigma).
@@ -47,6 +48,8 @@
 
 #include "bundled_data.h"
 #include "image_file.h"
+#include "json_line.h"
+#include "npy_file.h"
 #include "orion_inputs.h"
 #include "reference_check.h"
 #include "stage_options.h"
@@ -150,12 +153,14 @@ static void usage(FILE *out)
             VH_STAGE_OPTIONS_USAGE
             "Orion and MindDrive models (config.json model_type \"orion\", \"minddrive\"), instead of --image and\n"
             "--instruction:\n"
-            "  --vision-tokens FILE  a frame's vision tokens: raw little-endian float32, n x width row-major with\n"
-            "                        n = config.json's vision_tokens (529), width = text_config.hidden_size;\n"
+            "  --vision-tokens FILE  a frame's vision tokens, n x width with n = config.json's vision_tokens (529),\n"
+            "                        width = text_config.hidden_size: a .npy file (float32 or float16, C order,\n"
+            "                        shape (n, width) or (1, n, width)) or raw little-endian float32, row-major;\n"
             "                        repeat it for several frames (frames cycle over the files)\n"
             "  --command N           the high-level command of every frame, 0..5 (default 3: lane follow)\n"
-            "  --noise FILE          the planner's noise for every frame: raw float32, planner.latent_dim (32)\n"
-            "                        values; MindDrive: the speed planner's 32, then the path planner's 32\n"
+            "  --noise FILE          the planner's noise for every frame: .npy (float32/float16) or raw float32,\n"
+            "                        planner.latent_dim (32) values; MindDrive: the speed planner's 32, then\n"
+            "                        the path planner's 32\n"
             "                        (default: drawn from --seed and the frame's sequence)\n"
             "                        Each frame prints its trajectory (MindDrive: the path and the speed\n"
             "                        decision; with --json the extras).\n"
@@ -408,17 +413,15 @@ static void print_text(const options *o, const vh_action *a)
            a->decode_ns / 1e6);
 }
 
-/* The frame's timings added to its JSON object, then the object as one line (digits: the floats'
- * significant digits), and freed. */
-static void print_json_line(json_t *obj, const vh_action *a, int digits)
+/* The frame's timings added to its JSON object, then the object as one line (numbers in their
+ * shortest round-trip form), and freed. */
+static void print_json_line(json_t *obj, const vh_action *a)
 {
     json_object_set_new(obj, "vision_ms", json_real(a->vision_ns / 1e6));
     json_object_set_new(obj, "prefill_ms", json_real(a->prefill_ns / 1e6));
     json_object_set_new(obj, "decode_ms", json_real(a->decode_ns / 1e6));
     json_object_set_new(obj, "latency_ms", json_real((a->finished_ns - a->submitted_ns) / 1e6));
-    char *text = json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(digits));
-    if (text) printf("%s\n", text);
-    free(text);
+    vh_json_print_line(stdout, obj);
     json_decref(obj);
 }
 
@@ -464,13 +467,13 @@ static void print_json(const options *o, const vh_action *a, const int32_t *prom
     if (a->status == VH_OK) {
         for (uint32_t i = 0; i < a->action_dim; i++) {
             json_array_append_new(tokens, json_integer(a->token_ids[i]));
-            json_array_append_new(values, json_real(a->values[i]));
+            json_array_append_new(values, vh_json_float(a->values[i]));
         }
     }
     json_object_set_new(obj, "action_ids", tokens);
     json_object_set_new(obj, "action", values);
     if (check) json_object_set_new(obj, "check", check);
-    print_json_line(obj, a, 17);
+    print_json_line(obj, a);
 }
 
 /* Orion, MindDrive: the trajectory, (x, y) in metres (MindDrive: the path, and the speed decision). */
@@ -494,7 +497,7 @@ static void print_orion_text(const options *o, const vh_action *a)
 static json_t *json_floats(const float *v, uint32_t n)
 {
     json_t *arr = json_array();
-    for (uint32_t i = 0; i < n; i++) json_array_append_new(arr, json_real(v[i]));
+    for (uint32_t i = 0; i < n; i++) json_array_append_new(arr, vh_json_float(v[i]));
     return arr;
 }
 
@@ -527,7 +530,7 @@ static void print_orion_json(const options *o, const vh_action *a)
         if (v) json_object_set_new(extras, name, json_floats(v, count));
     }
     json_object_set_new(obj, "extras", extras);
-    print_json_line(obj, a, 9);
+    print_json_line(obj, a);
 }
 
 /* One line per frame; both threads print (refusals from the submitting one), a line at a time. */
@@ -774,7 +777,7 @@ int main(int argc, char **argv)
     if (orion) {
         if (o.n_token_files == 0) {
             fprintf(stderr, "vh-run: %s is an Orion model: give each frame's vision tokens with --vision-tokens FILE "
-                    "(raw little-endian float32, %u x %u)\n", o.model, shape.n_tokens, shape.width);
+                    "(.npy or raw little-endian float32, %u x %u)\n", o.model, shape.n_tokens, shape.width);
             return 2;
         }
         if (o.n_images || o.instruction || o.unnorm_key) {
@@ -792,20 +795,19 @@ int main(int argc, char **argv)
             fprintf(stderr, "vh-run: out of memory\n");
             return 2;
         }
-        size_t count = 0;
+        const uint32_t token_dims[2] = {shape.n_tokens, shape.width};
         for (int i = 0; i < o.n_token_files; i++) {
             o.images[i] = o.token_files[i]; /* frames cycle over the files as over images */
-            tokens[i] = vh_read_f32_file(o.token_files[i], (size_t)shape.n_tokens * shape.width, &count, why,
-                                         sizeof why);
+            tokens[i] = vh_read_float_array(o.token_files[i], "vision tokens", token_dims, 2, why, sizeof why);
             if (!tokens[i]) {
-                fprintf(stderr, "vh-run: %s (the model's vision tokens are %u x %u)\n", why, shape.n_tokens,
-                        shape.width);
+                fprintf(stderr, "vh-run: %s\n", why);
                 goto done;
             }
         }
         o.n_images = o.n_token_files;
-        if (o.noise_file && !(noise = vh_read_f32_file(o.noise_file, shape.latent, &count, why, sizeof why))) {
-            fprintf(stderr, "vh-run: %s (the planner's noise)\n", why);
+        if (o.noise_file && !(noise = vh_read_float_array(o.noise_file, "planner's noise", &shape.latent, 1, why,
+                                                          sizeof why))) {
+            fprintf(stderr, "vh-run: %s\n", why);
             goto done;
         }
     } else if (o.n_token_files || o.command >= 0 || o.noise_file) {
