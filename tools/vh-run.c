@@ -46,6 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend_numerics.h"
 #include "bundled_data.h"
 #include "image_file.h"
 #include "json_line.h"
@@ -68,6 +69,12 @@
 
 #define DEFAULT_INSTRUCTION "pick up the red block"
 #define DEFAULT_CHECK_TOLERANCE 1e-6
+/* --check, bf16: the reference logit gap below which a bf16 run may pick another token
+ * (doc/check-format.md, "The criterion", derives it for the fixtures' model) */
+#define DEFAULT_CHECK_MARGIN 0.25
+
+/* --numerics not given: judged by the backends' own (tools/backend_numerics.c) */
+#define NUMERICS_AUTO (-1)
 
 /* --policy not given: "block" without --rate (every image computed), the library's default with. */
 #define POLICY_UNSET (-1)
@@ -97,6 +104,8 @@ typedef struct options {
     int warmup_given;        /* --warmup was given (else a one-frame run sets 0) */
     const char *check_path;  /* --check REFERENCE */
     double check_tolerance;  /* --check-tolerance */
+    double check_margin;     /* --check-margin */
+    int numerics;            /* --numerics: a vh_compute_precision, or NUMERICS_AUTO */
 } options;
 
 /* The options that take a value (the others: --json, --verbose, --help, --version). */
@@ -104,6 +113,7 @@ static const char *const value_flags[] = {
     "--model", "--image", "--instruction", "--unnorm-key", "--backend", "--threads", "--plugin-path",
     "--decode-positions", "--frames", "--rate", "--policy", "--queue", "--deadline-ms", "--warmup",
     "--cpu-affinity", "--seed", "--vision-tokens", "--command", "--noise", "--check", "--check-tolerance",
+    "--check-margin", "--numerics",
     VH_STAGE_OPTION_FLAGS, NULL};
 
 static void usage(FILE *out)
@@ -113,7 +123,8 @@ static void usage(FILE *out)
             "              [--backend NAME[,NAME...]] [--threads N] [--plugin-path PATH] [--json] [--verbose]\n"
             "              [--decode-positions contiguous|openvla-hf440] [--frames N] [--rate HZ]\n"
             "              [--policy latest|reject|block] [--queue N] [--deadline-ms MS] [--warmup N]\n"
-            "              [--cpu-affinity LIST] [--check REFERENCE [--check-tolerance T]]\n"
+            "              [--cpu-affinity LIST] [--check REFERENCE [--check-tolerance T] [--check-margin M]\n"
+            "              [--numerics auto|fp32|bf16]]\n"
             "              [--split N] [--mode serial|pipeline|packed] [--gpu-mem-budget BYTES] [--zone N] [--trace PATH]\n"
             "       vh-run --help | --version\n"
             "Runs a Vision-Language-Action model on the images, in order, prints one line per frame (its action,\n"
@@ -150,6 +161,11 @@ static void usage(FILE *out)
             "                        a parity report instead of the actions; without --image the frames are\n"
             "                        the reference's records. Exit status 0 only when every frame passes\n"
             "  --check-tolerance T   the largest |action - reference| that passes (default %g)\n"
+            "  --check-margin M      bf16 criterion: the ids may part from the reference's at a step where the\n"
+            "                        run's token is among the reference's best with a logit within M of the\n"
+            "                        best's (default %g, derived in doc/check-format.md)\n"
+            "  --numerics N          how --check judges: auto (default: bf16 when a backend computes in bf16,\n"
+            "                        as cpu_amx and cuda do; else fp32) | fp32 (ids equal) | bf16\n"
             VH_STAGE_OPTIONS_USAGE
             "Orion and MindDrive models (config.json model_type \"orion\", \"minddrive\"), instead of --image and\n"
             "--instruction:\n"
@@ -167,7 +183,7 @@ static void usage(FILE *out)
             "  --help, -h            this text; --version: the version of the vlahybrid library in use\n"
             "Exit status: 0 every frame answered (and with --check, every frame passed); 1 a frame failed, was\n"
             "not answered or did not pass the check; 2 bad arguments or inputs, or the session did not start.\n",
-            VH_BUNDLED_MODEL_DIR, VH_BUNDLED_FRAMES_DIR, DEFAULT_CHECK_TOLERANCE);
+            VH_BUNDLED_MODEL_DIR, VH_BUNDLED_FRAMES_DIR, DEFAULT_CHECK_TOLERANCE, DEFAULT_CHECK_MARGIN);
 }
 
 static int parse_count(const char *flag, const char *value, long lo, long hi, long *out)
@@ -182,6 +198,8 @@ static int parse_args(int argc, char **argv, options *o)
     o->policy = POLICY_UNSET;
     o->command = -1;
     o->check_tolerance = DEFAULT_CHECK_TOLERANCE;
+    o->check_margin = DEFAULT_CHECK_MARGIN;
+    o->numerics = NUMERICS_AUTO;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         long n;
@@ -205,6 +223,23 @@ static int parse_args(int argc, char **argv, options *o)
             o->check_tolerance = strtod(v, &end);
             if (*end || end == v || !(o->check_tolerance >= 0 && o->check_tolerance < INFINITY)) {
                 fprintf(stderr, "vh-run: --check-tolerance needs a number >= 0\n");
+                return -1;
+            }
+        } else if (!strcmp(a, "--check-margin")) {
+            char *end;
+            const char *v = argv[++i];
+            o->check_margin = strtod(v, &end);
+            if (*end || end == v || !(o->check_margin >= 0 && o->check_margin < INFINITY)) {
+                fprintf(stderr, "vh-run: --check-margin needs a number of logits >= 0\n");
+                return -1;
+            }
+        } else if (!strcmp(a, "--numerics")) {
+            const char *v = argv[++i];
+            if (!strcmp(v, "auto")) o->numerics = NUMERICS_AUTO;
+            else if (!strcmp(v, "fp32")) o->numerics = VH_COMPUTE_FP32;
+            else if (!strcmp(v, "bf16")) o->numerics = VH_COMPUTE_BF16;
+            else {
+                fprintf(stderr, "vh-run: --numerics is 'auto', 'fp32' or 'bf16'\n");
                 return -1;
             }
         } else if (!strcmp(a, "--model")) {
@@ -389,7 +424,10 @@ typedef struct run_state {
     atomic_int finished;       /* every frame has been tried */
     const vh_reference *reference;          /* --check */
     const vh_reference_case **frame_record; /* --check: each image's record */
-    atomic_int n_checked, n_passed;
+    vh_check_criterion criterion;           /* --check: how a frame is judged */
+    atomic_int n_checked, n_passed, n_near_ties;
+    char backends[128];                     /* the session's backends */
+    vh_compute_precision compute;           /* ... their coarsest compute */
 } run_state;
 
 static const char *frame_instruction(const options *o, uint64_t image_index)
@@ -413,14 +451,35 @@ static void print_text(const options *o, const vh_action *a)
            a->decode_ns / 1e6);
 }
 
-/* The frame's timings added to its JSON object, then the object as one line (numbers in their
- * shortest round-trip form), and freed. */
-static void print_json_line(json_t *obj, const vh_action *a)
+/* The session's backends and their numerics, as the stderr line says them (report_backends). */
+static json_t *numerics_json(const run_state *run)
+{
+    json_t *stages = json_array();
+    const char *p = run->backends;
+    while (*p) {
+        const size_t n = strcspn(p, ",");
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), p);
+        const vh_backend_numerics *b = vh_backend_numerics_of(name);
+        json_array_append_new(stages, json_pack("{s:s, s:s, s:s, s:s}", "backend", name, "weights", b->weights,
+                                                "compute", vh_compute_precision_name(b->compute), "description",
+                                                b->description));
+        p += n + (p[n] == ',');
+    }
+    return json_pack("{s:s, s:s, s:o}", "compute", vh_compute_precision_name(run->compute), "chosen",
+                     run->opt->backends ? "--backend" : "default: best available", "stages", stages);
+}
+
+/* The frame's timings, backends and numerics added to its JSON object, then the object as one
+ * line (numbers in their shortest round-trip form), and freed. */
+static void print_json_line(const run_state *run, json_t *obj, const vh_action *a)
 {
     json_object_set_new(obj, "vision_ms", json_real(a->vision_ns / 1e6));
     json_object_set_new(obj, "prefill_ms", json_real(a->prefill_ns / 1e6));
     json_object_set_new(obj, "decode_ms", json_real(a->decode_ns / 1e6));
     json_object_set_new(obj, "latency_ms", json_real((a->finished_ns - a->submitted_ns) / 1e6));
+    json_object_set_new(obj, "backends", json_string(run->backends));
+    json_object_set_new(obj, "numerics", numerics_json(run));
     vh_json_print_line(stdout, obj);
     json_decref(obj);
 }
@@ -431,9 +490,10 @@ static json_t *check_frame(run_state *run, const vh_action *a, const int32_t *pr
     const options *o = run->opt;
     const vh_reference_case *c = run->frame_record[a->tag];
     vh_check_result r;
-    vh_reference_compare(c, prompt, n_prompt, a, o->check_tolerance, &r);
+    vh_reference_compare(c, prompt, n_prompt, a, &run->criterion, &r);
     atomic_fetch_add(&run->n_checked, 1);
     if (r.pass) atomic_fetch_add(&run->n_passed, 1);
+    if (r.pass && r.near_tie_step >= 0) atomic_fetch_add(&run->n_near_ties, 1);
     if (o->json) {
         json_t *check = json_object();
         json_object_set_new(check, "prompt_ids_equal", json_boolean(r.prompt_equal));
@@ -441,20 +501,33 @@ static json_t *check_frame(run_state *run, const vh_action *a, const int32_t *pr
         json_object_set_new(check, "max_action_delta",
                             isfinite(r.max_action_delta) ? json_real(r.max_action_delta) : json_null());
         json_object_set_new(check, "tolerance", json_real(o->check_tolerance));
+        json_object_set_new(check, "criterion", json_string(run->criterion.bf16 ? "bf16" : "fp32"));
+        if (run->criterion.bf16) {
+            json_object_set_new(check, "margin", json_real(run->criterion.bf16_margin));
+            json_object_set_new(check, "near_tie_step", r.near_tie_step >= 0 ? json_integer(r.near_tie_step) : json_null());
+            if (r.near_tie_step >= 0) json_object_set_new(check, "near_tie_gap", json_real(r.near_tie_gap));
+        }
         json_object_set_new(check, "pass", json_boolean(r.pass));
         return check;
     }
     printf("check frame %llu %s / \"%s\": ", (unsigned long long)a->sequence, o->images[a->tag],
            frame_instruction(o, a->tag));
     if (a->status != VH_OK) printf("no action (%s)", vh_status_string(a->status));
+    else if (r.near_tie_step >= 0)
+        printf("prompt ids %s, action ids equal up to step %d (then token %d, the reference's %d: a near-tie, "
+               "reference logit gap %.3g < %g; later steps not compared), max |d action| %.3g before it",
+               r.prompt_equal ? "equal" : "DIFFER", r.near_tie_step, a->token_ids[r.near_tie_step],
+               c->action_ids[r.near_tie_step], r.near_tie_gap, run->criterion.bf16_margin, r.max_action_delta);
     else printf("prompt ids %s, action ids %s, max |d action| %.3g", r.prompt_equal ? "equal" : "DIFFER",
                 r.action_ids_equal ? "equal" : "DIFFER", r.max_action_delta);
     printf(" (tolerance %g): %s\n", o->check_tolerance, r.pass ? "pass" : "FAIL");
     return NULL;
 }
 
-static void print_json(const options *o, const vh_action *a, const int32_t *prompt, size_t n_prompt, json_t *check)
+static void print_json(const run_state *run, const vh_action *a, const int32_t *prompt, size_t n_prompt,
+                       json_t *check)
 {
+    const options *o = run->opt;
     json_t *obj = json_object();
     json_object_set_new(obj, "frame", a->frame_id ? json_integer((json_int_t)a->frame_id) : json_null());
     json_object_set_new(obj, "image", json_string(o->images[a->tag]));
@@ -473,7 +546,7 @@ static void print_json(const options *o, const vh_action *a, const int32_t *prom
     json_object_set_new(obj, "action_ids", tokens);
     json_object_set_new(obj, "action", values);
     if (check) json_object_set_new(obj, "check", check);
-    print_json_line(obj, a);
+    print_json_line(run, obj, a);
 }
 
 /* Orion, MindDrive: the trajectory, (x, y) in metres (MindDrive: the path, and the speed decision). */
@@ -502,8 +575,9 @@ static json_t *json_floats(const float *v, uint32_t n)
 }
 
 /* Orion, --json: the trajectory flat (x0, y0, x1, y1, ...) and the extras by name. */
-static void print_orion_json(const options *o, const vh_action *a)
+static void print_orion_json(const run_state *run, const vh_action *a)
 {
+    const options *o = run->opt;
     json_t *obj = json_object();
     json_object_set_new(obj, "frame", a->frame_id ? json_integer((json_int_t)a->frame_id) : json_null());
     json_object_set_new(obj, "vision_tokens", json_string(o->images[a->tag]));
@@ -530,7 +604,7 @@ static void print_orion_json(const options *o, const vh_action *a)
         if (v) json_object_set_new(extras, name, json_floats(v, count));
     }
     json_object_set_new(obj, "extras", extras);
-    print_json_line(obj, a);
+    print_json_line(run, obj, a);
 }
 
 /* One line per frame; both threads print (refusals from the submitting one), a line at a time. */
@@ -543,9 +617,9 @@ static void print_frame(run_state *run, const vh_action *a)
         n_prompt = 0;
     flockfile(stdout);
     json_t *check = run->reference ? check_frame(run, a, prompt, n_prompt) : NULL;
-    if (run->opt->orion && run->opt->json) print_orion_json(run->opt, a);
+    if (run->opt->orion && run->opt->json) print_orion_json(run, a);
     else if (run->opt->orion) print_orion_text(run->opt, a);
-    else if (run->opt->json) print_json(run->opt, a, prompt, n_prompt, check);
+    else if (run->opt->json) print_json(run, a, prompt, n_prompt, check);
     else if (!run->reference) print_text(run->opt, a);
     fflush(stdout);
     funlockfile(stdout);
@@ -658,6 +732,40 @@ static void print_stats(FILE *out, vh_session *s, const vh_session_stats *st, in
     fflush(out);
 }
 
+/* The backends the session chose and their numerics (tools/backend_numerics.c: the API names the
+ * backends, not their arithmetic), one line on stderr before the frames; --check's criterion
+ * follows from them unless --numerics says otherwise. */
+static void report_backends(run_state *run)
+{
+    const options *o = run->opt;
+    vh_session_info info;
+    vh_session_info_init(&info);
+    if (vh_session_get_info(run->session, &info) != VH_OK) snprintf(info.backends, sizeof info.backends, "?");
+    snprintf(run->backends, sizeof run->backends, "%s", info.backends);
+    run->compute = vh_backends_compute(run->backends);
+    const int several = strchr(run->backends, ',') != NULL;
+    fprintf(stderr, "vh-run: backend%s ", several ? "s" : "");
+    for (const char *p = run->backends; *p;) {
+        const size_t n = strcspn(p, ",");
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), p);
+        fprintf(stderr, "%s%s (%s%s", p == run->backends ? "" : ", ", name, vh_backend_numerics_of(name)->description,
+                several ? ")" : "; ");
+        p += n + (p[n] == ',');
+    }
+    fprintf(stderr, "%schosen %s%s\n", several ? "; " : "", o->backends ? "by --backend" : "by default: best available",
+            several ? "" : ")");
+    const int bf16 = o->numerics == NUMERICS_AUTO ? run->compute == VH_COMPUTE_BF16 : o->numerics == VH_COMPUTE_BF16;
+    run->criterion = (vh_check_criterion){.tolerance = o->check_tolerance, .bf16 = bf16,
+                                          .bf16_margin = o->check_margin};
+    if (o->check_path)
+        fprintf(stderr, "vh-run: --check judges by the %s criterion (%s%s); %s\n", bf16 ? "bf16" : "fp32",
+                o->numerics == NUMERICS_AUTO ? "the backends' compute" : "--numerics",
+                bf16 ? ": ids may part at a reference near-tie" : ": ids equal",
+                bf16 ? "for fp32 parity run with --backend cpu_generic" : "doc/check-format.md");
+    fflush(stderr);
+}
+
 /* vh_session_create's progress as one line on a terminal, rewritten in place and erased at the end. */
 static int draw_progress(void *user, const char *stage, double fraction)
 {
@@ -722,7 +830,7 @@ static int set_up_check(options *o, vh_reference *ref, const vh_reference_case *
     }
     if (!o->instruction) o->instruction = DEFAULT_INSTRUCTION;
     for (int i = 0; i < o->n_images; i++) {
-        records[i] = vh_reference_find(ref, o->images[i], o->instruction);
+        records[i] = vh_reference_find(ref, o->images[i], o->instruction, o->unnorm_key);
         if (!records[i]) {
             fprintf(stderr, "vh-run: --check: %s has no record of image %s with instruction \"%s\"\n", ref->path,
                     o->images[i], o->instruction);
@@ -862,6 +970,7 @@ int main(int argc, char **argv)
         goto done;
     }
     run.session = s;
+    report_backends(&run);
 
     /* the instructions' prompts, before any frame: a bad instruction fails here, once */
     for (int i = 0; !o.orion && i < o.n_images; i++) {
@@ -947,8 +1056,14 @@ int main(int argc, char **argv)
     failures += atomic_load(&run.n_not_submitted) + duplicates + strays + unanswered;
     if (o.check_path) {
         const int passed = atomic_load(&run.n_passed);
-        printf("check: %d of %d frames pass (prompt ids and action ids equal, max |d action| <= %g) against %s\n",
-               passed, o.n_frames, o.check_tolerance, reference.path);
+        if (run.criterion.bf16)
+            printf("check: %d of %d frames pass (bf16 criterion: prompt ids equal, action ids equal or parted at a "
+                   "reference near-tie, logit gap < %g, in %d frames; max |d action| <= %g before it) against %s; "
+                   "for fp32 parity run with --backend cpu_generic\n", passed, o.n_frames, run.criterion.bf16_margin,
+                   atomic_load(&run.n_near_ties), o.check_tolerance, reference.path);
+        else
+            printf("check: %d of %d frames pass (prompt ids and action ids equal, max |d action| <= %g) against %s\n",
+                   passed, o.n_frames, o.check_tolerance, reference.path);
         fflush(stdout);
         if (passed != o.n_frames) failures++;
     }
