@@ -24,17 +24,6 @@ char *vh_json_format_double(double d, char out[VH_JSON_NUMBER_SIZE])
     return out;
 }
 
-json_t *vh_json_float(float f)
-{
-    if (!isfinite(f)) return json_null();
-    char text[VH_JSON_NUMBER_SIZE];
-    for (int digits = 1; digits <= 9; digits++) { /* 9 significant digits always round-trip a float */
-        snprintf(text, sizeof text, "%.*g", digits, (double)f);
-        if (strtof(text, NULL) == f) break;
-    }
-    return json_real(strtod(text, NULL));
-}
-
 static int write_value(FILE *out, const json_t *v)
 {
     char number[VH_JSON_NUMBER_SIZE];

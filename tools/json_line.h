@@ -15,12 +15,6 @@
  * a NaN or an infinity (JSON has neither). Returns out. */
 char *vh_json_format_double(double d, char out[VH_JSON_NUMBER_SIZE]);
 
-/* A float's value as a JSON real: the shortest decimal that reads back as the same float (at most
- * 9 digits), stored as the double nearest to it, so that it prints as written ("0.1", not the
- * float's double 0.10000000149011612); null for a NaN or an infinity, so arrays keep their
- * positions. */
-json_t *vh_json_float(float f);
-
 /* `value` compactly, as json_dumps(JSON_COMPACT) would but with vh_json_format_double's numbers,
  * then a newline; objects in their insertion order. 0, or -1 when writing failed. */
 int vh_json_print_line(FILE *out, const json_t *value);

@@ -511,6 +511,13 @@ static void print_text(const options *o, const vh_action *a)
            a->decode_ns / 1e6);
 }
 
+/* A number as a JSON real; null for a NaN or an infinity (JSON has neither; json_real refuses
+ * them, which would shorten the array). */
+static json_t *finite_or_null(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
 /* The session's backends and their numerics, as the stderr line says them (report_backends). */
 static json_t *numerics_json(const run_state *run)
 {
@@ -601,7 +608,7 @@ static void print_json(const run_state *run, const vh_action *a, const int32_t *
     if (a->status == VH_OK) {
         for (uint32_t i = 0; i < a->action_dim; i++) {
             json_array_append_new(tokens, json_integer(a->token_ids[i]));
-            json_array_append_new(values, vh_json_float(a->values[i]));
+            json_array_append_new(values, finite_or_null(a->values[i]));
         }
     }
     json_object_set_new(obj, "action_ids", tokens);
@@ -631,7 +638,7 @@ static void print_orion_text(const options *o, const vh_action *a)
 static json_t *json_floats(const float *v, uint32_t n)
 {
     json_t *arr = json_array();
-    for (uint32_t i = 0; i < n; i++) json_array_append_new(arr, vh_json_float(v[i]));
+    for (uint32_t i = 0; i < n; i++) json_array_append_new(arr, finite_or_null(v[i]));
     return arr;
 }
 
