@@ -46,6 +46,8 @@ rc=0
 [ "$rc" -eq 2 ] && grep -q 'not --image' "$out/image.err" || { echo "--image accepted for Orion"; exit 1; }
 "$py" "$(dirname "$0")/json_numbers.py" "$out"/*.json
 
+"$vh_bench" --help | grep -q "^Orion and MindDrive models: synthetic frames" || { echo "--help: no MindDrive"; exit 1; }
+
 [ -n "$minddrive" ] || exit 0
 "$vh_bench" --model "$minddrive" --frames 3 --warmup 1 --backend cpu_generic > "$out/md.txt"
 grep -q '^input    MindDrive: synthetic vision tokens ' "$out/md.txt" || { echo "MindDrive: $(grep input "$out/md.txt")"; exit 1; }
