@@ -181,7 +181,7 @@ int vh_frame_file_load(const char *path, size_t max_entries, vh_frame_file *out,
         if (strspn(line, " \t\r\n") == (size_t)len) continue;
         char what[512];
         json_error_t e;
-        json_t *obj = json_loadb(line, (size_t)len, 0, &e);
+        json_t *obj = json_loadb(line, (size_t)len, JSON_REJECT_DUPLICATES, &e);
         if (!obj) {
             snprintf(what, sizeof what, "not JSON (%s)", e.text);
             rc = -1;

@@ -5,7 +5,7 @@
 # two-dataset model against its reference; tag, sequence and timestamp_ns come back in --json;
 # cameras are passed through; --frames cycles over the lines. Orion: per-line vision tokens (.f32
 # and .npy), command and noise (a file, an inline array) give cases.json's trajectories. Bad lines
-# (unknown member, not JSON, a missing image, members the model does not take, a command out of
+# (unknown member, a member twice, not JSON, a missing image, members the model does not take, a command out of
 # range, noise of the wrong length, ...) stop the run with status 2 and the line number before the
 # model loads, so no frame is lost; every accepted frame is answered.
 # usage: vh_run_frames.sh VH_RUN SOURCE_ROOT
@@ -135,6 +135,8 @@ printf '{"image": "a.png", "tag": -1}\n' > "$work/tag.jsonl"
 refused tag "line 1" '"tag" must be an integer'
 printf '{"image": "a.png", "cameras": [{"name": "F", "img": "a.png"}]}\n' > "$work/camera.jsonl"
 refused camera "line 1" 'unknown member "img"'
+printf '%s\n{"image": "a.png", "tag": 1, "tag": 2}\n' "$good" > "$work/twice.jsonl"
+refused twice "line 2" "duplicate object key"
 printf '[1, 2]\n' > "$work/array.jsonl"
 refused array "line 1" "not a JSON object"
 printf '\n\n' > "$work/empty.jsonl"
