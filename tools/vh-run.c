@@ -132,7 +132,8 @@ static const char *const value_flags[] = {
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: vh-run [--model DIR] [--image FILE ... | --frame-file FILE.jsonl] [--instruction TEXT] [--unnorm-key KEY]\n"
+            "usage: vh-run [--model DIR] [--image FILE ... | --frame-file FILE.jsonl] [--instruction TEXT]\n"
+            "              [--unnorm-key KEY]\n"
             "              [--backend NAME[,NAME...]] [--threads N] [--plugin-path PATH] [--json] [--verbose]\n"
             "              [--decode-positions contiguous|openvla-hf440] [--frames N] [--rate HZ]\n"
             "              [--policy latest|reject|block] [--queue N] [--deadline-ms MS] [--warmup N]\n"
@@ -148,7 +149,7 @@ static void usage(FILE *out)
             "  --frame-file FILE     the frames as JSON lines, each with its own image or vision tokens,\n"
             "                        instruction, command, noise, timestamp_ns, sequence, tag, unnorm_key and\n"
             "                        cameras (doc/api.md, \"Frame files\"; paths from the file's folder); the\n"
-            "                        options give what a line leaves out. Instead of --image / --vision-tokens\n"
+            "                        options give what a line leaves out; instead of --image, --vision-tokens\n"
             "  --instruction TEXT    the task of every frame (default: \"" DEFAULT_INSTRUCTION "\")\n"
             "  --unnorm-key KEY      norm_stats dataset of the actions (default: the checkpoint's only one)\n"
             "  --backend NAMES       one backend, or two comma-separated stages such as cuda,cpu_amx\n"
