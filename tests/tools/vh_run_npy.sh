@@ -5,7 +5,8 @@
 # as numpy's astype(float32) converts them (subnormals, infinities, NaN payloads), a leading batch
 # dimension of 1; raw float32 files still read. Broken files are refused with a message naming
 # the problem: truncated, bad magic, wrong dtype, big-endian, wrong shape, Fortran order, an
-# unknown header key, bytes after the array. Then vh-run on the tiny Orion model: tokens and noise
+# unknown header key, bytes after the array; 150 seeded corruptions are read or refused, never a
+# crash (the sanitized CI build sees any bad access). Then vh-run on the tiny Orion model: tokens and noise
 # as .npy (float32 and float16) give the same trajectory as the raw float32 of the same values,
 # and a bad .npy stops it with status 2 before the model loads.
 # usage: vh_run_npy.sh VH_RUN NPY_DUMP ORION_FIXTURE_DIR
@@ -81,6 +82,36 @@ refused shape "3 5" "has shape (5, 3); the array are 3 x 5"
 refused fortran "3 5" "Fortran order"
 refused extrakey "3 5" "unknown key 'extra'"
 refused a "15" "has shape (3, 5)"
+
+echo "== seeded corruptions of a .npy file: read or refused, never a crash"
+"$py" - "$work" <<'PY'
+import random, sys
+w = sys.argv[1]
+raw = open(f"{w}/v1.npy", "rb").read()
+rng = random.Random(2025)
+for i in range(150):
+    b = bytearray(raw)
+    kind = i % 3
+    if kind == 0:  # bytes of the header changed
+        for _ in range(rng.randint(1, 4)):
+            b[rng.randrange(0, 128)] = rng.randrange(256)
+    elif kind == 1:  # cut anywhere
+        b = b[:rng.randrange(0, len(b))]
+    else:  # header text replaced by printable noise
+        for k in range(10, 10 + rng.randint(1, 60)):
+            b[k] = rng.choice(b"{}()',: 0123456789TrueFalsdcpoh<f4")
+    open(f"{w}/fuzz_{i}.npy", "wb").write(bytes(b))
+PY
+i=0
+while [ $i -lt 150 ]; do
+    set +e
+    "$dump" "$work/fuzz_$i.npy" "$work/x.out" 3 5 2> "$work/fuzz.err"
+    rc=$?
+    set -e
+    [ $rc = 0 ] || [ $rc = 2 ] || fail "fuzz_$i.npy: exit status $rc $(cat "$work/fuzz.err")"
+    [ $rc = 0 ] || [ -s "$work/fuzz.err" ] || fail "fuzz_$i.npy refused without a message"
+    i=$((i + 1))
+done
 
 echo "== vh-run: Orion vision tokens and noise as .npy"
 "$py" - "$fix" "$work" <<'PY'
