@@ -11,7 +11,7 @@
  * episodes run back to back with a reset between them, and the session's statistics are printed
  * at the end.
  *
- *   control_loop [MODEL_DIR] [RATE_HZ] [SECONDS]
+ *   control_loop [MODEL_DIR] [RATE_HZ] [SECONDS]      control_loop --help
  *
  * Defaults: the bundled tiny model, 5 Hz, 3 s. Run from the build tree with
  * `meson devenv -C build ./examples/control_loop`.
@@ -87,15 +87,44 @@ static void *camera_main(void *arg)
     return NULL;
 }
 
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: control_loop [MODEL_DIR] [RATE_HZ] [SECONDS]\n"
+                 "A robot control loop on the public API: a camera thread submits a synthetic frame every\n"
+                 "1/RATE_HZ s for SECONDS s, twice (two episodes), and the control thread applies each action.\n"
+                 "  MODEL_DIR  a Hugging Face OpenVLA checkpoint folder (default: the bundled tiny model)\n"
+                 "  RATE_HZ    frames per second, > 0 (default 5)\n"
+                 "  SECONDS    length of an episode, > 0 (default 3)\n");
+}
+
+/* A number > 0 from the whole of text, else 0. */
+static double positive(const char *text)
+{
+    char *end;
+    const double v = strtod(text, &end);
+    return end != text && !*end && v > 0 && v < 1e9 ? v : 0;
+}
+
 int main(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++) { /* options are not model folders */
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (argv[i][0] == '-' && argv[i][1] && !positive(argv[i])) {
+            fprintf(stderr, "control_loop: unknown option %s\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
     vh_session_params p;
     vh_session_params_init(&p);
     p.model_path = argc > 1 ? argv[1] : VH_EXAMPLE_MODEL_DIR;
     p.queue_capacity = 1; /* newest frame wins */
-    camera cam = {.rate_hz = argc > 2 ? atof(argv[2]) : 5.0, .seconds = argc > 3 ? atof(argv[3]) : 3.0};
-    if (cam.rate_hz <= 0 || cam.seconds <= 0) {
-        fprintf(stderr, "usage: control_loop [MODEL_DIR] [RATE_HZ] [SECONDS]\n");
+    camera cam = {.rate_hz = argc > 2 ? positive(argv[2]) : 5.0, .seconds = argc > 3 ? positive(argv[3]) : 3.0};
+    if (argc > 4 || cam.rate_hz <= 0 || cam.seconds <= 0) {
+        usage(stderr);
         return 2;
     }
     if (vh_session_create(&p, &cam.session) != VH_OK) {

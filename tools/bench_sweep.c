@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_line.h"
 #include "stage_options.h"
 
 static int compare_doubles(const void *a, const void *b)
@@ -225,10 +226,8 @@ void vh_bench_table_print_json(const vh_bench_table *t, FILE *out)
         if (j) json_array_append_new(rows, j);
     }
     json_t *top = json_pack("{s:o, s:i}", "sweep", rows, "rounds", t->rounds);
-    char *text = top ? json_dumps(top, JSON_COMPACT) : NULL;
-    fprintf(out, "%s\n", text ? text : "{}");
+    if (!top || vh_json_print_line(out, top)) fprintf(out, "{}\n");
     fflush(out);
-    free(text);
     json_decref(top);
 }
 

@@ -19,6 +19,8 @@ typedef struct vh_orion_shape {
     uint32_t n_tokens, width; /* a frame's vision tokens: n_tokens x width float32 */
     uint32_t latent;          /* floats of a frame's noise */
     uint32_t n_commands;      /* commands 0 .. n_commands - 1 */
+    const char *family;       /* "orion" or "minddrive", config.json's model_type */
+    const char *label;        /* "Orion" or "MindDrive", for what the tools print */
 } vh_orion_shape;
 
 /* 1: dir/config.json says model_type "orion" or "minddrive" (*shape filled; MindDrive's noise is
@@ -52,6 +54,8 @@ static inline int vh_orion_model_shape(const char *dir, vh_orion_shape *shape, c
             shape->width = (uint32_t)json_integer_value(w);
             shape->latent = json_is_integer(latent) ? (uint32_t)json_integer_value(latent) : 32;
             shape->n_commands = json_is_integer(modes) ? (uint32_t)json_integer_value(modes) : 6;
+            shape->family = minddrive ? "minddrive" : "orion";
+            shape->label = minddrive ? "MindDrive" : "Orion";
             if (minddrive) { /* the speed planner's noise, then the path planner's; the command picks the path */
                 shape->latent += json_is_integer(path_latent) ? (uint32_t)json_integer_value(path_latent) : 32;
                 shape->n_commands = 6;

@@ -32,7 +32,8 @@
  * run), json (an object a run, one a line; a sweep ends with a {"sweep": [...]} line of the table's
  * rows). --json is --format json.
  *
- * An Orion model (config.json model_type "orion", tools/orion/convert_orion.py's format or
+ * An Orion or MindDrive model (config.json model_type "orion" or "minddrive", tools/orion/convert_orion.py's
+ * and tools/minddrive/convert_minddrive.py's format, or
  * vh-synth-checkpoint --family orion) runs on synthetic frames instead of the image: vision tokens
  * of the config's shape (vision_tokens x text_config.hidden_size), normal with standard deviation 1
  * from --seed S (default 0), ORION_TOKEN_SETS different sets used in turn; the commands cycle
@@ -49,6 +50,7 @@
 #include "bench_sweep.h"
 #include "bundled_data.h"
 #include "image_file.h"
+#include "json_line.h"
 #include "orion_inputs.h"
 #include "stage_options.h"
 #include "tool_cli.h"
@@ -367,7 +369,7 @@ static void print_json(const options *o, const bench_input *in, const run_result
     const char *names[] = {"vision_ms", "prefill_ms", "decode_ms", "decode_step_ms", "end_to_end_ms"};
     const vh_bench_summary *all[] = {&r->vision, &r->prefill, &r->decode, &r->step, &r->e2e};
     for (int i = 0; i < 5; i++) json_object_set_new(j, names[i], summary_json(all[i]));
-    json_object_set_new(j, "family", json_string(in->orion ? "orion" : "openvla"));
+    json_object_set_new(j, "family", json_string(in->orion ? in->shape.family : "openvla"));
     if (in->orion)
         json_object_set_new(j, "orion_frames", json_pack("{s:i, s:i, s:i, s:i, s:I}", "vision_tokens",
                                                          (int)in->shape.n_tokens, "width", (int)in->shape.width,
@@ -397,10 +399,8 @@ static void print_json(const options *o, const bench_input *in, const run_result
                                                 (json_int_t)r->end.stages[i].prefill_block_ns, "decode_block_ns",
                                                 (json_int_t)r->end.stages[i].decode_block_ns));
     json_object_set_new(j, "stages", stages);
-    char *text = json_dumps(j, JSON_COMPACT);
-    printf("%s\n", text ? text : "{}");
+    if (vh_json_print_line(stdout, j)) printf("{}\n");
     fflush(stdout);
-    free(text);
     json_decref(j);
 }
 
@@ -409,8 +409,9 @@ static void print_text(const options *o, const bench_input *in, const run_result
     const vh_session_info *info = &r->info, *end = &r->end;
     printf("model    %s (%u LLM layers, %u image tokens)\n", o->model, info->n_llm_layers, info->n_prompt_image_tokens);
     if (in->orion)
-        printf("input    Orion: synthetic vision tokens %u x %u (normal, std 1, %d sets, seed %llu), commands "
-               "0..%u in turn, noise from the seed and each frame's sequence\n", in->shape.n_tokens, in->shape.width,
+        printf("input    %s: synthetic vision tokens %u x %u (normal, std 1, %d sets, seed %llu), commands "
+               "0..%u in turn, noise from the seed and each frame's sequence\n", in->shape.label, in->shape.n_tokens,
+               in->shape.width,
                ORION_TOKEN_SETS, (unsigned long long)o->seed, in->shape.n_commands - 1);
     printf("backend  %s; load %.2f s; backend memory (all of it, allocated at load): weights %.1f MB, "
            "KV cache + activations + workspace %.1f MB\n", info->backends, r->load_s,
@@ -475,7 +476,8 @@ static int load_input(options *o, bench_input *in)
     }
     in->orion = orion;
     if (orion && o->image) {
-        fprintf(stderr, "vh-bench: %s is an Orion model: it runs on synthetic vision tokens, not --image\n", o->model);
+        fprintf(stderr, "vh-bench: %s is a%s %s model: it runs on synthetic vision tokens, not --image\n", o->model,
+                in->shape.label[0] == 'O' ? "n" : "", in->shape.label);
         return -1;
     }
     static char default_image[4096];
@@ -536,7 +538,7 @@ int main(int argc, char **argv)
                 "  --zone N              blocks each side of the split both stages hold (default 0 with --split, else 2)\n"
                 "  --trace PATH          Chrome/Perfetto trace of the stages' work\n"
                 "  --version, --help\n"
-                "Orion models: synthetic frames (vision tokens normal from --seed, commands 0..5 in turn,\n"
+                "Orion and MindDrive models: synthetic frames (vision tokens normal from --seed, commands 0..5 in turn,\n"
                 "noise drawn from --seed and the frame's sequence); --image does not apply.\n");
         return parsed > 0 ? 0 : 2;
     }

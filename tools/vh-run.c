@@ -9,13 +9,24 @@
  *          [--split N] [--mode serial|pipeline|packed] [--gpu-mem-budget BYTES] [--zone N] [--trace PATH]
  *   vh-run --model ORION_DIR --vision-tokens FILE [--vision-tokens FILE ...] [--command N] [--noise FILE]
  *          [--seed S] [the options above but --image, --instruction, --unnorm-key, --decode-positions]
+ *   vh-run [--model DIR] --frame-file FRAMES.jsonl [the options above]
+ *
+ * --frame-file: the frames as JSON lines, each with its own image (or vision tokens), instruction,
+ * command, noise, timestamp_ns, sequence, tag, unnorm_key and cameras (tools/frame_file.h,
+ * doc/api.md "Frame files"); the options stand for what a line leaves out, frames cycle over the
+ * lines as over images, and --check finds each line's record by its image, instruction and dataset.
+ * Every line is checked before the model loads.
+ *
+ * vh-run says on stderr which backends the session chose and their numerics (backend_numerics.c);
+ * --check judges a bf16 run by the bf16 criterion (doc/check-format.md), or as --numerics says.
  *
  * An Orion model (config.json model_type "orion", as tools/orion/convert_orion.py writes it) starts
- * from precomputed vision tokens: each --vision-tokens FILE is raw little-endian float32 holding
- * exactly n x width values, row-major, with n = the config's vision_tokens (529) and width = its
+ * from precomputed vision tokens: each --vision-tokens FILE is a .npy file (float32 or float16, C
+ * order, shape (n, width), tools/npy_file.h) or raw little-endian float32 holding exactly n x width
+ * values, row-major, with n = the config's vision_tokens (529) and width = its
  * text_config.hidden_size (4096 for the released model); frames cycle over the files as they do over
  * images. --command N (0..5, CARLA RoadOption - 1; default 3, lane follow) goes with every frame;
- * --noise FILE (raw float32, planner.latent_dim = 32 values) is the planner's epsilon for every frame,
+ * --noise FILE (.npy or raw float32, planner.latent_dim = 32 values) is the planner's epsilon for every frame,
  * else the library draws it from --seed S (default 0) and the frame's sequence (0, 1, ...). Each
  * frame's answer is its trajectory (n_points (x, y) waypoints, metres); with --json also the extras
  * (mode_trajectories, mu, log_sigma).
@@ -45,8 +56,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend_numerics.h"
 #include "bundled_data.h"
+#include "frame_file.h"
 #include "image_file.h"
+#include "json_line.h"
+#include "npy_file.h"
 #include "orion_inputs.h"
 #include "reference_check.h"
 #include "stage_options.h"
@@ -65,6 +80,12 @@
 
 #define DEFAULT_INSTRUCTION "pick up the red block"
 #define DEFAULT_CHECK_TOLERANCE 1e-6
+/* --check, bf16: the reference logit gap below which a bf16 run may pick another token
+ * (doc/check-format.md, "The criterion", derives it for the fixtures' model) */
+#define DEFAULT_CHECK_MARGIN 0.25
+
+/* --numerics not given: judged by the backends' own (tools/backend_numerics.c) */
+#define NUMERICS_AUTO (-1)
 
 /* --policy not given: "block" without --rate (every image computed), the library's default with. */
 #define POLICY_UNSET (-1)
@@ -94,6 +115,10 @@ typedef struct options {
     int warmup_given;        /* --warmup was given (else a one-frame run sets 0) */
     const char *check_path;  /* --check REFERENCE */
     double check_tolerance;  /* --check-tolerance */
+    double check_margin;     /* --check-margin */
+    int numerics;            /* --numerics: a vh_compute_precision, or NUMERICS_AUTO */
+    const char *frame_file_path;      /* --frame-file */
+    const vh_frame_file *frame_file;  /* its frames, one an input (images[i] is entry i's) */
 } options;
 
 /* The options that take a value (the others: --json, --verbose, --help, --version). */
@@ -101,16 +126,19 @@ static const char *const value_flags[] = {
     "--model", "--image", "--instruction", "--unnorm-key", "--backend", "--threads", "--plugin-path",
     "--decode-positions", "--frames", "--rate", "--policy", "--queue", "--deadline-ms", "--warmup",
     "--cpu-affinity", "--seed", "--vision-tokens", "--command", "--noise", "--check", "--check-tolerance",
+    "--check-margin", "--numerics", "--frame-file",
     VH_STAGE_OPTION_FLAGS, NULL};
 
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: vh-run [--model DIR] [--image FILE ...] [--instruction TEXT] [--unnorm-key KEY]\n"
+            "usage: vh-run [--model DIR] [--image FILE ... | --frame-file FILE.jsonl] [--instruction TEXT]\n"
+            "              [--unnorm-key KEY]\n"
             "              [--backend NAME[,NAME...]] [--threads N] [--plugin-path PATH] [--json] [--verbose]\n"
             "              [--decode-positions contiguous|openvla-hf440] [--frames N] [--rate HZ]\n"
             "              [--policy latest|reject|block] [--queue N] [--deadline-ms MS] [--warmup N]\n"
-            "              [--cpu-affinity LIST] [--check REFERENCE [--check-tolerance T]]\n"
+            "              [--cpu-affinity LIST] [--check REFERENCE [--check-tolerance T] [--check-margin M]\n"
+            "              [--numerics auto|fp32|bf16]]\n"
             "              [--split N] [--mode serial|pipeline|packed] [--gpu-mem-budget BYTES] [--zone N] [--trace PATH]\n"
             "       vh-run --help | --version\n"
             "Runs a Vision-Language-Action model on the images, in order, prints one line per frame (its action,\n"
@@ -118,6 +146,10 @@ static void usage(FILE *out)
             "is checked (images decoded) before the model loads; on a terminal the load shows its progress.\n"
             "  --model DIR           Hugging Face checkpoint folder (default: the bundled tiny OpenVLA, %s)\n"
             "  --image FILE          a PNG or JPEG frame; repeat for several (default: the bundled frames, %s)\n"
+            "  --frame-file FILE     the frames as JSON lines, each with its own image or vision tokens,\n"
+            "                        instruction, command, noise, timestamp_ns, sequence, tag, unnorm_key and\n"
+            "                        cameras (doc/api.md, \"Frame files\"; paths from the file's folder); the\n"
+            "                        options give what a line leaves out; instead of --image, --vision-tokens\n"
             "  --instruction TEXT    the task of every frame (default: \"" DEFAULT_INSTRUCTION "\")\n"
             "  --unnorm-key KEY      norm_stats dataset of the actions (default: the checkpoint's only one)\n"
             "  --backend NAMES       one backend, or two comma-separated stages such as cuda,cpu_amx\n"
@@ -144,26 +176,34 @@ static void usage(FILE *out)
             "  --seed S              seed of the noise a sampling model (Orion) draws per frame (default 0)\n"
             "  --check REFERENCE     compare each frame's prompt ids, action token ids and action with its\n"
             "                        record in REFERENCE (the fixtures' JSON or vh-run --json lines; records\n"
-            "                        found by image file name and instruction; doc/check-format.md) and print\n"
-            "                        a parity report instead of the actions; without --image the frames are\n"
-            "                        the reference's records. Exit status 0 only when every frame passes\n"
+            "                        found by image file name, instruction and dataset; doc/check-format.md)\n"
+            "                        and print a parity report instead of the actions; without --image or\n"
+            "                        --frame-file the frames are the reference's records. Exit status 0 only\n"
+            "                        when every frame passes\n"
             "  --check-tolerance T   the largest |action - reference| that passes (default %g)\n"
+            "  --check-margin M      bf16 criterion: the ids may part from the reference's at a step where the\n"
+            "                        run's token is among the reference's best with a logit within M of the\n"
+            "                        best's (default %g, derived in doc/check-format.md)\n"
+            "  --numerics N          how --check judges: auto (default: bf16 when a backend computes in bf16,\n"
+            "                        as cpu_amx and cuda do; else fp32) | fp32 (ids equal) | bf16\n"
             VH_STAGE_OPTIONS_USAGE
             "Orion and MindDrive models (config.json model_type \"orion\", \"minddrive\"), instead of --image and\n"
             "--instruction:\n"
-            "  --vision-tokens FILE  a frame's vision tokens: raw little-endian float32, n x width row-major with\n"
-            "                        n = config.json's vision_tokens (529), width = text_config.hidden_size;\n"
+            "  --vision-tokens FILE  a frame's vision tokens, n x width with n = config.json's vision_tokens (529),\n"
+            "                        width = text_config.hidden_size: a .npy file (float32 or float16, C order,\n"
+            "                        shape (n, width) or (1, n, width)) or raw little-endian float32, row-major;\n"
             "                        repeat it for several frames (frames cycle over the files)\n"
             "  --command N           the high-level command of every frame, 0..5 (default 3: lane follow)\n"
-            "  --noise FILE          the planner's noise for every frame: raw float32, planner.latent_dim (32)\n"
-            "                        values; MindDrive: the speed planner's 32, then the path planner's 32\n"
+            "  --noise FILE          the planner's noise for every frame: .npy (float32/float16) or raw float32,\n"
+            "                        planner.latent_dim (32) values; MindDrive: the speed planner's 32, then\n"
+            "                        the path planner's 32\n"
             "                        (default: drawn from --seed and the frame's sequence)\n"
             "                        Each frame prints its trajectory (MindDrive: the path and the speed\n"
             "                        decision; with --json the extras).\n"
             "  --help, -h            this text; --version: the version of the vlahybrid library in use\n"
             "Exit status: 0 every frame answered (and with --check, every frame passed); 1 a frame failed, was\n"
             "not answered or did not pass the check; 2 bad arguments or inputs, or the session did not start.\n",
-            VH_BUNDLED_MODEL_DIR, VH_BUNDLED_FRAMES_DIR, DEFAULT_CHECK_TOLERANCE);
+            VH_BUNDLED_MODEL_DIR, VH_BUNDLED_FRAMES_DIR, DEFAULT_CHECK_TOLERANCE, DEFAULT_CHECK_MARGIN);
 }
 
 static int parse_count(const char *flag, const char *value, long lo, long hi, long *out)
@@ -178,6 +218,8 @@ static int parse_args(int argc, char **argv, options *o)
     o->policy = POLICY_UNSET;
     o->command = -1;
     o->check_tolerance = DEFAULT_CHECK_TOLERANCE;
+    o->check_margin = DEFAULT_CHECK_MARGIN;
+    o->numerics = NUMERICS_AUTO;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         long n;
@@ -203,6 +245,25 @@ static int parse_args(int argc, char **argv, options *o)
                 fprintf(stderr, "vh-run: --check-tolerance needs a number >= 0\n");
                 return -1;
             }
+        } else if (!strcmp(a, "--check-margin")) {
+            char *end;
+            const char *v = argv[++i];
+            o->check_margin = strtod(v, &end);
+            if (*end || end == v || !(o->check_margin >= 0 && o->check_margin < INFINITY)) {
+                fprintf(stderr, "vh-run: --check-margin needs a number of logits >= 0\n");
+                return -1;
+            }
+        } else if (!strcmp(a, "--numerics")) {
+            const char *v = argv[++i];
+            if (!strcmp(v, "auto")) o->numerics = NUMERICS_AUTO;
+            else if (!strcmp(v, "fp32")) o->numerics = VH_COMPUTE_FP32;
+            else if (!strcmp(v, "bf16")) o->numerics = VH_COMPUTE_BF16;
+            else {
+                fprintf(stderr, "vh-run: --numerics is 'auto', 'fp32' or 'bf16'\n");
+                return -1;
+            }
+        } else if (!strcmp(a, "--frame-file")) {
+            o->frame_file_path = argv[++i];
         } else if (!strcmp(a, "--model")) {
             o->model = argv[++i];
         } else if (!strcmp(a, "--image")) {
@@ -377,6 +438,8 @@ typedef struct run_state {
     float **tokens;            /* Orion: each --vision-tokens file's floats, read before the start */
     vh_orion_shape shape;      /* Orion: the tokens' and the noise's sizes */
     const float *noise;        /* Orion: --noise, or NULL */
+    float **noises;            /* Orion, --frame-file: each line's own noise (NULL: --noise's) */
+    decoded_image **cameras;   /* --frame-file: each line's camera images, decoded before the load */
     uint64_t *accepted_id;     /* written by the submitting thread; 0: not accepted */
     uint64_t *answered_id;     /* written by the polling thread; 0: no answer */
     atomic_int n_accepted;
@@ -385,7 +448,10 @@ typedef struct run_state {
     atomic_int finished;       /* every frame has been tried */
     const vh_reference *reference;          /* --check */
     const vh_reference_case **frame_record; /* --check: each image's record */
-    atomic_int n_checked, n_passed;
+    vh_check_criterion criterion;           /* --check: how a frame is judged */
+    atomic_int n_checked, n_passed, n_near_ties;
+    char backends[128];                     /* the session's backends */
+    vh_compute_precision compute;           /* ... their coarsest compute */
 } run_state;
 
 static const char *frame_instruction(const options *o, uint64_t image_index)
@@ -393,10 +459,49 @@ static const char *frame_instruction(const options *o, uint64_t image_index)
     return o->instructions[image_index] ? o->instructions[image_index] : o->instruction;
 }
 
+/* vh-run keeps its own bookkeeping in a frame's tag: the frame's place k in the stream (a frame
+ * file's "tag" is printed with the answer, not passed); its input (image, tokens, frame file line)
+ * is k mod the inputs, as frames cycle over them. */
+static int input_of(const options *o, const vh_action *a)
+{
+    return (int)(a->tag % (uint64_t)o->n_images);
+}
+
+/* The frame file's line for an input, or NULL without one. */
+static const vh_frame_file_entry *frame_entry(const options *o, int input)
+{
+    return o->frame_file ? &o->frame_file->entries[input] : NULL;
+}
+
+static int frame_command(const options *o, int input)
+{
+    const vh_frame_file_entry *e = frame_entry(o, input);
+    return e && e->command >= 0 ? e->command : o->command;
+}
+
+static const char *frame_unnorm_key(const options *o, int input)
+{
+    const vh_frame_file_entry *e = frame_entry(o, input);
+    return e && e->unnorm_key ? e->unnorm_key : o->unnorm_key;
+}
+
+/* What a frame file's line gave (sequence, tag, timestamp_ns, unnorm_key), back in its JSON. */
+static void add_frame_file_members(const options *o, json_t *obj, const vh_action *a)
+{
+    const vh_frame_file_entry *e = frame_entry(o, input_of(o, a));
+    if (!e) return;
+    json_object_set_new(obj, "line", json_integer(e->line));
+    if (e->has_sequence) json_object_set_new(obj, "sequence", json_integer((json_int_t)a->sequence));
+    if (e->has_tag) json_object_set_new(obj, "tag", json_integer((json_int_t)e->tag));
+    if (e->has_timestamp) json_object_set_new(obj, "timestamp_ns", json_integer((json_int_t)a->timestamp_ns));
+    if (e->unnorm_key) json_object_set_new(obj, "unnorm_key", json_string(e->unnorm_key));
+    if (e->n_cameras) json_object_set_new(obj, "cameras", json_integer(e->n_cameras));
+}
+
 static void print_text(const options *o, const vh_action *a)
 {
-    if (a->frame_id) printf("frame %llu %s: ", (unsigned long long)a->frame_id, o->images[a->tag]);
-    else printf("frame - %s: ", o->images[a->tag]); /* refused: it never got an id */
+    if (a->frame_id) printf("frame %llu %s: ", (unsigned long long)a->frame_id, o->images[input_of(o, a)]);
+    else printf("frame - %s: ", o->images[input_of(o, a)]); /* refused: it never got an id */
     if (a->status != VH_OK) {
         printf("%s\n", vh_status_string(a->status));
         return;
@@ -409,17 +514,44 @@ static void print_text(const options *o, const vh_action *a)
            a->decode_ns / 1e6);
 }
 
-/* The frame's timings added to its JSON object, then the object as one line (digits: the floats'
- * significant digits), and freed. */
-static void print_json_line(json_t *obj, const vh_action *a, int digits)
+/* A number as a JSON real; null for a NaN or an infinity (JSON has neither; json_real refuses
+ * them, which would shorten the array). */
+static json_t *finite_or_null(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* The session's backends and their numerics, as the stderr line says them (report_backends). */
+static json_t *numerics_json(const run_state *run)
+{
+    json_t *stages = json_array();
+    const char *p = run->backends;
+    while (*p) {
+        const size_t n = strcspn(p, ",");
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), p);
+        const vh_backend_numerics *b = vh_backend_numerics_of(name);
+        json_array_append_new(stages, json_pack("{s:s, s:s, s:s, s:s}", "backend", name, "weights", b->weights,
+                                                "compute", vh_compute_precision_name(b->compute), "description",
+                                                b->description));
+        p += n + (p[n] == ',');
+    }
+    return json_pack("{s:s, s:s, s:o}", "compute", vh_compute_precision_name(run->compute), "chosen",
+                     run->opt->backends ? "--backend" : "default: best available", "stages", stages);
+}
+
+/* The frame's timings, backends and numerics added to its JSON object, then the object as one
+ * line (numbers in their shortest round-trip form), and freed. */
+static void print_json_line(const run_state *run, json_t *obj, const vh_action *a)
 {
     json_object_set_new(obj, "vision_ms", json_real(a->vision_ns / 1e6));
     json_object_set_new(obj, "prefill_ms", json_real(a->prefill_ns / 1e6));
     json_object_set_new(obj, "decode_ms", json_real(a->decode_ns / 1e6));
     json_object_set_new(obj, "latency_ms", json_real((a->finished_ns - a->submitted_ns) / 1e6));
-    char *text = json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(digits));
-    if (text) printf("%s\n", text);
-    free(text);
+    add_frame_file_members(run->opt, obj, a);
+    json_object_set_new(obj, "backends", json_string(run->backends));
+    json_object_set_new(obj, "numerics", numerics_json(run));
+    vh_json_print_line(stdout, obj);
     json_decref(obj);
 }
 
@@ -427,11 +559,12 @@ static void print_json_line(json_t *obj, const vh_action *a, int digits)
 static json_t *check_frame(run_state *run, const vh_action *a, const int32_t *prompt, size_t n_prompt)
 {
     const options *o = run->opt;
-    const vh_reference_case *c = run->frame_record[a->tag];
+    const vh_reference_case *c = run->frame_record[input_of(o, a)];
     vh_check_result r;
-    vh_reference_compare(c, prompt, n_prompt, a, o->check_tolerance, &r);
+    vh_reference_compare(c, prompt, n_prompt, a, &run->criterion, &r);
     atomic_fetch_add(&run->n_checked, 1);
     if (r.pass) atomic_fetch_add(&run->n_passed, 1);
+    if (r.pass && r.near_tie_step >= 0) atomic_fetch_add(&run->n_near_ties, 1);
     if (o->json) {
         json_t *check = json_object();
         json_object_set_new(check, "prompt_ids_equal", json_boolean(r.prompt_equal));
@@ -439,25 +572,37 @@ static json_t *check_frame(run_state *run, const vh_action *a, const int32_t *pr
         json_object_set_new(check, "max_action_delta",
                             isfinite(r.max_action_delta) ? json_real(r.max_action_delta) : json_null());
         json_object_set_new(check, "tolerance", json_real(o->check_tolerance));
+        json_object_set_new(check, "criterion", json_string(run->criterion.bf16 ? "bf16" : "fp32"));
+        if (run->criterion.bf16) {
+            json_object_set_new(check, "margin", json_real(run->criterion.bf16_margin));
+            json_object_set_new(check, "near_tie_step", r.near_tie_step >= 0 ? json_integer(r.near_tie_step) : json_null());
+            if (r.near_tie_step >= 0) json_object_set_new(check, "near_tie_gap", json_real(r.near_tie_gap));
+        }
         json_object_set_new(check, "pass", json_boolean(r.pass));
         return check;
     }
-    printf("check frame %llu %s / \"%s\": ", (unsigned long long)a->sequence, o->images[a->tag],
-           frame_instruction(o, a->tag));
+    printf("check frame %llu %s / \"%s\": ", (unsigned long long)a->tag, o->images[input_of(o, a)],
+           frame_instruction(o, (uint64_t)input_of(o, a)));
     if (a->status != VH_OK) printf("no action (%s)", vh_status_string(a->status));
+    else if (r.near_tie_step >= 0)
+        printf("prompt ids %s, action ids equal up to step %d (then token %d, the reference's %d: a near-tie, "
+               "reference logit gap %.3g < %g; later steps not compared), max |d action| %.3g before it",
+               r.prompt_equal ? "equal" : "DIFFER", r.near_tie_step, a->token_ids[r.near_tie_step],
+               c->action_ids[r.near_tie_step], r.near_tie_gap, run->criterion.bf16_margin, r.max_action_delta);
     else printf("prompt ids %s, action ids %s, max |d action| %.3g", r.prompt_equal ? "equal" : "DIFFER",
                 r.action_ids_equal ? "equal" : "DIFFER", r.max_action_delta);
     printf(" (tolerance %g): %s\n", o->check_tolerance, r.pass ? "pass" : "FAIL");
     return NULL;
 }
 
-static void print_json(const options *o, const vh_action *a, const int32_t *prompt, size_t n_prompt, json_t *check,
-                       json_t *rounds)
+static void print_json(const run_state *run, const vh_action *a, const int32_t *prompt, size_t n_prompt,
+                       json_t *check, json_t *rounds)
 {
+    const options *o = run->opt;
     json_t *obj = json_object();
     json_object_set_new(obj, "frame", a->frame_id ? json_integer((json_int_t)a->frame_id) : json_null());
-    json_object_set_new(obj, "image", json_string(o->images[a->tag]));
-    json_object_set_new(obj, "instruction", json_string(frame_instruction(o, a->tag)));
+    json_object_set_new(obj, "image", json_string(o->images[input_of(o, a)]));
+    json_object_set_new(obj, "instruction", json_string(frame_instruction(o, (uint64_t)input_of(o, a))));
     json_object_set_new(obj, "status", json_string(a->status == VH_OK ? "ok" : vh_status_string(a->status)));
     json_t *ids = json_array();
     for (size_t i = 0; i < n_prompt; i++) json_array_append_new(ids, json_integer(prompt[i]));
@@ -467,20 +612,20 @@ static void print_json(const options *o, const vh_action *a, const int32_t *prom
     if (a->status == VH_OK) {
         for (uint32_t i = 0; i < a->action_dim; i++) {
             json_array_append_new(tokens, json_integer(a->token_ids[i]));
-            json_array_append_new(values, json_real(a->values[i]));
+            json_array_append_new(values, finite_or_null(a->values[i]));
         }
     }
     json_object_set_new(obj, "action_ids", tokens);
     json_object_set_new(obj, "action", values);
     if (check) json_object_set_new(obj, "check", check);
-    print_json_line(obj, a, 17);
+    print_json_line(run, obj, a);
 }
 
 /* Orion, MindDrive: the trajectory, (x, y) in metres (MindDrive: the path, and the speed decision). */
 static void print_orion_text(const options *o, const vh_action *a)
 {
-    if (a->frame_id) printf("frame %llu %s: ", (unsigned long long)a->frame_id, o->images[a->tag]);
-    else printf("frame - %s: ", o->images[a->tag]);
+    if (a->frame_id) printf("frame %llu %s: ", (unsigned long long)a->frame_id, o->images[input_of(o, a)]);
+    else printf("frame - %s: ", o->images[input_of(o, a)]);
     if (a->status != VH_OK) {
         printf("%s\n", vh_status_string(a->status));
         return;
@@ -488,7 +633,7 @@ static void print_orion_text(const options *o, const vh_action *a)
     printf("trajectory [");
     for (uint32_t i = 0; i < a->n_points && i < VH_MAX_TRAJECTORY_POINTS; i++)
         printf("%s(%.6f, %.6f)", i ? ", " : "", a->trajectory[2 * i], a->trajectory[2 * i + 1]);
-    printf("] command %d", o->command);
+    printf("] command %d", frame_command(o, input_of(o, a)));
     if (a->action_dim == 1) printf(" speed decision %.0f (token %d)", a->values[0], a->token_ids[0]); /* MindDrive */
     printf("  vision %.1f ms, prefill %.1f ms, decode %.1f ms\n", a->vision_ns / 1e6, a->prefill_ns / 1e6,
            a->decode_ns / 1e6);
@@ -497,18 +642,22 @@ static void print_orion_text(const options *o, const vh_action *a)
 static json_t *json_floats(const float *v, uint32_t n)
 {
     json_t *arr = json_array();
-    for (uint32_t i = 0; i < n; i++) json_array_append_new(arr, json_real(v[i]));
+    for (uint32_t i = 0; i < n; i++) json_array_append_new(arr, finite_or_null(v[i]));
     return arr;
 }
 
 /* Orion, --json: the trajectory flat (x0, y0, x1, y1, ...) and the extras by name. */
-static void print_orion_json(const options *o, const vh_action *a, json_t *rounds)
+static void print_orion_json(const run_state *run, const vh_action *a, json_t *rounds)
 {
+    const options *o = run->opt;
     json_t *obj = json_object();
     json_object_set_new(obj, "frame", a->frame_id ? json_integer((json_int_t)a->frame_id) : json_null());
-    json_object_set_new(obj, "vision_tokens", json_string(o->images[a->tag]));
-    json_object_set_new(obj, "command", json_integer(o->command));
-    json_object_set_new(obj, "noise", o->noise_file ? json_string(o->noise_file) : json_null());
+    const int input = input_of(o, a);
+    const vh_frame_file_entry *e = frame_entry(o, input);
+    json_object_set_new(obj, "vision_tokens", json_string(o->images[input]));
+    json_object_set_new(obj, "command", json_integer(frame_command(o, input)));
+    const char *noise = e && e->noise_file ? e->noise_file : e && e->noise ? "inline" : o->noise_file;
+    json_object_set_new(obj, "noise", noise ? json_string(noise) : json_null());
     json_object_set_new(obj, "seed", json_integer((json_int_t)o->stage.seed));
     json_object_set_new(obj, "sequence", json_integer((json_int_t)a->sequence));
     json_object_set_new(obj, "status", json_string(a->status == VH_OK ? "ok" : vh_status_string(a->status)));
@@ -531,7 +680,7 @@ static void print_orion_json(const options *o, const vh_action *a, json_t *round
     }
     json_object_set_new(obj, "extras", extras);
     json_object_set_new(obj, "prompt_rounds", rounds);
-    print_json_line(obj, a, 9);
+    print_json_line(run, obj, a);
 }
 
 /* --json: every round of the prompt the frame is fed (vh_session_prompt_rounds), as
@@ -572,16 +721,19 @@ static void print_frame(run_state *run, const vh_action *a)
     int32_t prompt[MAX_PROMPT_IDS];
     size_t n_prompt = 0;
     if (!run->opt->orion && /* the frame's prompt ids (its instruction's), thread-safe */
-        vh_session_prompt_ids(run->session, frame_instruction(run->opt, a->tag), prompt, MAX_PROMPT_IDS, &n_prompt))
+        vh_session_prompt_ids(run->session, frame_instruction(run->opt, (uint64_t)input_of(run->opt, a)), prompt,
+                              MAX_PROMPT_IDS, &n_prompt))
         n_prompt = 0;
-    json_t *rounds = run->opt->json ? prompt_rounds_json(run->session, frame_instruction(run->opt, a->tag),
-                                                         run->opt->orion ? run->opt->command : VH_COMMAND_NONE)
+    const int input = input_of(run->opt, a);
+    json_t *rounds = run->opt->json ? prompt_rounds_json(run->session, frame_instruction(run->opt, (uint64_t)input),
+                                                         run->opt->orion ? frame_command(run->opt, input)
+                                                                         : VH_COMMAND_NONE)
                                     : NULL;
     flockfile(stdout);
     json_t *check = run->reference ? check_frame(run, a, prompt, n_prompt) : NULL;
-    if (run->opt->orion && run->opt->json) print_orion_json(run->opt, a, rounds);
+    if (run->opt->orion && run->opt->json) print_orion_json(run, a, rounds);
     else if (run->opt->orion) print_orion_text(run->opt, a);
-    else if (run->opt->json) print_json(run->opt, a, prompt, n_prompt, check, rounds);
+    else if (run->opt->json) print_json(run, a, prompt, n_prompt, check, rounds);
     else if (!run->reference) print_text(run->opt, a);
     fflush(stdout);
     funlockfile(stdout);
@@ -612,21 +764,36 @@ static void *submit_frames(void *arg)
         vh_frame f;
         vh_frame_init(&f);
         if (o->orion) { /* the tokens, the command and the noise, read before the start */
+            const float *noise = run->noises && run->noises[image_index] ? run->noises[image_index] : run->noise;
             f.vision_tokens = run->tokens[image_index];
             f.n_vision_tokens = run->shape.n_tokens;
             f.vision_token_width = run->shape.width;
-            f.command = o->command;
-            f.noise = run->noise;
-            f.n_noise = run->noise ? run->shape.latent : 0;
+            f.command = frame_command(o, image_index);
+            f.noise = noise;
+            f.n_noise = noise ? run->shape.latent : 0;
         } else {
             f.rgb = img->rgb;
             f.width = img->width;
             f.height = img->height;
             f.instruction = frame_instruction(o, (uint64_t)image_index);
+            f.unnorm_key = frame_entry(o, image_index) ? frame_entry(o, image_index)->unnorm_key : NULL;
         }
-        f.tag = (uint64_t)image_index;
+        f.tag = (uint64_t)k;
         f.sequence = (uint64_t)k;
         f.timestamp_ns = capture_ns;
+        const vh_frame_file_entry *entry = frame_entry(o, image_index);
+        vh_camera_image cams[VH_FRAME_FILE_MAX_CAMERAS];
+        if (entry) { /* the line's own sequence, capture time and cameras */
+            if (entry->has_sequence) f.sequence = entry->sequence;
+            if (entry->has_timestamp) f.timestamp_ns = entry->timestamp_ns;
+            for (uint32_t c = 0; c < entry->n_cameras; c++)
+                cams[c] = (vh_camera_image){.rgb = run->cameras[image_index][c].rgb,
+                                            .width = run->cameras[image_index][c].width,
+                                            .height = run->cameras[image_index][c].height,
+                                            .name = entry->cameras[c].name};
+            f.n_cameras = entry->n_cameras;
+            f.cameras = entry->n_cameras ? cams : NULL;
+        }
         uint64_t id = 0;
         vh_status st = vh_submit_frame(run->session, &f, &id);
         free(loaded.rgb);
@@ -640,7 +807,7 @@ static void *submit_frames(void *arg)
             refused.status = VH_ERR_BUSY;
             refused.tag = f.tag;
             refused.sequence = f.sequence;
-            refused.timestamp_ns = capture_ns;
+            refused.timestamp_ns = f.timestamp_ns;
             print_frame(run, &refused);
         } else {
             fprintf(stderr, "vh-run: %s: %s\n", o->images[image_index], vh_last_error());
@@ -694,6 +861,40 @@ static void print_stats(FILE *out, vh_session *s, const vh_session_stats *st, in
     fflush(out);
 }
 
+/* The backends the session chose and their numerics (tools/backend_numerics.c: the API names the
+ * backends, not their arithmetic), one line on stderr before the frames; --check's criterion
+ * follows from them unless --numerics says otherwise. */
+static void report_backends(run_state *run)
+{
+    const options *o = run->opt;
+    vh_session_info info;
+    vh_session_info_init(&info);
+    if (vh_session_get_info(run->session, &info) != VH_OK) snprintf(info.backends, sizeof info.backends, "?");
+    snprintf(run->backends, sizeof run->backends, "%s", info.backends);
+    run->compute = vh_backends_compute(run->backends);
+    const int several = strchr(run->backends, ',') != NULL;
+    fprintf(stderr, "vh-run: backend%s ", several ? "s" : "");
+    for (const char *p = run->backends; *p;) {
+        const size_t n = strcspn(p, ",");
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), p);
+        fprintf(stderr, "%s%s (%s%s", p == run->backends ? "" : ", ", name, vh_backend_numerics_of(name)->description,
+                several ? ")" : "; ");
+        p += n + (p[n] == ',');
+    }
+    fprintf(stderr, "%schosen %s%s\n", several ? "; " : "", o->backends ? "by --backend" : "by default: best available",
+            several ? "" : ")");
+    const int bf16 = o->numerics == NUMERICS_AUTO ? run->compute == VH_COMPUTE_BF16 : o->numerics == VH_COMPUTE_BF16;
+    run->criterion = (vh_check_criterion){.tolerance = o->check_tolerance, .bf16 = bf16,
+                                          .bf16_margin = o->check_margin};
+    if (o->check_path)
+        fprintf(stderr, "vh-run: --check judges by the %s criterion (%s%s); %s\n", bf16 ? "bf16" : "fp32",
+                o->numerics == NUMERICS_AUTO ? "the backends' compute" : "--numerics",
+                bf16 ? ": ids may part at a reference near-tie" : ": ids equal",
+                bf16 ? "for fp32 parity run with --backend cpu_generic" : "doc/check-format.md");
+    fflush(stderr);
+}
+
 /* vh_session_create's progress as one line on a terminal, rewritten in place and erased at the end. */
 static int draw_progress(void *user, const char *stage, double fraction)
 {
@@ -721,6 +922,10 @@ static int set_up_check(options *o, vh_reference *ref, const vh_reference_case *
     const char *dataset = o->unnorm_key;
     for (size_t i = 0; i < ref->n_cases && !o->unnorm_key; i++) {
         const char *d = ref->cases[i].dataset;
+        if (d && dataset && strcmp(d, dataset) && o->frame_file) { /* the lines say theirs */
+            dataset = NULL;
+            break;
+        }
         if (d && dataset && strcmp(d, dataset)) {
             fprintf(stderr, "vh-run: --check: %s has records of datasets '%s' and '%s': choose one with --unnorm-key\n",
                     ref->path, dataset, d);
@@ -757,11 +962,15 @@ static int set_up_check(options *o, vh_reference *ref, const vh_reference_case *
         return 0;
     }
     if (!o->instruction) o->instruction = DEFAULT_INSTRUCTION;
-    for (int i = 0; i < o->n_images; i++) {
-        records[i] = vh_reference_find(ref, o->images[i], o->instruction);
+    for (int i = 0; i < o->n_images; i++) { /* --image, or the frame file's lines */
+        const char *key = frame_unnorm_key(o, i);
+        records[i] = vh_reference_find(ref, o->images[i], frame_instruction(o, (uint64_t)i), key);
         if (!records[i]) {
-            fprintf(stderr, "vh-run: --check: %s has no record of image %s with instruction \"%s\"\n", ref->path,
-                    o->images[i], o->instruction);
+            const vh_frame_file_entry *e = frame_entry(o, i);
+            char where[64] = "";
+            if (e) snprintf(where, sizeof where, " (line %ld of the frame file)", e->line);
+            fprintf(stderr, "vh-run: --check: %s has no record of image %s with instruction \"%s\"%s%s%s\n", ref->path,
+                    o->images[i], frame_instruction(o, (uint64_t)i), key ? " of dataset " : "", key ? key : "", where);
             return -1;
         }
     }
@@ -787,6 +996,83 @@ static int check_images(const options *o, decoded_image *images)
     return 0;
 }
 
+/* --frame-file: each line an input, checked against what the model takes (before the load); the
+ * inputs' names and instructions into o like --image's and --vision-tokens'. 0, or -1 said. */
+static int apply_frame_file(options *o, const vh_frame_file *ff, const vh_orion_shape *shape)
+{
+    if (o->n_images || o->n_token_files) {
+        fprintf(stderr, "vh-run: --frame-file gives the frames: not with --image or --vision-tokens\n");
+        return -1;
+    }
+    for (size_t i = 0; i < ff->n_entries; i++) {
+        const vh_frame_file_entry *e = &ff->entries[i];
+        const char *bad = NULL;
+        if (o->orion && !e->vision_tokens) bad = "a driving model's frame needs \"vision_tokens\"";
+        else if (o->orion && (e->image || e->instruction || e->unnorm_key))
+            bad = "a driving model takes \"vision_tokens\", not \"image\", \"instruction\" or \"unnorm_key\"";
+        else if (!o->orion && !e->image) bad = "an OpenVLA frame needs \"image\"";
+        else if (!o->orion && (e->vision_tokens || e->command >= 0 || e->noise || e->noise_file))
+            bad = "\"vision_tokens\", \"command\" and \"noise\" are for driving models (Orion, MindDrive)";
+        if (!bad && o->orion && e->command >= 0 && (uint32_t)e->command >= shape->n_commands) {
+            fprintf(stderr, "vh-run: %s: line %ld: \"command\" %d: the model's commands are 0..%u\n", ff->path, e->line,
+                    e->command, shape->n_commands - 1);
+            return -1;
+        }
+        if (!bad && o->orion && e->noise && e->n_noise != shape->latent) {
+            fprintf(stderr, "vh-run: %s: line %ld: \"noise\" has %u values; the planner's noise is %u\n", ff->path,
+                    e->line, e->n_noise, shape->latent);
+            return -1;
+        }
+        if (bad) {
+            fprintf(stderr, "vh-run: %s: line %ld: %s (%s)\n", ff->path, e->line, bad, o->model);
+            return -1;
+        }
+        if (o->orion) o->token_files[o->n_token_files++] = e->vision_tokens;
+        else {
+            o->images[o->n_images] = e->image;
+            o->instructions[o->n_images++] = e->instruction;
+        }
+    }
+    return 0;
+}
+
+/* --frame-file, driving models: each line's own noise (a file, or the inline array, copied), NULL
+ * where the line has none. 0, or -1 said. */
+static int load_frame_noise(const options *o, const vh_orion_shape *shape, float ***out)
+{
+    const vh_frame_file *ff = o->frame_file;
+    float **noises = calloc(ff->n_entries, sizeof *noises);
+    if (!(*out = noises)) return fprintf(stderr, "vh-run: out of memory\n"), -1;
+    char why[1024];
+    for (size_t i = 0; i < ff->n_entries; i++) {
+        const vh_frame_file_entry *e = &ff->entries[i];
+        if (e->noise_file) {
+            if (!(noises[i] = vh_read_float_array(e->noise_file, "planner's noise", &shape->latent, 1, why, sizeof why)))
+                return fprintf(stderr, "vh-run: %s: line %ld: %s\n", ff->path, e->line, why), -1;
+        } else if (e->noise) {
+            if (!(noises[i] = malloc(sizeof **noises * e->n_noise))) return fprintf(stderr, "vh-run: out of memory\n"), -1;
+            memcpy(noises[i], e->noise, sizeof **noises * e->n_noise);
+        }
+    }
+    return 0;
+}
+
+/* --frame-file: every line's camera images decoded before the load, kept for the submissions. */
+static int load_frame_cameras(const options *o, decoded_image ***out)
+{
+    const vh_frame_file *ff = o->frame_file;
+    decoded_image **cameras = calloc(ff->n_entries, sizeof *cameras);
+    if (!(*out = cameras)) return fprintf(stderr, "vh-run: out of memory\n"), -1;
+    for (size_t i = 0; i < ff->n_entries; i++) {
+        const vh_frame_file_entry *e = &ff->entries[i];
+        if (!e->n_cameras) continue;
+        if (!(cameras[i] = calloc(e->n_cameras, sizeof **cameras))) return fprintf(stderr, "vh-run: out of memory\n"), -1;
+        for (uint32_t c = 0; c < e->n_cameras; c++)
+            if (decode_image(e->cameras[c].image, &cameras[i][c])) return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     options o;
@@ -802,7 +1088,21 @@ int main(int argc, char **argv)
         return 2;
     }
     o.orion = orion;
-    float **tokens = NULL, *noise = NULL;
+    vh_frame_file frame_file = {0};
+    if (o.frame_file_path) {
+        if (vh_frame_file_load(o.frame_file_path, MAX_IMAGES, &frame_file, why, sizeof why)) {
+            fprintf(stderr, "vh-run: %s\n", why);
+            return 2;
+        }
+        o.frame_file = &frame_file;
+        if (apply_frame_file(&o, &frame_file, &shape)) {
+            vh_frame_file_free(&frame_file);
+            return 2;
+        }
+        /* the session's dataset: --unnorm-key, else the first line's (a line without one takes it) */
+        for (size_t i = 0; !o.unnorm_key && i < frame_file.n_entries; i++) o.unnorm_key = frame_file.entries[i].unnorm_key;
+    }
+    float **tokens = NULL, *noise = NULL, **frame_noise = NULL;
     vh_session *s = NULL;
     int32_t prompt[MAX_PROMPT_IDS];
     size_t n_prompt = 0;
@@ -813,44 +1113,44 @@ int main(int argc, char **argv)
     if (orion) {
         if (o.n_token_files == 0) {
             fprintf(stderr, "vh-run: %s is an Orion model: give each frame's vision tokens with --vision-tokens FILE "
-                    "(raw little-endian float32, %u x %u)\n", o.model, shape.n_tokens, shape.width);
-            return 2;
+                    "(.npy or raw little-endian float32, %u x %u)\n", o.model, shape.n_tokens, shape.width);
+            goto done;
         }
         if (o.n_images || o.instruction || o.unnorm_key) {
             fprintf(stderr, "vh-run: %s is an Orion model: it takes --vision-tokens, not --image, --instruction or "
                     "--unnorm-key\n", o.model);
-            return 2;
+            goto done;
         }
         if (o.command < 0) o.command = 3; /* lane follow */
         if ((uint32_t)o.command >= shape.n_commands) {
             fprintf(stderr, "vh-run: --command %d: the model's commands are 0..%u\n", o.command, shape.n_commands - 1);
-            return 2;
+            goto done;
         }
         tokens = calloc((size_t)o.n_token_files, sizeof *tokens);
         if (!tokens) {
             fprintf(stderr, "vh-run: out of memory\n");
-            return 2;
+            goto done;
         }
-        size_t count = 0;
+        const uint32_t token_dims[2] = {shape.n_tokens, shape.width};
         for (int i = 0; i < o.n_token_files; i++) {
             o.images[i] = o.token_files[i]; /* frames cycle over the files as over images */
-            tokens[i] = vh_read_f32_file(o.token_files[i], (size_t)shape.n_tokens * shape.width, &count, why,
-                                         sizeof why);
+            tokens[i] = vh_read_float_array(o.token_files[i], "vision tokens", token_dims, 2, why, sizeof why);
             if (!tokens[i]) {
-                fprintf(stderr, "vh-run: %s (the model's vision tokens are %u x %u)\n", why, shape.n_tokens,
-                        shape.width);
+                fprintf(stderr, "vh-run: %s\n", why);
                 goto done;
             }
         }
         o.n_images = o.n_token_files;
-        if (o.noise_file && !(noise = vh_read_f32_file(o.noise_file, shape.latent, &count, why, sizeof why))) {
-            fprintf(stderr, "vh-run: %s (the planner's noise)\n", why);
+        if (o.noise_file && !(noise = vh_read_float_array(o.noise_file, "planner's noise", &shape.latent, 1, why,
+                                                          sizeof why))) {
+            fprintf(stderr, "vh-run: %s\n", why);
             goto done;
         }
+        if (o.frame_file && load_frame_noise(&o, &shape, &frame_noise)) goto done;
     } else if (o.n_token_files || o.command >= 0 || o.noise_file) {
         fprintf(stderr, "vh-run: --vision-tokens, --command and --noise are for Orion models; %s is not one\n",
                 o.model);
-        return 2;
+        goto done;
     }
     if (o.check_path && set_up_check(&o, &reference, &frame_record, &owned_paths)) goto done;
     if (o.n_images == 0 && add_default_frames(&o, &owned_paths)) goto done;
@@ -876,7 +1176,7 @@ int main(int argc, char **argv)
      * again; the frame pays them once instead (the session's default warm-up is for streams). */
     if (o.n_frames == 1 && !o.warmup_given) p.warmup_frames = 0;
 
-    run = (run_state){.opt = &o, .tokens = tokens, .shape = shape, .noise = noise,
+    run = (run_state){.opt = &o, .tokens = tokens, .shape = shape, .noise = noise, .noises = frame_noise,
                       .reference = o.check_path ? &reference : NULL, .frame_record = frame_record};
     run.accepted_id = calloc((size_t)o.n_frames, sizeof *run.accepted_id);
     run.answered_id = calloc((size_t)o.n_frames, sizeof *run.answered_id);
@@ -892,6 +1192,7 @@ int main(int argc, char **argv)
         }
         if (check_images(&o, run.preloaded)) goto done;
     }
+    if (o.frame_file && load_frame_cameras(&o, &run.cameras)) goto done;
 
     if (vh_session_create(&p, &s) != VH_OK) {
         if (p.progress_fn) fprintf(stderr, "\r\033[K");
@@ -899,6 +1200,7 @@ int main(int argc, char **argv)
         goto done;
     }
     run.session = s;
+    report_backends(&run);
 
     /* the instructions' prompts, before any frame: a bad instruction fails here, once */
     for (int i = 0; !o.orion && i < o.n_images; i++) {
@@ -932,24 +1234,24 @@ int main(int argc, char **argv)
             failures++;
             break;
         }
-        if (a.sequence >= (uint64_t)o.n_frames || a.tag >= (uint64_t)o.n_images) {
-            fprintf(stderr, "vh-run: an answer for frame %llu that vh-run never submitted (sequence %llu)\n",
-                    (unsigned long long)a.frame_id, (unsigned long long)a.sequence);
+        if (a.tag >= (uint64_t)o.n_frames) { /* vh-run's tag: the frame's place in the stream */
+            fprintf(stderr, "vh-run: an answer for frame %llu that vh-run never submitted (tag %llu)\n",
+                    (unsigned long long)a.frame_id, (unsigned long long)a.tag);
             strays++;
             continue;
         }
-        if (run.answered_id[a.sequence]) {
+        if (run.answered_id[a.tag]) {
             fprintf(stderr, "vh-run: frame %llu answered twice\n", (unsigned long long)a.frame_id);
             duplicates++;
             continue;
         }
-        run.answered_id[a.sequence] = a.frame_id;
+        run.answered_id[a.tag] = a.frame_id;
         answered++;
         const int expected_outcome = a.status == VH_OK || a.status == VH_ERR_DROPPED ||
                                      a.status == VH_ERR_EXPIRED || a.status == VH_ERR_CANCELLED;
         if (!expected_outcome) {
             failures++;
-            fprintf(stderr, "vh-run: %s: %s: %s\n", o.images[a.tag], vh_status_string(a.status),
+            fprintf(stderr, "vh-run: %s: %s: %s\n", o.images[input_of(&o, &a)], vh_status_string(a.status),
                     vh_session_last_error(s));
         }
         print_frame(&run, &a);
@@ -984,8 +1286,14 @@ int main(int argc, char **argv)
     failures += atomic_load(&run.n_not_submitted) + duplicates + strays + unanswered;
     if (o.check_path) {
         const int passed = atomic_load(&run.n_passed);
-        printf("check: %d of %d frames pass (prompt ids and action ids equal, max |d action| <= %g) against %s\n",
-               passed, o.n_frames, o.check_tolerance, reference.path);
+        if (run.criterion.bf16)
+            printf("check: %d of %d frames pass (bf16 criterion: prompt ids equal, action ids equal or parted at a "
+                   "reference near-tie, logit gap < %g, in %d frames; max |d action| <= %g before it) against %s; "
+                   "for fp32 parity run with --backend cpu_generic\n", passed, o.n_frames, run.criterion.bf16_margin,
+                   atomic_load(&run.n_near_ties), o.check_tolerance, reference.path);
+        else
+            printf("check: %d of %d frames pass (prompt ids and action ids equal, max |d action| <= %g) against %s\n",
+                   passed, o.n_frames, o.check_tolerance, reference.path);
         fflush(stdout);
         if (passed != o.n_frames) failures++;
     }
@@ -1007,5 +1315,14 @@ done:
     }
     free(frame_record);
     vh_reference_free(&reference);
+    for (size_t i = 0; o.frame_file && i < frame_file.n_entries; i++) {
+        if (frame_noise) free(frame_noise[i]);
+        for (uint32_t c = 0; run.cameras && run.cameras[i] && c < frame_file.entries[i].n_cameras; c++)
+            free(run.cameras[i][c].rgb);
+        if (run.cameras) free(run.cameras[i]);
+    }
+    free(frame_noise);
+    free(run.cameras);
+    vh_frame_file_free(&frame_file);
     return rc;
 }

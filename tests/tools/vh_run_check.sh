@@ -83,7 +83,7 @@ done
 for flag in --model --image --instruction --unnorm-key --backend --threads --plugin-path --decode-positions --json \
             --verbose --frames --rate --policy --queue --deadline-ms --warmup --cpu-affinity --seed --check \
             --check-tolerance --split --mode --gpu-mem-budget --zone --trace --frames-in-flight --vision-tokens \
-            --command --noise --version; do
+            --command --noise --version --frame-file --check-margin --numerics; do
     grep -q -- "^ *$flag\b\|, $flag\b\|; $flag\b" "$work/help.txt" || fail "--help does not describe $flag"
 done
 
