@@ -29,6 +29,8 @@ STATUS_NAMES = (
 OK = 0
 ERR_INVALID_ARGUMENT = 1
 ERR_TIMEOUT = 12
+ERR_CANCELLED = 14
+ERR_INTERNAL = 18
 
 # The enum-typed parameters, by the names the Python API accepts (lower case, as in the C
 # constants without their prefix).
