@@ -192,7 +192,8 @@ class Session:
             self._cond.notify_all()
 
     def _check(self, status):
-        """Raise the exception of a failed call, with this thread's detailed message."""
+        """Raise the exception of a failed call, with this thread's detailed message (the library
+        sets it on every failing call, so it is this call's)."""
         if status != S.OK:
             raise errors.error(status, L.text(L.lib.vh_last_error()))
 
@@ -237,8 +238,11 @@ class Session:
                         self._abandoned.discard(a.frame_id)
                         self._outstanding -= 1
                     continue
-                if status != S.ERR_TIMEOUT or (end is not None and time.monotonic() >= end):
+                if status != S.ERR_TIMEOUT:
                     self._check(status)
+                if end is not None and time.monotonic() >= end:
+                    # composed here: vh_last_error may still hold an earlier call's message
+                    raise errors.TimeoutError(status, f"no action within {timeout_ms} ms")
                 with self._cond:
                     if self._closing:
                         raise errors.SessionClosedError("the session was closed while poll waited")

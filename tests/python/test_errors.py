@@ -150,6 +150,18 @@ class FrameErrors(unittest.TestCase):
         # the session goes on
         self.assertEqual(len(self.s.predict(self.image, "pick up the red block")), 7)
 
+    def test_timeout_message_is_the_polls_own(self):
+        """A failing call leaves its message behind in vh_last_error; a later poll that times out
+        must say so itself, not repeat the earlier failure."""
+        with self.assertRaises(vlahybrid.BadFrameError) as e:
+            self.s.submit(self.image, "x" * 9000)
+        self.assertIn("instruction", e.exception.message)
+        with self.assertRaises(vlahybrid.TimeoutError) as e:
+            self.s.poll(timeout_ms=50)
+        self.assertNotIn("instruction", e.exception.message)
+        self.assertIn("50 ms", e.exception.message)
+        self.assertEqual(e.exception.status_name, "TIMEOUT")
+
 
 class Closed(unittest.TestCase):
     def test_calls_after_close(self):
