@@ -65,9 +65,7 @@ class CreateErrors(unittest.TestCase):
         self.create_fails(vlahybrid.BackendNotFoundError, "BACKEND_NOT_FOUND", "nosuchbackend",
                           model_path=vh_test.TINY_MODEL, backends="nosuchbackend")
 
-    def test_unnorm_key_required_and_unknown(self):
-        self.create_fails(vlahybrid.UnnormKeyError, "UNNORM_KEY", "fractal20220817_data",
-                          model_path=vh_test.TINY_B_MODEL, backends="cpu_generic")
+    def test_unnorm_key_unknown(self):
         self.create_fails(vlahybrid.UnnormKeyError, "UNNORM_KEY", "no_such_dataset",
                           model_path=vh_test.TINY_B_MODEL, backends="cpu_generic", unnorm_key="no_such_dataset")
 
@@ -135,6 +133,8 @@ class FrameErrors(unittest.TestCase):
             self.s.submit(self.image, b"bytes, not str")
         with self.assertRaises(TypeError):
             self.s.submit(self.image, "x", no_such_field=1)
+        with self.assertRaises(TypeError):
+            self.s.submit(self.image, "x", unnorm_key=b"bridge_orig")
         with self.assertRaises(ValueError):
             self.s.submit(self.image, "x", tag=-1)
         self.assertEqual(self.s.stats()["submitted"], before)
@@ -149,6 +149,14 @@ class FrameErrors(unittest.TestCase):
         self.assertTrue(e.exception.message)
         # the session goes on
         self.assertEqual(len(self.s.predict(self.image, "pick up the red block")), 7)
+
+    def test_frame_unnorm_key(self):
+        """The frame field reaches the library: the model's dataset is accepted, another refused
+        at submit with the keys the model has."""
+        self.assertEqual(len(self.s.predict(self.image, "pick up the red block", unnorm_key="bridge_orig")), 7)
+        with self.assertRaises(vlahybrid.UnnormKeyError) as e:
+            self.s.submit(self.image, "pick up the red block", unnorm_key="no_such_dataset")
+        self.assertIn("bridge_orig", e.exception.message)
 
     def test_timeout_message_is_the_polls_own(self):
         """A failing call leaves its message behind in vh_last_error; a later poll that times out
