@@ -25,7 +25,7 @@ from .action import Action
 from .errors import (BackendAbiError, BackendFailedError, BackendNotFoundError, BadFrameError, BadModelError,
                      BusyError, CancelledError, DeviceOutOfMemoryError, DroppedError, Error, ExpiredError,
                      FileError, InternalError, InvalidArgumentError, OutOfMemoryError, SessionClosedError,
-                     StructSizeError, TimeoutError, UnnormKeyError, UnsupportedError)
+                     ShutdownError, StructSizeError, TimeoutError, UnnormKeyError, UnsupportedError)
 from .session import Session
 
 __all__ = [
@@ -33,7 +33,7 @@ __all__ = [
     "Error", "InvalidArgumentError", "StructSizeError", "OutOfMemoryError", "DeviceOutOfMemoryError",
     "FileError", "BadModelError", "UnsupportedError", "BackendNotFoundError", "BackendAbiError",
     "BackendFailedError", "BusyError", "TimeoutError", "DroppedError", "CancelledError", "ExpiredError",
-    "UnnormKeyError", "BadFrameError", "InternalError", "SessionClosedError",
+    "UnnormKeyError", "BadFrameError", "InternalError", "ShutdownError", "SessionClosedError",
 ]
 
 

@@ -185,6 +185,16 @@ class Closed(unittest.TestCase):
                 call()
             self.assertIn("closed", str(e.exception))
 
+    def test_calls_after_shutdown(self):
+        with vlahybrid.Session(vh_test.TINY_MODEL, backends="cpu_generic") as s:
+            s.shutdown()
+            image = vh_test.load_rgb("tests/fixtures/images/frames/frame_0.png")
+            with self.assertRaises(vlahybrid.ShutdownError) as e:
+                s.submit(image, "pick up the red block")
+            self.assertEqual(e.exception.status_name, "SHUTDOWN")
+            self.assertEqual(e.exception.status, 19)
+            s.stats()  # still answered
+
     def test_context_manager_closes(self):
         with vlahybrid.Session(vh_test.TINY_MODEL, backends="cpu_generic") as s:
             self.assertFalse(s.closed)
