@@ -3,14 +3,20 @@
 
     predict.py [MODEL_DIR] [IMAGE]
 
-Defaults: the bundled tiny model and a synthetic scene (an IMAGE file needs PIL). From the build
-tree: `meson devenv -C build python3 examples/python/predict.py`."""
+Defaults: the bundled tiny model and a synthetic scene (an IMAGE file needs PIL). From a build
+tree, without installing, at the source root (`meson devenv` starts in the build folder unless -w
+says where, and its `python3` is the interpreter meson was configured with):
+
+    meson devenv -C build -w . python3 examples/python/predict.py
+"""
 import os
 import sys
 
+try:
+    import vlahybrid  # first: without numpy it says which interpreter lacks it and what to do
+except ImportError as e:
+    sys.exit(f"predict.py: {e}")
 import numpy as np
-
-import vlahybrid
 
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 model = sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, "models", "openvla-tiny")
@@ -22,6 +28,7 @@ else:
     image[120:160, 100:140] = (200, 30, 30)   # a red block on a grey table
 
 print("vlahybrid", vlahybrid.version(), "from", vlahybrid.library_path())
+print("Python", sys.version.split()[0], "from", sys.executable)
 try:
     session = vlahybrid.Session(model, backends="cpu_generic")
 except vlahybrid.Error as e:                  # e.g. BadModelError, BackendNotFoundError

@@ -158,7 +158,7 @@ typedef struct vh_session_params {
     const char *model_path;      /* Hugging Face checkpoint folder (config.json, *.safetensors, ...) */
     const char *backends;        /* "cpu_generic", "cuda,cpu_amx", ... NULL: the best one available */
     const char *plugin_path;     /* plugin file or folder searched before VH_BACKEND_PATH; may be NULL */
-    const char *unnorm_key;      /* norm_stats dataset; may be NULL only when there is one dataset */
+    const char *unnorm_key;      /* norm_stats dataset; NULL with several: each frame names its own */
     uint32_t queue_capacity;     /* frames waiting to start; default 2, at least 1 */
     vh_queue_policy queue_policy;/* what submit does when the queue is full; default DROP_OLDEST */
     int32_t n_threads;           /* CPU threads for each CPU backend; 0: all CPUs the session may use

@@ -7,13 +7,25 @@ describes it. The GIL is released while the library works.
     with vlahybrid.Session("models/openvla-tiny", backends="cpu_generic") as s:
         values = s.predict(image, "pick up the red block")   # numpy float64 [7]
 """
+import sys
+
+try:
+    import numpy  # noqa: F401  (the package's one dependency: say clearly which interpreter lacks it)
+except ImportError as e:
+    raise ImportError(
+        f"vlahybrid needs numpy, which this interpreter, {sys.executable} (Python "
+        f"{sys.version.split()[0]}), cannot import ({e}). Install it for this interpreter "
+        f"(`{sys.executable} -m pip install numpy`), or run an interpreter that has it: on Debian "
+        "/usr/bin/python3 with python3-numpy (meson's -Dpython_interpreter picks the one that "
+        "`meson test` and `meson devenv` use)") from e
+
 from . import _library
 from ._structs import STATUS_NAMES
 from .action import Action
 from .errors import (BackendAbiError, BackendFailedError, BackendNotFoundError, BadFrameError, BadModelError,
                      BusyError, CancelledError, DeviceOutOfMemoryError, DroppedError, Error, ExpiredError,
                      FileError, InternalError, InvalidArgumentError, OutOfMemoryError, SessionClosedError,
-                     StructSizeError, TimeoutError, UnnormKeyError, UnsupportedError)
+                     ShutdownError, StructSizeError, TimeoutError, UnnormKeyError, UnsupportedError)
 from .session import Session
 
 __all__ = [
@@ -21,7 +33,7 @@ __all__ = [
     "Error", "InvalidArgumentError", "StructSizeError", "OutOfMemoryError", "DeviceOutOfMemoryError",
     "FileError", "BadModelError", "UnsupportedError", "BackendNotFoundError", "BackendAbiError",
     "BackendFailedError", "BusyError", "TimeoutError", "DroppedError", "CancelledError", "ExpiredError",
-    "UnnormKeyError", "BadFrameError", "InternalError", "SessionClosedError",
+    "UnnormKeyError", "BadFrameError", "InternalError", "ShutdownError", "SessionClosedError",
 ]
 
 

@@ -10,8 +10,8 @@ INT_RANGES = {
     "deadline_ns": (-2**63, 2**63 - 1), "command": (-2**31, 2**31 - 1),
     "command_timestamp_ns": (-2**63, 2**63 - 1),
 }
-FIELDS = tuple(INT_RANGES) + ("cameras", "lidar2img", "intrinsics", "extrinsics", "ego_pose", "can_bus",
-                              "vision_tokens", "noise")
+FIELDS = tuple(INT_RANGES) + ("unnorm_key", "cameras", "lidar2img", "intrinsics", "extrinsics", "ego_pose",
+                              "can_bus", "vision_tokens", "noise")
 
 
 def integer(name, value, lo, hi):
@@ -31,6 +31,16 @@ def _camera_list(cameras):
     return [c if isinstance(c, tuple) else (None, c) for c in cameras]
 
 
+def _text(name, value):
+    """A str argument as the UTF-8 bytes a const char * field takes."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name}: a str, not {type(value).__name__}")
+    encoded = value.encode("utf-8")
+    if b"\0" in encoded:
+        raise ValueError(f"{name} contains a NUL character")
+    return encoded
+
+
 def build(image, instruction, fields):
     """(vh_frame, keep): `keep` holds every buffer the frame points into."""
     unknown = set(fields) - set(FIELDS)
@@ -43,13 +53,13 @@ def build(image, instruction, fields):
         keep.append(px)
         f.rgb, f.width, f.height, f.stride = px.pointer, px.width, px.height, px.stride
     if instruction is not None:
-        if not isinstance(instruction, str):
-            raise TypeError(f"instruction: a str, not {type(instruction).__name__}")
-        encoded = instruction.encode("utf-8")
-        if b"\0" in encoded:
-            raise ValueError("instruction contains a NUL character")
+        encoded = _text("instruction", instruction)
         keep.append(encoded)
         f.instruction = encoded
+    if fields.get("unnorm_key") is not None:  # the frame's dataset (vh_frame 0.4.0), else the session's
+        encoded = _text("unnorm_key", fields["unnorm_key"])
+        keep.append(encoded)
+        f.unnorm_key = encoded
     for name, (lo, hi) in INT_RANGES.items():
         if fields.get(name) is not None:
             setattr(f, name, integer(name, fields[name], lo, hi))

@@ -21,20 +21,32 @@ def _from_pil(image):
     return np.asarray(image.convert("RGB"))
 
 
+def is_chw(shape):
+    """Whether a 3-D image shape is channels first (3, height, width), as torchvision's tensors
+    are: the first axis is 3 and the last is not. (3, W, 3) is read as height 3, channels last."""
+    return len(shape) == 3 and shape[0] == 3 and shape[2] != 3
+
+
 class Pixels:
     """An RGB8 image ready for a vh_frame: pointer, width, height, stride, and its owner."""
 
     def __init__(self, image, what="image"):
         array = _from_pil(image)
         if array is None:
-            if not isinstance(image, np.ndarray):
-                raise TypeError(f"{what}: a numpy array (height x width x 3, uint8) or a PIL image, "
-                                f"not {type(image).__name__}")
-            array = image
+            if isinstance(image, np.ndarray):
+                array = image
+            elif hasattr(image, "__array__") and not isinstance(image, (list, tuple)):
+                array = np.asarray(image)  # a torch tensor on the CPU, an array-like of another library
+            else:
+                raise TypeError(f"{what}: a numpy array (height x width x 3 or 3 x height x width, uint8) "
+                                f"or a PIL image, not {type(image).__name__}")
         if array.dtype != np.uint8:
             raise ValueError(f"{what}: dtype {array.dtype}; RGB8 images are uint8")
+        if is_chw(array.shape):
+            array = array.transpose(1, 2, 0)  # a view; copied packed below
         if array.ndim != 3 or array.shape[2] != 3:
-            raise ValueError(f"{what}: shape {array.shape}; expected (height, width, 3), RGB")
+            raise ValueError(f"{what}: shape {array.shape}; expected (height, width, 3) or (3, height, "
+                             "width), RGB")
         height, width = array.shape[0], array.shape[1]
         if not (1 <= width <= MAX_SIDE and 1 <= height <= MAX_SIDE):
             raise ValueError(f"{what}: {width} x {height} pixels; each side must be 1 .. {MAX_SIDE}")

@@ -14,6 +14,9 @@ from .action import Action
 # and Ctrl-C (Python handles signals between foreign calls) are noticed while a poll waits. The
 # slices cost no latency: vh_poll_action returns as soon as the action is ready.
 POLL_SLICE_MS = 100
+# Session(...) waits for vh_session_create's thread in slices of this length, taking Ctrl-C
+# between them.
+CREATE_JOIN_SLICE_S = 0.05
 
 STRING_PARAMS = ("model_path", "backends", "plugin_path", "unnorm_key", "trace_path", "cpu_affinity")
 PATH_PARAMS = ("model_path", "plugin_path", "trace_path")
@@ -70,8 +73,10 @@ class Session:
     cpu_affinity, seed, progress_fn, progress_user. Enums also take their C values.
     log_fn(log_user, level, message) is called from library threads (with the GIL) and must not
     call into the session. progress_fn(progress_user, stage, fraction) is called while the model
-    loads (stage a short name, fraction 0..1, ending at 1.0); a truthy return cancels the load,
-    which then raises CancelledError (an exception inside it is printed and the load goes on).
+    loads, on a thread of the binding's (stage a short name, fraction 0..1, ending at 1.0); a
+    truthy return cancels the load, which then raises CancelledError; an exception it raises
+    cancels the load and is raised by Session(...). Ctrl-C (KeyboardInterrupt) cancels a load
+    too, at the library's next progress report, and is raised once the load is freed.
 
     Every method may be called from any thread; close() waits until the calls in progress on
     other threads have returned (a poll waiting notices within 0.1 s and raises
@@ -103,21 +108,13 @@ class Session:
                 value = self._log_callback(value, params.get("log_user"))
             elif name == "log_user":
                 continue  # given to log_fn by the callback wrapper
-            elif name == "progress_fn":
-                value = self._progress_callback(value, params.get("progress_user"))
-            elif name == "progress_user":
-                continue  # given to progress_fn by the callback wrapper
+            elif name in ("progress_fn", "progress_user"):
+                continue  # _create always passes a callback of its own, which calls progress_fn
             else:
                 raise TypeError(f"Session: unknown parameter {name!r}")
             setattr(p, name, value)
         self._log_fn = p.log_fn if params.get("log_fn") is not None else None  # alive while the session is
-        progress = p.progress_fn if params.get("progress_fn") is not None else None  # alive during create
-        handle = ctypes.c_void_p()
-        status = L.lib.vh_session_create(ctypes.byref(p), ctypes.byref(handle))
-        del progress
-        if status != S.OK:
-            raise errors.error(status, L.text(L.lib.vh_last_error()))
-        self._handle = handle
+        self._handle = self._create(p, params.get("progress_fn"), params.get("progress_user"))
 
     @staticmethod
     def _log_callback(log_fn, log_user):
@@ -129,18 +126,57 @@ class Session:
         return S.LOG_FN(deliver)
 
     @staticmethod
-    def _progress_callback(progress_fn, progress_user):
-        if not callable(progress_fn):
+    def _create(p, progress_fn, progress_user):
+        """vh_session_create on a thread of its own, so that the main thread, waiting, takes
+        Ctrl-C: a KeyboardInterrupt there cancels the load through the progress callback (the
+        library frees what it made) and is raised once the create has returned. Python runs
+        signal handlers only in the main thread and only between foreign calls, so without this
+        the interrupt would wait for the whole load."""
+        if progress_fn is not None and not callable(progress_fn):
             raise TypeError("progress_fn must be callable: progress_fn(progress_user, stage, fraction)")
+        stop = threading.Event()
+        raised = []  # what progress_fn raised: ctypes cannot carry an exception through C
 
         def deliver(_user, stage, fraction):
+            if stop.is_set():
+                return 1
             try:
-                return 1 if progress_fn(progress_user, L.text(stage), fraction) else 0
-            except Exception:  # ctypes cannot carry it through C: say it, and go on loading
-                import traceback
-                traceback.print_exc()
-                return 0
-        return S.PROGRESS_FN(deliver)
+                cancel = progress_fn is not None and progress_fn(progress_user, L.text(stage), fraction)
+            except BaseException as e:  # KeyboardInterrupt and SystemExit too: raised after create
+                raised.append(e)
+                stop.set()
+                return 1
+            return 1 if cancel or stop.is_set() else 0
+        p.progress_fn = S.PROGRESS_FN(deliver)  # alive until create returns (`p` is)
+        handle = ctypes.c_void_p()
+        result = {}
+
+        def create():
+            result["status"] = L.lib.vh_session_create(ctypes.byref(p), ctypes.byref(handle))
+            result["message"] = L.text(L.lib.vh_last_error())  # this thread's, so read here
+
+        worker = threading.Thread(target=create, name="vlahybrid-create")
+        interrupt = None
+        try:
+            worker.start()
+        except KeyboardInterrupt as e:  # before the load began, or during start()
+            interrupt = e
+            stop.set()
+        while worker.is_alive():
+            try:
+                worker.join(CREATE_JOIN_SLICE_S)
+            except KeyboardInterrupt as e:  # a second Ctrl-C still waits: the load is being freed
+                interrupt = interrupt or e
+                stop.set()
+        status = result.get("status", S.ERR_INTERNAL)
+        failure = interrupt or (raised[0] if raised else None)
+        if failure is not None:
+            if status == S.OK:  # the load ended before it saw the stop: undo it
+                L.lib.vh_session_destroy(handle)
+            raise failure
+        if status != S.OK:
+            raise errors.error(status, result.get("message", "vh_session_create did not return"))
+        return handle
 
     # -- bookkeeping: no call may run on the handle during or after vh_session_destroy ---------
     def _enter(self):
@@ -156,7 +192,8 @@ class Session:
             self._cond.notify_all()
 
     def _check(self, status):
-        """Raise the exception of a failed call, with this thread's detailed message."""
+        """Raise the exception of a failed call, with this thread's detailed message (the library
+        sets it on every failing call, so it is this call's)."""
         if status != S.OK:
             raise errors.error(status, L.text(L.lib.vh_last_error()))
 
@@ -201,8 +238,11 @@ class Session:
                         self._abandoned.discard(a.frame_id)
                         self._outstanding -= 1
                     continue
-                if status != S.ERR_TIMEOUT or (end is not None and time.monotonic() >= end):
+                if status != S.ERR_TIMEOUT:
                     self._check(status)
+                if end is not None and time.monotonic() >= end:
+                    # composed here: vh_last_error may still hold an earlier call's message
+                    raise errors.TimeoutError(status, f"no action within {timeout_ms} ms")
                 with self._cond:
                     if self._closing:
                         raise errors.SessionClosedError("the session was closed while poll waited")

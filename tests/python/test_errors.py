@@ -65,9 +65,7 @@ class CreateErrors(unittest.TestCase):
         self.create_fails(vlahybrid.BackendNotFoundError, "BACKEND_NOT_FOUND", "nosuchbackend",
                           model_path=vh_test.TINY_MODEL, backends="nosuchbackend")
 
-    def test_unnorm_key_required_and_unknown(self):
-        self.create_fails(vlahybrid.UnnormKeyError, "UNNORM_KEY", "fractal20220817_data",
-                          model_path=vh_test.TINY_B_MODEL, backends="cpu_generic")
+    def test_unnorm_key_unknown(self):
         self.create_fails(vlahybrid.UnnormKeyError, "UNNORM_KEY", "no_such_dataset",
                           model_path=vh_test.TINY_B_MODEL, backends="cpu_generic", unnorm_key="no_such_dataset")
 
@@ -135,6 +133,8 @@ class FrameErrors(unittest.TestCase):
             self.s.submit(self.image, b"bytes, not str")
         with self.assertRaises(TypeError):
             self.s.submit(self.image, "x", no_such_field=1)
+        with self.assertRaises(TypeError):
+            self.s.submit(self.image, "x", unnorm_key=b"bridge_orig")
         with self.assertRaises(ValueError):
             self.s.submit(self.image, "x", tag=-1)
         self.assertEqual(self.s.stats()["submitted"], before)
@@ -150,6 +150,26 @@ class FrameErrors(unittest.TestCase):
         # the session goes on
         self.assertEqual(len(self.s.predict(self.image, "pick up the red block")), 7)
 
+    def test_frame_unnorm_key(self):
+        """The frame field reaches the library: the model's dataset is accepted, another refused
+        at submit with the keys the model has."""
+        self.assertEqual(len(self.s.predict(self.image, "pick up the red block", unnorm_key="bridge_orig")), 7)
+        with self.assertRaises(vlahybrid.UnnormKeyError) as e:
+            self.s.submit(self.image, "pick up the red block", unnorm_key="no_such_dataset")
+        self.assertIn("bridge_orig", e.exception.message)
+
+    def test_timeout_message_is_the_polls_own(self):
+        """A failing call leaves its message behind in vh_last_error; a later poll that times out
+        must say so itself, not repeat the earlier failure."""
+        with self.assertRaises(vlahybrid.BadFrameError) as e:
+            self.s.submit(self.image, "x" * 9000)
+        self.assertIn("instruction", e.exception.message)
+        with self.assertRaises(vlahybrid.TimeoutError) as e:
+            self.s.poll(timeout_ms=50)
+        self.assertNotIn("instruction", e.exception.message)
+        self.assertIn("50 ms", e.exception.message)
+        self.assertEqual(e.exception.status_name, "TIMEOUT")
+
 
 class Closed(unittest.TestCase):
     def test_calls_after_close(self):
@@ -164,6 +184,16 @@ class Closed(unittest.TestCase):
             with self.assertRaises(vlahybrid.SessionClosedError) as e:
                 call()
             self.assertIn("closed", str(e.exception))
+
+    def test_calls_after_shutdown(self):
+        with vlahybrid.Session(vh_test.TINY_MODEL, backends="cpu_generic") as s:
+            s.shutdown()
+            image = vh_test.load_rgb("tests/fixtures/images/frames/frame_0.png")
+            with self.assertRaises(vlahybrid.ShutdownError) as e:
+                s.submit(image, "pick up the red block")
+            self.assertEqual(e.exception.status_name, "SHUTDOWN")
+            self.assertEqual(e.exception.status, 19)
+            s.stats()  # still answered
 
     def test_context_manager_closes(self):
         with vlahybrid.Session(vh_test.TINY_MODEL, backends="cpu_generic") as s:

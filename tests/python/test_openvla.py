@@ -4,7 +4,8 @@ tests/fixtures/make_openvla_fixtures.py (float64 transformers/timm, tests/fixtur
 action tokens of every RGB8 case, and then the actions exactly, as tests/session/
 test_openvla_fixtures.c holds the C API to them (a step whose reference margin is below 2e-3 may
 flip at fp32). Both decode-position conventions, both tiny models, and every way of passing an
-image (numpy, strided view, flipped view, PIL) gives the same action."""
+image (numpy, strided view, flipped view, channels first, PIL) gives the same action; a session
+without unnorm_key on the model of two datasets takes each frame's."""
 import sys
 import unittest
 
@@ -65,6 +66,27 @@ class OpenVLAFixtures(unittest.TestCase):
     def test_tiny_b(self):
         self.run_fixture(*FIXTURES[1], "contiguous")
 
+    def test_tiny_b_unnorm_key_per_frame(self):
+        """No session key on a model of two datasets: each frame names its own, and gets the
+        reference action of that dataset; a frame naming none is refused at submit."""
+        ref = vh_test.reference("openvla-tiny-b.json")
+        cases = vh_test.rgb8_cases(ref)
+        self.assertGreater(len({c["dataset"] for c in cases}), 1)
+        matched = 0
+        with vlahybrid.Session(vh_test.TINY_B_MODEL, backends=vh_test.BACKEND) as s:
+            self.assertEqual(s.info()["unnorm_key"], "")
+            image = vh_test.load_rgb(cases[0]["image_path"])
+            with self.assertRaises(vlahybrid.UnnormKeyError) as e:
+                s.submit(image, cases[0]["instruction"])
+            for dataset in {c["dataset"] for c in cases}:
+                self.assertIn(dataset, e.exception.message)
+            for c in cases:
+                label = f"{c['image']} / {c['instruction']} / {c['dataset']}"
+                image = vh_test.load_rgb(c["image_path"])
+                s.submit(image, c["instruction"], unnorm_key=c["dataset"])
+                matched += self.check_against(c, c, s.poll(60000), label)
+        self.assertGreaterEqual(matched, len(cases) - 2, f"{matched} of {len(cases)} matched")
+
     def test_image_layouts(self):
         """A strided view (rows padded), a view with negative strides (copied by the binding) and
         a PIL image give the action of the packed array."""
@@ -77,7 +99,10 @@ class OpenVLAFixtures(unittest.TestCase):
         upside_down = image[::-1].copy()[::-1]  # the image, as a view with a negative row stride
         self.assertLess(upside_down.strides[0], 0)
         inputs = {"strided view": view, "negative strides": upside_down,
-                  "read-only": np.frombuffer(image.tobytes(), np.uint8).reshape(h, w, 3)}
+                  "read-only": np.frombuffer(image.tobytes(), np.uint8).reshape(h, w, 3),
+                  # channels first, as torchvision's tensors: a transposed view and a packed copy
+                  "CHW view": image.transpose(2, 0, 1),
+                  "CHW packed": np.ascontiguousarray(image.transpose(2, 0, 1))}
         try:
             from PIL import Image
             inputs["PIL RGB"] = Image.fromarray(image)

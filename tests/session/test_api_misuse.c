@@ -421,7 +421,6 @@ CREATE_CASE(create_plugin_missing_file, p.plugin_path = c->missing)
 CREATE_CASE(create_plugin_not_a_plugin, p.plugin_path = c->not_a_folder)
 CREATE_CASE(create_plugin_missing_file_any_backend, p.plugin_path = c->missing; p.backends = NULL)
 CREATE_CASE(create_unnorm_key_unknown, p.unnorm_key = "no_such_dataset")
-CREATE_CASE(create_unnorm_key_needed, p.model_path = model_b)
 CREATE_CASE(create_warmup_65, p.warmup_frames = 65)
 CREATE_CASE(create_warmup_negative, p.warmup_frames = -2)
 CREATE_CASE(create_deadline_huge, p.deadline_ms = 3600001u)
@@ -732,7 +731,6 @@ static const misuse_case misuse_cases[] = {
     ROW_OR(create_plugin_missing_file_any_backend, VH_ERR_BACKEND_NOT_FOUND, VH_ERR_BACKEND_FAILED, "$missing", 0),
     ROW_OR(create_plugin_not_a_plugin, VH_ERR_BACKEND_FAILED, VH_ERR_BACKEND_ABI, "$file", 0),
     ROW(create_unnorm_key_unknown, VH_ERR_UNNORM_KEY, "no_such_dataset", 0),
-    ROW(create_unnorm_key_needed, VH_ERR_UNNORM_KEY, "fractal20220817_data", 0),
     ROW(create_warmup_65, VH_ERR_INVALID_ARGUMENT, "warmup_frames", 0),
     ROW(create_warmup_negative, VH_ERR_INVALID_ARGUMENT, "warmup_frames", 0),
     ROW(create_deadline_huge, VH_ERR_INVALID_ARGUMENT, "deadline_ms", 0),

@@ -8,7 +8,9 @@
  *     config.json's norm_stats: the union of both, a dataset in both taking the file's statistics;
  *   - vh_frame.unnorm_key (0.4.0): frames naming each of two datasets get each un-normalisation,
  *     checked against a float64 computation of predict_action's formula; an unknown key is refused
- *     at submit; a 0.3.0-sized frame gets the session's key. */
+ *     at submit; a 0.3.0-sized frame gets the session's key; a session without unnorm_key takes
+ *     each frame's (a frame without one, or a 0.3.0-sized one, refused at submit naming the keys),
+ *     unless the datasets' actions differ in length (refused at create). */
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -384,6 +386,65 @@ START_TEST(test_frame_unnorm_key)
 }
 END_TEST
 
+/* Two datasets and no session key: each frame names its own. */
+START_TEST(test_frame_unnorm_key_without_session_key)
+{
+    static const char *const leave_out[] = {"config.json", NULL};
+    char *dir = copy_model(leave_out);
+    char *config_path = join(model_dir, "config.json");
+    json_t *config = load_json(config_path);
+    json_t *ns = json_object_get(config, "norm_stats");
+    json_object_set_new(ns, "second", dataset_entry(0.03, 0));
+    save_json(config, dir, "config.json");
+
+    vh_session *s = open_session(dir, NULL);
+    vh_session_info info;
+    vh_session_info_init(&info);
+    ck_assert_int_eq(vh_session_get_info(s, &info), VH_OK);
+    ck_assert_str_eq(info.unnorm_key, ""); /* none for the session */
+    const char *keys[] = {"bridge_orig", "second"};
+    for (int i = 0; i < 2; i++) {
+        vh_action a;
+        run_frame(s, "put the spoon in the bowl", keys[i], &a, NULL);
+        check_values(&a, json_object_get(ns, keys[i]), keys[i]);
+    }
+    const char *without[] = {NULL, "(0.3.0 caller)", ""};
+    for (int i = 0; i < 3; i++) {
+        vh_action unused;
+        vh_status st;
+        run_frame(s, "put the spoon in the bowl", without[i], &unused, &st);
+        ck_assert_int_eq(st, VH_ERR_UNNORM_KEY);
+        ck_assert_msg(strstr(vh_last_error(), "bridge_orig") && strstr(vh_last_error(), "second"), "%s",
+                      vh_last_error());
+    }
+    vh_session_destroy(s);
+
+    /* datasets whose actions differ in length cannot share a session's action shape */
+    json_t *six = dataset_entry(0.03, 0);
+    json_t *action = json_object_get(six, "action");
+    for (const char *const *k = (const char *const[]){"q01", "q99", "mask", NULL}; *k; k++)
+        json_array_remove(json_object_get(action, *k), 6);
+    json_object_set_new(ns, "second", six);
+    save_json(config, dir, "config.json");
+    vh_session_params p;
+    vh_session_params_init(&p);
+    p.model_path = dir;
+    p.backends = "cpu_generic";
+    s = (vh_session *)1;
+    ck_assert_int_eq(vh_session_create(&p, &s), VH_ERR_UNNORM_KEY);
+    ck_assert_ptr_null(s);
+    ck_assert_msg(strstr(vh_last_error(), "second") && strstr(vh_last_error(), "6"), "%s", vh_last_error());
+    p.unnorm_key = "second"; /* with a key, either opens */
+    ck_assert_msg(vh_session_create(&p, &s) == VH_OK, "%s", vh_last_error());
+    vh_session_destroy(s);
+
+    json_decref(config);
+    free(config_path);
+    vh_test_remove_tree(dir);
+    free(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("model_folder_files");
@@ -394,6 +455,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_dataset_statistics_only);
     tcase_add_test(tc, test_dataset_statistics_and_norm_stats);
     tcase_add_test(tc, test_frame_unnorm_key);
+    tcase_add_test(tc, test_frame_unnorm_key_without_session_key);
     suite_add_tcase(s, tc);
     return s;
 }

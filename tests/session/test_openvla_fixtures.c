@@ -345,18 +345,44 @@ START_TEST(test_public_api_stream)
 }
 END_TEST
 
-START_TEST(test_unnorm_key_required)
+/* Model B has two datasets: without unnorm_key the session opens, and each frame must name its
+ * own (one without is refused at submit, naming the keys); an unknown key is refused at create. */
+START_TEST(test_unnorm_key_per_frame_without_session_key)
 {
     char *dir = vh_test_source_path("tests/fixtures/models/openvla-tiny-b");
     vh_session_params p;
     vh_session_params_init(&p);
     p.model_path = dir;
-    vh_session *s = (vh_session *)1;
+    p.backends = FIXTURE_BACKEND;
+    p.llm_split = FIXTURE_SPLIT;
+    p.warmup_frames = 1; /* warm-up frames name no key: they must still run */
+    vh_session *s = NULL;
+    ck_assert_msg(vh_session_create(&p, &s) == VH_OK, "%s", vh_last_error());
+    vh_session_info info;
+    vh_session_info_init(&info);
+    ck_assert_int_eq(vh_session_get_info(s, &info), VH_OK);
+    ck_assert_str_eq(info.unnorm_key, "");
+    static uint8_t rgb[16 * 16 * 3];
+    vh_frame f;
+    vh_frame_init(&f);
+    f.rgb = rgb;
+    f.width = f.height = 16;
+    f.instruction = "pick up the red block";
+    uint64_t id;
+    ck_assert_int_eq(vh_submit_frame(s, &f, &id), VH_ERR_UNNORM_KEY);
+    ck_assert_ptr_nonnull(strstr(vh_last_error(), "fractal20220817_data"));
+    f.unnorm_key = "fractal20220817_data";
+    ck_assert_int_eq(vh_submit_frame(s, &f, &id), VH_OK);
+    vh_action a;
+    vh_action_init(&a);
+    ck_assert_int_eq(vh_poll_action(s, &a, -1), VH_OK);
+    ck_assert_msg(a.status == VH_OK, "%s", vh_session_last_error(s));
+    ck_assert_uint_eq(a.action_dim, 7);
+    vh_session_destroy(s);
+    p.unnorm_key = "no_such_dataset";
+    s = (vh_session *)1;
     ck_assert_int_eq(vh_session_create(&p, &s), VH_ERR_UNNORM_KEY);
     ck_assert_ptr_null(s);
-    ck_assert_ptr_nonnull(strstr(vh_last_error(), "fractal20220817_data"));
-    p.unnorm_key = "no_such_dataset";
-    ck_assert_int_eq(vh_session_create(&p, &s), VH_ERR_UNNORM_KEY);
     free(dir);
 }
 END_TEST
@@ -375,7 +401,7 @@ int main(void)
     int n = (int)(sizeof fixtures / sizeof fixtures[0]);
     tcase_add_loop_test(tc, test_reference_cases, 0, n);
     tcase_add_loop_test(tc, test_public_api_stream, 0, n);
-    tcase_add_test(tc, test_unnorm_key_required);
+    tcase_add_test(tc, test_unnorm_key_per_frame_without_session_key);
     suite_add_tcase(s, tc);
     return vh_test_run_suite(s);
 }

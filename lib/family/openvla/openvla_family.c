@@ -26,10 +26,12 @@ struct vh_program {
     const vh_model *model;
     const vh_openvla_config *config;
     vh_text_tokenizer *tokenizer;     /* tokenizer.model, else tokenizer.json */
-    const vh_action_stats *stats;      /* the session's unnorm_key's dataset */
+    const vh_action_stats *stats;      /* the session's unnorm_key's dataset (keyless: the first) */
     vh_action_decoder *decoders;       /* [config->n_datasets]: one per dataset, for frames that name
                                           their own unnorm_key */
     uint32_t session_dataset;          /* index of stats in config->datasets */
+    int keyless;                       /* no unnorm_key for a model of several datasets: every frame
+                                          names its own (the warm-up frames decode with the first) */
     int32_t bos_id, eos_id;
     uint32_t max_context;
     vh_decode_positions decode_positions;
@@ -46,6 +48,23 @@ typedef struct openvla_job {
     const vh_action_decoder *decoder;  /* the frame's dataset's (its unnorm_key, else the session's) */
 } openvla_job;
 
+/* A session without unnorm_key on a model of several datasets takes each frame's key (checked
+ * at submit), as HF's predict_action takes it per call; the session's shape is one action length,
+ * so the datasets must agree on it. */
+static vh_status keyless_stats(const vh_openvla_config *c, const vh_action_stats **stats, vh_error *err)
+{
+    for (uint32_t i = 1; i < c->n_datasets; i++)
+        if (c->datasets[i].dim != c->datasets[0].dim) {
+            vh_error e;
+            vh_openvla_config_dataset(c, NULL, stats, &e);
+            return vh_error_set(err, VH_ERR_UNNORM_KEY, "%s (without it every frame names its own, but "
+                                "'%s' has %u action values and '%s' %u)", e.message, c->datasets[0].dataset,
+                                c->datasets[0].dim, c->datasets[i].dataset, c->datasets[i].dim);
+        }
+    *stats = &c->datasets[0];
+    return VH_OK;
+}
+
 static vh_status program_create(const vh_model *m, const vh_session_params *params, vh_program **out,
                                 vh_program_shape *shape, vh_error *err)
 {
@@ -60,7 +79,9 @@ static vh_status program_create(const vh_model *m, const vh_session_params *para
     if (!st && vh_text_tokenizer_vocab_size(p->tokenizer) > c->vocab)
         st = vh_error_set(err, VH_ERR_BAD_MODEL, "%s has %u pieces, more than the model's vocab_size %u",
                           vh_text_tokenizer_path(p->tokenizer), vh_text_tokenizer_vocab_size(p->tokenizer), c->vocab);
-    if (!st) st = vh_openvla_config_dataset(c, params->unnorm_key, &p->stats, err);
+    p->keyless = (!params->unnorm_key || !*params->unnorm_key) && c->n_datasets > 1;
+    if (!st) st = p->keyless ? keyless_stats(c, &p->stats, err)
+                             : vh_openvla_config_dataset(c, params->unnorm_key, &p->stats, err);
     if (!st && !(p->decoders = calloc(c->n_datasets, sizeof *p->decoders)))
         st = vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory");
     for (uint32_t i = 0; !st && i < c->n_datasets; i++) {
@@ -80,7 +101,7 @@ static vh_status program_create(const vh_model *m, const vh_session_params *para
     shape->action_dim = p->stats->dim;
     shape->passes_per_frame = p->stats->dim; /* one token a pass */
     shape->max_context = p->max_context;
-    snprintf(shape->label, sizeof shape->label, "%s", p->stats->dataset);
+    snprintf(shape->label, sizeof shape->label, "%s", p->keyless ? "" : p->stats->dataset);
     *out = p;
     return VH_OK;
 }
@@ -117,6 +138,12 @@ static vh_status check_frame(const vh_program *p, const vh_frame *f, vh_error *e
 {
     if (!f->rgb) return vh_error_set(err, VH_ERR_BAD_FRAME, "%s is NULL", "frame->rgb");
     if (!f->instruction) return vh_error_set(err, VH_ERR_BAD_FRAME, "%s is NULL", "frame->instruction");
+    if (!f->unnorm_key && p->keyless) {
+        vh_error e;
+        vh_openvla_config_dataset(p->config, NULL, &(const vh_action_stats *){NULL}, &e);
+        return vh_error_set(err, VH_ERR_UNNORM_KEY, "frame->unnorm_key is NULL and the session has none: %s",
+                            e.message);
+    }
     if (f->unnorm_key) {
         /* checked here, at submit, so a bad key is the caller's error at once, never a failed frame */
         if (strnlen(f->unnorm_key, 256) == 256)
