@@ -38,7 +38,7 @@ __all__ = [
 
 
 def version():
-    """The loaded library's version, "0.4.0"."""
+    """The loaded library's version, "0.5.0"."""
     return _library.text(_library.lib.vh_version())
 
 

@@ -59,7 +59,11 @@ _Session = c_void_p  # vh_session *, opaque
 
 
 def _declare(name, restype, *argtypes):
-    f = getattr(lib, name)
+    try:
+        f = getattr(lib, name)
+    except AttributeError:  # an older library than these mirrors: say so, not which symbol
+        raise ImportError(f"vlahybrid: {path} is version {lib.vh_version().decode()} and lacks {name}; "
+                          "this package needs 0.5.0 or later") from None
     f.restype = restype
     f.argtypes = list(argtypes)
 
@@ -113,7 +117,7 @@ def new(struct_type):
 
 
 # The header these mirrors follow; later 0.x libraries only append fields, so they accept them.
-HEADER_VERSION_NUMBER = 400
+HEADER_VERSION_NUMBER = 500
 
 
 def _check_defaults():
@@ -121,7 +125,7 @@ def _check_defaults():
     a struct that drifted from the header (the layout test compares every offset)."""
     if lib.vh_version_number() < HEADER_VERSION_NUMBER:
         raise ImportError(f"vlahybrid: {path} is version {text(lib.vh_version())}; this package "
-                          "needs 0.4.0 or later")
+                          "needs 0.5.0 or later")
     p = new(S.SessionParams)
     f = new(S.Frame)
     i = new(S.SessionInfo)

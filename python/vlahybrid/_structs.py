@@ -1,4 +1,4 @@
-"""ctypes mirrors of the public structs and enums of include/vlahybrid/vlahybrid.h (0.4.0).
+"""ctypes mirrors of the public structs and enums of include/vlahybrid/vlahybrid.h (0.5.0).
 
 Field for field, in the header's order: ctypes lays a Structure out as the platform's C compiler
 does, so sizes and offsets match as long as the lists match. tests/python/test_struct_layout.py
