@@ -17,10 +17,10 @@ if [ "$what" = all ] || [ "$what" = asan ]; then
     -Dc_args=-fno-sanitize-recover=all >/dev/null
   ninja -C build-asan >/dev/null
   # Lighter than the native run where a test repeats itself: the pipeline test on its first fixture
-  # stream (every split and mode all the same), the soaks on 300 frames, not 1500; the converters'
+  # stream's first 16 frames (every split and mode all the same), the soaks on 300 frames, not 1500; the converters'
   # tests are Python alone (no library code to instrument) and are left to the native run.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  VH_TEST_STREAMS=1 VH_SOAK_FRAMES=300 \
+  VH_TEST_STREAMS=1 VH_TEST_FRAMES=16 VH_SOAK_FRAMES=300 \
     meson test -C build-asan --no-rebuild --print-errorlogs --num-processes 2 --timeout-multiplier 3 \
       --no-suite converter
 fi
@@ -28,7 +28,7 @@ if [ "$what" = all ] || [ "$what" = tsan ]; then
   # shellcheck disable=SC2086
   [ -d build-tsan-ci ] || meson setup build-tsan-ci $common -Db_sanitize=thread >/dev/null
   ninja -C build-tsan-ci >/dev/null
-  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 VH_TEST_STREAMS=1 \
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 VH_TEST_STREAMS=1 VH_TEST_FRAMES=16 \
     meson test -C build-tsan-ci --no-rebuild --print-errorlogs --num-processes 2 --timeout-multiplier 4 \
       pipeline packed_logits api_misuse frame_queue thread_pool split_scheduler vh_run_pipeline realtime vh_run_rate \
       good_neighbour shutdown vh_serve_openpi
