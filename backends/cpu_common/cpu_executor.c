@@ -262,13 +262,14 @@ vh_status cpu_executor_create(const vh_executor_params *params, const cpu_linear
                               char *err, size_t err_size)
 {
     *out = NULL;
-    if (!params || params->struct_size < sizeof *params ||
-        !vh_struct_tail_zero(params, params->struct_size, sizeof *params) || !params->model ||
+    vh_executor_params known; /* a 2.2 core's shorter struct: no progress */
+    if (!vh_executor_params_read(params, &known) || !params->model ||
         params->model->struct_size < sizeof(vh_model_desc) || params->model->struct_size > 65536 ||
         !vh_struct_tail_zero(params->model, params->model->struct_size, sizeof(vh_model_desc)))
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: executor parameters or model "
                                "description of a size this plugin does not know (ABI %d.%d)", ops->backend,
                                VH_BACKEND_ABI_MAJOR, VH_BACKEND_ABI_MINOR);
+    params = &known;
     const vh_model_desc *m = params->model;
     if (!m || params->n_blocks == 0 || params->first_block >= m->n_blocks ||
         params->n_blocks > m->n_blocks - params->first_block || params->max_rows == 0 ||
@@ -309,8 +310,18 @@ vh_status cpu_executor_create(const vh_executor_params *params, const cpu_linear
         st = VH_ERR_BACKEND_FAILED;
         goto fail;
     }
-    for (uint32_t i = 0; i < params->n_blocks; i++)
-        if ((st = prepare_block(e, &e->blocks[i], &m->blocks[params->first_block + i], err, err_size))) goto fail;
+    uint64_t total = 0, done = 0; /* progress: the bytes of the blocks' tensors */
+    for (uint32_t i = 0; i < params->n_blocks; i++) total += vh_block_tensor_bytes(&m->blocks[params->first_block + i]);
+    for (uint32_t i = 0; i < params->n_blocks; i++) {
+        const vh_block_desc *d = &m->blocks[params->first_block + i];
+        if ((st = prepare_block(e, &e->blocks[i], d, err, err_size))) goto fail;
+        done += vh_block_tensor_bytes(d);
+        if (vh_executor_progress(params, done, total)) {
+            st = vh_backend_fail(err, err_size, VH_ERR_CANCELLED, "%s: cancelled after block %u of %u", ops->backend,
+                                 i + 1, params->n_blocks);
+            goto fail;
+        }
+    }
     if (ops->finish_load) ops->finish_load(e->linear);
     if ((st = allocate_buffers(e, err, err_size))) goto fail;
     vh_backend_log(params, VH_LOG_INFO, "%s: blocks %u..%u, %d threads", ops->backend, params->first_block,

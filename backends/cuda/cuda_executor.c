@@ -432,9 +432,17 @@ static vh_status upload_weights(vh_executor *e, char *err, size_t err_size)
     if (ce != cudaSuccess) return cuda_fail(err, err_size, ce, "pinned staging buffer");
     const vh_llm_desc *l = &e->model->llm;
     vh_status st = VH_OK;
+    uint64_t total = 0, done = 0; /* progress: the bytes of the blocks' tensors */
+    for (uint32_t i = 0; i < e->params.n_blocks; i++) total += vh_block_tensor_bytes(e->blocks[i].desc);
     for (uint32_t i = 0; i < e->params.n_blocks && st == VH_OK; i++) {
         cuda_block *b = &e->blocks[i];
         const vh_block_desc *d = b->desc;
+        if (i && vh_executor_progress(&e->params, done, total)) { /* block i - 1 uploaded */
+            st = vh_backend_fail(err, err_size, VH_ERR_CANCELLED, "cuda: cancelled after block %u of %u", i,
+                                 e->params.n_blocks);
+            break;
+        }
+        done += vh_block_tensor_bytes(d);
         for (uint32_t t = 0; t < CUDA_MAX_ROLES && st == VH_OK; t++) {
             const vh_tensor_view *v = &b->t[t];
             if (!v->data || is_packed_llm_tensor(b, t)) continue;
@@ -466,6 +474,8 @@ static vh_status upload_weights(vh_executor *e, char *err, size_t err_size)
         }
     }
     cudaFreeHost(u.staging);
+    if (st == VH_OK && vh_executor_progress(&e->params, total, total))
+        st = vh_backend_fail(err, err_size, VH_ERR_CANCELLED, "cuda: cancelled after its last block");
     return st;
 }
 
@@ -523,13 +533,14 @@ static int check_lora_pairs(cuda_block *b)
 static vh_status describe_executor(const vh_executor_params *params, vh_executor **out, char *err, size_t err_size)
 {
     *out = NULL;
-    if (!params || params->struct_size < sizeof *params ||
-        !vh_struct_tail_zero(params, params->struct_size, sizeof *params) || !params->model ||
+    vh_executor_params known; /* a 2.2 core's shorter struct: no progress */
+    if (!vh_executor_params_read(params, &known) || !params->model ||
         params->model->struct_size < sizeof(vh_model_desc) || params->model->struct_size > 65536 ||
         !vh_struct_tail_zero(params->model, params->model->struct_size, sizeof(vh_model_desc)))
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: executor parameters or model "
                                "description of a size this plugin does not know (ABI %d.%d)", VH_BACKEND_ABI_MAJOR,
                                VH_BACKEND_ABI_MINOR);
+    params = &known;
     const vh_model_desc *m = params->model;
     for (uint32_t i = 0; m && i < params->n_blocks && params->first_block + i < m->n_blocks; i++) {
         const uint32_t index = params->first_block + i;

@@ -14,12 +14,25 @@ static int32_t cuda_score(void)
     return cudaGetDeviceCount(&n) == cudaSuccess && n > 0 ? 100 : 0;
 }
 
-/* cudaGetDeviceCount's error says why: no driver, a driver older than the runtime, no device. */
+/* Whether an NVIDIA kernel driver is loaded: without one, the runtime says "CUDA driver version is
+ * insufficient" (it finds no driver, so none new enough), which reads as an old driver. */
+static int nvidia_driver_loaded(void)
+{
+    FILE *f = fopen("/proc/driver/nvidia/version", "r");
+    if (f) fclose(f);
+    return f != NULL;
+}
+
+/* cudaGetDeviceCount's error says why: no driver or no device (said so plainly), a driver older
+ * than the runtime. */
 static void cuda_unavailable_reason(char *why, size_t why_size)
 {
     int n = 0;
     const cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess) snprintf(why, why_size, "no usable CUDA device: %s", cudaGetErrorString(e));
+    if (e == cudaErrorNoDevice || (e == cudaErrorInsufficientDriver && !nvidia_driver_loaded()))
+        snprintf(why, why_size, "no CUDA device (cudaGetDeviceCount: %s%s)", cudaGetErrorString(e),
+                 e == cudaErrorInsufficientDriver ? "; no NVIDIA driver is loaded" : "");
+    else if (e != cudaSuccess) snprintf(why, why_size, "no usable CUDA device: %s", cudaGetErrorString(e));
     else if (n == 0) snprintf(why, why_size, "no CUDA device visible (CUDA_VISIBLE_DEVICES?)");
     else snprintf(why, why_size, "%d CUDA devices, yet the backend scored 0", n);
 }

@@ -41,7 +41,7 @@ extern "C" {
 #endif
 
 #define VH_BACKEND_ABI_MAJOR 2
-#define VH_BACKEND_ABI_MINOR 2
+#define VH_BACKEND_ABI_MINOR 3
 #define VH_BACKEND_ENTRY_SYMBOL "vh_backend_entry"
 
 #if defined(__GNUC__)
@@ -433,7 +433,17 @@ typedef struct vh_executor_params {
     vh_log_fn log_fn;          /* may be NULL */
     void *log_user;
     vh_log_level log_level;
+    /* Added in ABI 2.3 (a core passes them only to a plugin of 2.3 or later; a 2.2 plugin gets the
+     * struct up to here). executor_create calls progress_fn (may be NULL) on its own thread as it
+     * makes weights resident: `done` of `total` units (bytes of the blocks' tensors), non-decreasing,
+     * the last call with done == total. A nonzero return asks it to stop: it frees everything it
+     * made and returns VH_ERR_CANCELLED. */
+    int (*progress_fn)(void *user, uint64_t done, uint64_t total);
+    void *progress_user;
 } vh_executor_params;
+
+/* The size of a 2.2 core's vh_executor_params: a plugin accepts it (no progress then). */
+#define VH_EXECUTOR_PARAMS_V2_2_SIZE offsetof(vh_executor_params, progress_fn)
 
 typedef struct vh_memory_report {
     uint32_t struct_size;      /* set by the caller: sizeof(vh_memory_report) of the core */
@@ -510,8 +520,8 @@ typedef struct vh_backend_iface {
     vh_status (*bind_hidden)(vh_executor *executor, float *rows, uint32_t n_rows, char *err,
                              size_t err_size);
     /* Added in ABI 2.1. Why score() is <= 0 on this machine, as one line written into why
-     * (NUL-terminated): "no CUDA device: CUDA driver version is insufficient for CUDA runtime
-     * version", "this CPU has neither AMX-BF16 nor AVX-512 BF16". The core puts it in the
+     * (NUL-terminated): "no CUDA device (cudaGetDeviceCount: no CUDA-capable device is detected)",
+     * "this CPU has neither AMX-BF16 nor AVX-512 BF16". The core puts it in the
      * refusal's message. NULL: the core says only that the backend cannot run here. */
     void (*unavailable_reason)(char *why, size_t why_size);
 } vh_backend_iface;
@@ -529,6 +539,39 @@ static inline int vh_struct_tail_zero(const void *s, uint32_t size, uint32_t kno
     for (uint32_t i = known; i < size; i++)
         if (b[i]) return 0;
     return 1;
+}
+
+/* A plugin's own copy of the core's executor parameters: the fields both know, the rest zero.
+ * 0 when the size is one no version had, or a field this plugin does not know is set. */
+static inline int vh_executor_params_read(const vh_executor_params *in, vh_executor_params *out)
+{
+    if (!in || in->struct_size < VH_EXECUTOR_PARAMS_V2_2_SIZE || in->struct_size > 65536 ||
+        (in->struct_size > VH_EXECUTOR_PARAMS_V2_2_SIZE && in->struct_size < sizeof *in) ||
+        !vh_struct_tail_zero(in, in->struct_size, sizeof *in))
+        return 0;
+    memset(out, 0, sizeof *out);
+    memcpy(out, in, in->struct_size < sizeof *out ? in->struct_size : sizeof *out);
+    out->struct_size = sizeof *out;
+    return 1;
+}
+
+/* ABI 2.3: report `done` of `total` to the core; nonzero when it asks the create to stop. */
+static inline int vh_executor_progress(const vh_executor_params *p, uint64_t done, uint64_t total)
+{
+    return p->progress_fn ? p->progress_fn(p->progress_user, done, total) : 0;
+}
+
+/* ABI 2.3: the bytes of a block's tensors (the unit of executor_create's progress). */
+static inline uint64_t vh_block_tensor_bytes(const vh_block_desc *d)
+{
+    uint64_t bytes = 0;
+    for (uint32_t t = 0; t < d->n_tensors; t++) {
+        const vh_tensor_view *v = &d->tensors[t];
+        uint64_t n = v->dtype == VH_DTYPE_F32 ? 4 : 2;
+        for (uint32_t k = 0; k < v->ndim && k < 4; k++) n *= v->shape[k] > 0 ? (uint64_t)v->shape[k] : 0;
+        bytes += n;
+    }
+    return bytes;
 }
 
 static inline int vh_block_check(const char *backend, const vh_kind_support *kinds, uint32_t n_kinds,

@@ -74,7 +74,10 @@ typedef enum vh_status {
     VH_ERR_BAD_FRAME = 17,           /* the frame's image or instruction is unusable */
     VH_ERR_INTERNAL = 18,            /* a bug: please report it with the message */
     /* Added in 0.4.0: */
-    VH_ERR_SHUTDOWN = 19             /* the session was shut down (vh_session_shutdown) */
+    VH_ERR_SHUTDOWN = 19,            /* the session was shut down (vh_session_shutdown) */
+    /* Added in 0.5.0: */
+    VH_ERR_FORKED = 20               /* the session was used in a child of fork(): only its creating
+                                        process can use it (doc/api.md, "fork") */
 } vh_status;
 
 /* A static English description of a status ("invalid argument"); never NULL. */
@@ -337,6 +340,9 @@ typedef struct vh_action {
     uint32_t n_extras;         /* the family's extras, named in extra_names (vh_action_extra) */
     vh_action_extra_info extra_info[VH_MAX_ACTION_EXTRAS];
     float extras[VH_MAX_ACTION_EXTRA_FLOATS];
+    /* Added in 0.5.0 (callers with older headers get the fields above): this frame's own failure
+     * message, NUL-terminated; "" on success and for DROPPED, CANCELLED and EXPIRED. */
+    char message[256];
 } vh_action;
 
 VH_API void vh_action_init_sized(vh_action *action, size_t struct_size);

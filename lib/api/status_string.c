@@ -23,6 +23,7 @@ const char *vh_status_string(vh_status status)
     case VH_ERR_BAD_FRAME: return "unusable frame";
     case VH_ERR_INTERNAL: return "internal error";
     case VH_ERR_SHUTDOWN: return "the session was shut down";
+    case VH_ERR_FORKED: return "the session belongs to the parent process (used after fork)";
     }
     return "unknown status";
 }

@@ -1,6 +1,5 @@
 #include "pipeline/stage_pipeline_internal.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +56,13 @@ void vh_pipeline_complete(vh_stage_pipeline *p, vh_frame_job *job, vh_status st,
     } else {
         vh_error_prefix(err, "frame %llu: ", (unsigned long long)job->frame_id);
         if (p->cfg.on_frame_error) p->cfg.on_frame_error(p->cfg.user, err);
+        /* the action carries its own frame's failure message (vh_action.message), never another's;
+         * none for the everyday outcomes */
+        if (st != VH_ERR_DROPPED && st != VH_ERR_CANCELLED && st != VH_ERR_EXPIRED) {
+            const size_t n = strnlen(err->message, sizeof rec->result.message - 1); /* cut if longer */
+            memcpy(rec->result.message, err->message, n);
+            rec->result.message[n] = '\0';
+        }
     }
     vh_frame_queue_answer(p->cfg.frames, rec, st, st == VH_OK ? &out : NULL);
     release_job(p, job);

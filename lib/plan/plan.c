@@ -72,19 +72,54 @@ vh_status vh_plan_check_support(const vh_plugin *plugin, const vh_model *model, 
     return VH_OK;
 }
 
-static vh_status create_executor(const vh_model *model, const vh_plan_request *req, const vh_plan *plan,
-                                 vh_stage *stage, vh_error *err)
+/* An executor's progress (ABI 2.3) passed on to the request's hook; the hook's refusal kept, for
+ * the plan to return once the executor has stopped. */
+typedef struct executor_progress {
+    const vh_plan_request *req;
+    uint32_t stage, n_stages;
+    const char *backend;
+    vh_status st;
+    vh_error err;
+} executor_progress;
+
+static int on_executor_progress(void *user, uint64_t done, uint64_t total)
 {
+    executor_progress *p = user;
+    if (p->st == VH_OK)
+        p->st = p->req->executor_progress(p->req->executor_progress_user, p->stage, p->n_stages, p->backend,
+                                          total ? (double)done / (double)total : 1.0, &p->err);
+    return p->st != VH_OK;
+}
+
+static vh_status create_executor(const vh_model *model, const vh_plan_request *req, vh_plan *plan, uint32_t index,
+                                 vh_error *err)
+{
+    vh_stage *stage = &plan->stages[index];
+    const vh_backend_iface *be = stage->plugin->iface;
     vh_executor_params p = executor_params(model, req, stage->first_block, stage->n_blocks);
     if (stage->device == VH_DEVICE_CPU) p.n_threads = cpu_stage_threads(req, plan);
+    executor_progress progress = {.req = req, .stage = index, .n_stages = plan->n_stages, .backend = be->name};
+    if (be->abi_minor < 3) /* its struct ends before the progress hook */
+        p.struct_size = VH_EXECUTOR_PARAMS_V2_2_SIZE;
+    else if (req->executor_progress)
+        p.progress_fn = on_executor_progress, p.progress_user = &progress;
     char why[512] = "";
     vh_status st = vh_plan_check_support(stage->plugin, model, stage->first_block, stage->n_blocks, err);
     if (st) return st;
-    st = stage->plugin->iface->executor_create(&p, &stage->executor, why, sizeof why);
+    if (req->executor_progress &&
+        (st = req->executor_progress(req->executor_progress_user, index, plan->n_stages, be->name, 0, err)))
+        return st;
+    st = be->executor_create(&p, &stage->executor, why, sizeof why);
+    if (progress.st) { /* cancelled by the hook: its status and message, whatever the backend made of it */
+        if (st == VH_OK) be->executor_destroy(stage->executor);
+        stage->executor = NULL;
+        *err = progress.err;
+        return progress.st;
+    }
     if (st) {
         stage->executor = NULL;
-        return vh_error_set(err, st, "backend '%s' could not load blocks %u..%u: %s", stage->plugin->iface->name,
-                            stage->first_block, stage->first_block + stage->n_blocks - 1, why);
+        return vh_error_set(err, st, "backend '%s' could not load blocks %u..%u: %s", be->name, stage->first_block,
+                            stage->first_block + stage->n_blocks - 1, why);
     }
     return VH_OK;
 }
@@ -205,12 +240,7 @@ vh_status vh_plan_create(const vh_model *model, const vh_plan_request *req, vh_p
     } else if (st == VH_OK) {
         st = choose_split(model, req, plan, err);
     }
-    for (uint32_t i = 0; i < plan->n_stages && st == VH_OK; i++) {
-        if (req->before_executor &&
-            (st = req->before_executor(req->before_executor_user, i, plan->n_stages, plan->stages[i].plugin->iface->name, err)))
-            break;
-        st = create_executor(model, req, plan, &plan->stages[i], err);
-    }
+    for (uint32_t i = 0; i < plan->n_stages && st == VH_OK; i++) st = create_executor(model, req, plan, i, err);
     if (st) vh_plan_destroy(plan);
     return st;
 }

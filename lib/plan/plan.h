@@ -63,10 +63,14 @@ typedef struct vh_plan_request {
     uint32_t split_zone;               /* blocks on each side of the split held by both stages */
     uint32_t action_tokens;            /* decode passes per frame, for the cost balance */
     const vh_logger *log;
-    /* Called before each stage's executor is created (its weights made resident), with the stage's
-     * index, the number of stages and its backend; a nonzero status stops the create. May be NULL. */
-    vh_status (*before_executor)(void *user, uint32_t stage, uint32_t n_stages, const char *backend, vh_error *err);
-    void *before_executor_user;
+    /* Each stage's executor being created (its weights made resident), with the stage's index, the
+     * number of stages, its backend and the share of its weights made resident so far: 0 before
+     * executor_create, then as the backend reports (ABI 2.3; a 2.2 backend reports nothing). A
+     * nonzero status stops the create: the executor frees what it made and the plan returns that
+     * status and err. May be NULL. */
+    vh_status (*executor_progress)(void *user, uint32_t stage, uint32_t n_stages, const char *backend, double done,
+                                   vh_error *err);
+    void *executor_progress_user;
 } vh_plan_request;
 
 /* Load the plugins, assign blocks to stages, create the executors (weights made resident). */

@@ -31,7 +31,7 @@ static vh_status family_rounds(vh_session *s, const char *instruction, int32_t c
 
 vh_status vh_session_prompt_ids(vh_session *s, const char *instruction, int32_t *ids, size_t capacity, size_t *count)
 {
-    vh_status st = vh_session_enter(s);
+    vh_status st = vh_session_enter(s, "vh_session_prompt_ids");
     if (st) return st;
     vh_error err;
     if (!instruction || !count || (capacity && !ids)) {
@@ -83,7 +83,7 @@ static vh_prompt_round *round_at(vh_prompt_round *rounds, size_t stride, uint32_
 vh_status vh_session_prompt_rounds(vh_session *s, const vh_prompt_request *request, vh_prompt_round *rounds,
                                    uint32_t capacity, uint32_t *n_rounds)
 {
-    vh_status st = vh_session_enter(s);
+    vh_status st = vh_session_enter(s, "vh_session_prompt_rounds");
     if (st) return st;
     vh_error err;
     if (!request || !n_rounds || (capacity && !rounds)) {

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "family/family.h"
 #include "model/model.h"
@@ -48,6 +49,7 @@ struct vh_session {
     pthread_mutex_t error_lock;        /* guards last_error */
     vh_error last_error;
     atomic_int shut;                   /* vh_session_shutdown has begun: calls return VH_ERR_SHUTDOWN */
+    pid_t pid;                         /* the process that created it: a fork()ed child gets VH_ERR_FORKED */
     int created;                       /* create succeeded: destroy writes the trace (else discards it) */
 };
 
@@ -79,6 +81,30 @@ static vh_status fail(vh_session *s, vh_status status, const char *fmt, const ch
     vh_error_set(&err, status, fmt, arg);
     return report(s, &err);
 }
+
+/* A child of fork() holds a copy of the session without its threads (only the forking thread
+ * goes on in a child), with its locks in whatever state they were: it touches nothing of it and
+ * returns VH_ERR_FORKED at once (getpid() is a cheap system call). */
+static int forked(const vh_session *s)
+{
+    return getpid() != s->pid;
+}
+
+static vh_status fail_forked(const vh_session *s, const char *call)
+{
+    vh_error err;
+    vh_error_set(&err, VH_ERR_FORKED, "%s: the session was created in process %ld and this is process %ld, a child "
+                 "of fork(): only the creating process can use it (create a session in the child)", call,
+                 (long)s->pid, (long)getpid());
+    vh_error_publish_thread(&err);
+    return VH_ERR_FORKED;
+}
+
+#define CHECK_SESSION(s, call)                                                     \
+    do {                                                                           \
+        if (!(s)) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session"); \
+        if (forked(s)) return fail_forked((s), (call));                            \
+    } while (0)
 
 /* After vh_session_shutdown every call but the getters and destroy is refused at once. */
 static int is_shut(vh_session *s)
@@ -149,9 +175,11 @@ static vh_status warm_up(vh_session *s, uint32_t n, vh_create_progress *progress
                     s->max_context);
         return VH_OK;
     }
+    /* the phase begins: its first frame may take long (kernels chosen, graphs captured) */
+    vh_status st = vh_create_progress_report(progress, "warm-up", VH_PROGRESS_WARMUP, err);
+    if (st) return st;
     vh_frame_queue_set_policy(&s->queue, VH_QUEUE_BLOCK);
     uint32_t submitted = 0;
-    vh_status st = VH_OK;
     while (submitted < n && st == VH_OK) {
         vh_frame_record *rec = vh_frame_copy(&frame);
         uint64_t id;
@@ -163,12 +191,8 @@ static vh_status warm_up(vh_session *s, uint32_t n, vh_create_progress *progress
         vh_action a;
         vh_action_init(&a);
         vh_frame_queue_poll(&s->queue, &a, sizeof a, -1);
-        if (a.status != VH_OK && st == VH_OK) {
-            pthread_mutex_lock(&s->error_lock);
-            vh_error_set(err, a.status, "warm-up frame failed: %s", s->last_error.message);
-            pthread_mutex_unlock(&s->error_lock);
-            st = a.status;
-        }
+        if (a.status != VH_OK && st == VH_OK)
+            st = vh_error_set(err, a.status, "warm-up frame failed: %s", a.message);
         if (st == VH_OK) /* a cancel here still waits for the frames submitted */
             st = vh_create_progress_report(progress, "warm-up",
                                            VH_PROGRESS_WARMUP + (1 - VH_PROGRESS_WARMUP) * (i + 1) / submitted, err);
@@ -180,13 +204,15 @@ static vh_status warm_up(vh_session *s, uint32_t n, vh_create_progress *progress
     return st;
 }
 
-/* The plan's hook before each stage's executor: "backend NAME", a share of the backends' part. */
-static vh_status report_executor(void *user, uint32_t stage, uint32_t n_stages, const char *backend, vh_error *err)
+/* The plan's hook as each stage's executor makes its weights resident: "backend NAME", moving
+ * through that stage's share of the backends' part as the backend reports (ABI 2.3). */
+static vh_status report_executor(void *user, uint32_t stage, uint32_t n_stages, const char *backend, double done,
+                                 vh_error *err)
 {
     char name[80];
     snprintf(name, sizeof name, "backend %s", backend);
-    return vh_create_progress_report(user, name, VH_PROGRESS_BACKENDS + (VH_PROGRESS_STAGES - VH_PROGRESS_BACKENDS) *
-                                                                            stage / n_stages, err);
+    const double share = (VH_PROGRESS_STAGES - VH_PROGRESS_BACKENDS) / n_stages;
+    return vh_create_progress_report(user, name, VH_PROGRESS_BACKENDS + share * (stage + done), err);
 }
 
 static vh_status load_session(vh_session *s, const vh_session_params *p, vh_error *err)
@@ -224,7 +250,7 @@ static vh_status load_session(vh_session *s, const vh_session_params *p, vh_erro
                            .segments_per_frame = segments, .images_per_pass = per_pass,
                            .gpu_memory_budget = p->gpu_memory_budget, .llm_split = p->llm_split, .split_zone = zone,
                            .action_tokens = passes, .log = &s->log,
-                           .before_executor = report_executor, .before_executor_user = &progress};
+                           .executor_progress = report_executor, .executor_progress_user = &progress};
     if ((st = vh_create_progress_report(&progress, "loading backends", VH_PROGRESS_BACKENDS, err))) return st;
     if ((st = vh_plan_create(s->model, &req, &s->plan, err))) return st;
     if ((st = vh_create_progress_report(&progress, "starting stages", VH_PROGRESS_STAGES, err))) return st;
@@ -368,6 +394,7 @@ vh_status vh_session_create(const vh_session_params *params, vh_session **sessio
     s->deadline_ms = p.deadline_ms;
     s->policy = p.queue_policy;
     pthread_mutex_init(&s->error_lock, NULL);
+    s->pid = getpid();
     vh_error err;
     vh_error_clear(&err);
     vh_status st = load_on_cpus(s, &p, &err);
@@ -385,6 +412,10 @@ vh_status vh_session_create(const vh_session_params *params, vh_session **sessio
 void vh_session_destroy(vh_session *s)
 {
     if (!s) return;
+    if (forked(s)) { /* the parent's threads own it: nothing released, VH_ERR_FORKED in vh_last_error */
+        fail_forked(s, "vh_session_destroy");
+        return;
+    }
     if (s->queue_ready) vh_frame_queue_close(&s->queue);
     vh_stage_pipeline_stop(s->pipeline); /* frames in flight finish first */
     if (s->queue_ready) vh_frame_queue_destroy(&s->queue);
@@ -401,7 +432,7 @@ void vh_session_destroy(vh_session *s)
 
 vh_status vh_session_shutdown(vh_session *s)
 {
-    if (!s) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
+    CHECK_SESSION(s, "vh_session_shutdown");
     if (!atomic_exchange(&s->shut, 1)) vh_log_debug(&s->log, "shutdown: waking every waiting call");
     vh_frame_queue_shutdown(&s->queue); /* every caller waits until the frames started are answered */
     return VH_OK;
@@ -409,7 +440,7 @@ vh_status vh_session_shutdown(vh_session *s)
 
 vh_status vh_submit_frame(vh_session *s, const vh_frame *frame, uint64_t *frame_id)
 {
-    if (!s) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
+    CHECK_SESSION(s, "vh_submit_frame");
     if (is_shut(s)) return fail(s, VH_ERR_SHUTDOWN, SHUT_MESSAGE, "");
     if (!frame) return fail(s, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "frame");
     /* 0.1.0, 0.2.0 and 0.3.0 callers pass the struct as it ended then */
@@ -449,23 +480,32 @@ vh_status vh_submit_frame(vh_session *s, const vh_frame *frame, uint64_t *frame_
 
 vh_status vh_poll_action(vh_session *s, vh_action *action, int32_t timeout_ms)
 {
-    if (!s) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
+    CHECK_SESSION(s, "vh_poll_action");
     if (is_shut(s)) return fail(s, VH_ERR_SHUTDOWN, SHUT_MESSAGE, "");
     if (!action) return fail(s, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "action");
     const size_t caller_size = action->struct_size;
-    const size_t known = known_struct_size(caller_size, offsetof(vh_action, sequence), offsetof(vh_action, kind),
-                                           sizeof *action);
+    /* 0.1.0, 0.2.0 and 0.3.0 / 0.4.0 callers (no message) pass the struct as it ended then */
+    const size_t known = caller_size == offsetof(vh_action, message)
+                             ? caller_size
+                             : known_struct_size(caller_size, offsetof(vh_action, sequence),
+                                                 offsetof(vh_action, kind), sizeof *action);
     if (!struct_size_ok(action, caller_size, known))
         return fail(s, VH_ERR_STRUCT_SIZE, "%s: struct_size is wrong; call vh_action_init first", "vh_action");
     vh_status st = vh_frame_queue_poll(&s->queue, action, known, timeout_ms);
     action->struct_size = caller_size;
     if (st == VH_ERR_SHUTDOWN) return fail(s, st, SHUT_MESSAGE, " while polling");
+    if (st == VH_ERR_TIMEOUT) { /* an everyday outcome: the thread's message only, not the session's */
+        vh_error err;
+        vh_error_set(&err, st, timeout_ms > 0 ? "no action within %ld ms" : "no action ready (timeout %ld ms)",
+                     (long)timeout_ms);
+        vh_error_publish_thread(&err);
+    }
     return st;
 }
 
 vh_status vh_session_cancel(vh_session *s, uint64_t frame_id)
 {
-    if (!s) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
+    CHECK_SESSION(s, "vh_session_cancel");
     if (is_shut(s)) return fail(s, VH_ERR_SHUTDOWN, SHUT_MESSAGE, "");
     vh_error err;
     vh_status st = vh_frame_queue_cancel(&s->queue, frame_id, &err);
@@ -474,7 +514,7 @@ vh_status vh_session_cancel(vh_session *s, uint64_t frame_id)
 
 vh_status vh_session_cancel_pending(vh_session *s, uint32_t *n_cancelled)
 {
-    if (!s) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
+    CHECK_SESSION(s, "vh_session_cancel_pending");
     if (is_shut(s)) return fail(s, VH_ERR_SHUTDOWN, SHUT_MESSAGE, "");
     uint32_t n = vh_frame_queue_cancel_pending(&s->queue);
     if (n_cancelled) *n_cancelled = n;
@@ -483,7 +523,7 @@ vh_status vh_session_cancel_pending(vh_session *s, uint32_t *n_cancelled)
 
 vh_status vh_session_reset(vh_session *s, uint32_t flags)
 {
-    if (!s) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
+    CHECK_SESSION(s, "vh_session_reset");
     if (is_shut(s)) return fail(s, VH_ERR_SHUTDOWN, SHUT_MESSAGE, "");
     if (flags & ~VH_RESET_STATISTICS) return fail(s, VH_ERR_INVALID_ARGUMENT, "%s", "unknown vh_session_reset flags");
     const uint64_t episode = vh_frame_queue_reset(&s->queue, (flags & VH_RESET_STATISTICS) != 0, 0);
@@ -495,7 +535,7 @@ vh_status vh_session_reset(vh_session *s, uint32_t flags)
 
 vh_status vh_session_get_stats(vh_session *s, vh_session_stats *stats)
 {
-    if (!s) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
+    CHECK_SESSION(s, "vh_session_get_stats");
     if (!stats) return fail(s, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "stats");
     const size_t caller_size = stats->struct_size;
     if (!struct_size_ok(stats, caller_size, sizeof *stats))
@@ -517,6 +557,10 @@ vh_status vh_session_get_stats(vh_session *s, vh_session_stats *stats)
 const char *vh_session_last_error(vh_session *s)
 {
     if (!s) return "session is NULL";
+    if (forked(s)) {
+        fail_forked(s, "vh_session_last_error");
+        return vh_last_error();
+    }
     pthread_mutex_lock(&s->error_lock);
     memcpy(thread_session_error, s->last_error.message, sizeof thread_session_error);
     pthread_mutex_unlock(&s->error_lock);
@@ -525,7 +569,7 @@ const char *vh_session_last_error(vh_session *s)
 
 vh_status vh_session_get_info(vh_session *s, vh_session_info *info)
 {
-    if (!s) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
+    CHECK_SESSION(s, "vh_session_get_info");
     if (!info) return fail(s, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "info");
     /* a caller built with the 0.1.0 header has the shorter struct: it gets the fields it knows */
     const size_t known = known_struct_size(info->struct_size, offsetof(vh_session_info, gpu_bytes), sizeof *info, sizeof *info);
@@ -558,9 +602,9 @@ vh_status vh_session_get_info(vh_session *s, vh_session_info *info)
 
 /* For the API's functions in other files (session_access.h; vh_session_prompt_ids and
  * vh_session_prompt_rounds are in prompt_rounds.c). */
-vh_status vh_session_enter(vh_session *s)
+vh_status vh_session_enter(vh_session *s, const char *call)
 {
-    if (!s) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "session");
+    CHECK_SESSION(s, call);
     if (is_shut(s)) return fail(s, VH_ERR_SHUTDOWN, SHUT_MESSAGE, "");
     return VH_OK;
 }

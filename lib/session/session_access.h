@@ -9,9 +9,9 @@
 
 #include "family/family.h"
 
-/* VH_OK when a call may go on: the session is not NULL and not shut down; else that failure,
- * reported as session.c reports its own. */
-vh_status vh_session_enter(vh_session *s);
+/* VH_OK when the call named `call` may go on: the session is not NULL, not used in a child of
+ * fork() (VH_ERR_FORKED) and not shut down; else that failure, reported as session.c reports its own. */
+vh_status vh_session_enter(vh_session *s, const char *call);
 /* Record a failed call (the thread's vh_last_error, the session's last error, the log); returns its
  * status. s may be NULL. */
 vh_status vh_session_report(vh_session *s, const vh_error *err);

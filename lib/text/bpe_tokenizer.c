@@ -14,6 +14,7 @@
 #include "text/sentencepiece_model.h"
 #include "text/text_normalizer.h"
 #include "text/utf8.h"
+#include "util/file_read.h"
 
 #define NO_SYMBOL UINT32_MAX
 
@@ -191,7 +192,7 @@ static vh_status read_model_file(const char *path, uint8_t **data, size_t *size,
 {
     /* O_NONBLOCK: opening a FIFO must not hang; fstat then refuses it */
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return vh_error_set(err, VH_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (fd < 0) return vh_file_open_error(path, errno, err);
     FILE *f = fdopen(fd, "rb");
     if (!f) {
         close(fd);

@@ -23,10 +23,12 @@ vh_status vh_text_tokenizer_open_dir(const char *dir, vh_text_tokenizer **out, v
     if (!tok) return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (tokenizer)");
     struct stat sb;
     snprintf(tok->path, sizeof tok->path, "%s/tokenizer.json", dir);
-    bool have_json = stat(tok->path, &sb) == 0 || errno != ENOENT; /* let the loader say why */
+    /* a tokenizer.json that is there in any form (a dangling link, unreadable, not JSON) is the one
+     * used: the loader says why it cannot be, rather than tokenizer.model taken without a word */
+    bool have_json = lstat(tok->path, &sb) == 0 || errno != ENOENT;
     if (!have_json) {
         snprintf(tok->path, sizeof tok->path, "%s/tokenizer.model", dir);
-        if (stat(tok->path, &sb) != 0 && errno == ENOENT) {
+        if (lstat(tok->path, &sb) != 0 && errno == ENOENT) {
             free(tok);
             return vh_error_set(err, VH_ERR_IO, "%s has neither tokenizer.json nor tokenizer.model",
                                 dir);

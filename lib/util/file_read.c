@@ -44,6 +44,20 @@ static vh_status read_all(int fd, const char *path, size_t max_size, char **buf,
     return VH_OK;
 }
 
+vh_status vh_file_open_error(const char *path, int error_number, vh_error *err)
+{
+    struct stat link;
+    if (error_number == ENOENT && lstat(path, &link) == 0 && S_ISLNK(link.st_mode)) {
+        char target[4096];
+        const ssize_t n = readlink(path, target, sizeof target - 1);
+        target[n > 0 ? n : 0] = '\0';
+        return vh_error_set(err, VH_ERR_IO, "%s: a dangling symbolic link (to '%s', which does not exist)", path,
+                            target);
+    }
+    char reason[128];
+    return vh_error_set(err, VH_ERR_IO, "%s: cannot open: %s", path, strerror_r(error_number, reason, sizeof reason));
+}
+
 vh_status vh_read_text_file(const char *path, size_t max_size, char **text, size_t *len,
                             vh_error *err)
 {
@@ -54,9 +68,7 @@ vh_status vh_read_text_file(const char *path, size_t max_size, char **text, size
     if (max_size > SIZE_MAX - 2) max_size = SIZE_MAX - 2;
     char reason[128];
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
-        return vh_error_set(err, VH_ERR_IO, "%s: cannot open: %s", path,
-                            strerror_r(errno, reason, sizeof reason));
+    if (fd < 0) return vh_file_open_error(path, errno, err);
     struct stat st;
     vh_status status = VH_OK;
     if (fstat(fd, &st) != 0)

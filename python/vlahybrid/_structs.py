@@ -156,6 +156,8 @@ class Action(ctypes.Structure):
         ("n_extras", c_uint32),
         ("extra_info", ActionExtraInfo * MAX_ACTION_EXTRAS),
         ("extras", c_float * MAX_ACTION_EXTRA_FLOATS),
+        # 0.5.0: the frame's own failure message
+        ("message", c_char * 256),
     ]
 
 

@@ -101,6 +101,10 @@ class ShutdownError(Error):
     """SHUTDOWN: the session was shut down (shutdown()); only info, stats and close remain."""
 
 
+class ForkedError(Error):
+    """FORKED: the session was used in a child of fork(); only the process that created it can."""
+
+
 class SessionClosedError(Error, ValueError):
     """A call on a session after close() (or while close() runs); no C call was made."""
 
@@ -116,6 +120,7 @@ _BY_STATUS = {
     5: FileError, 6: BadModelError, 7: UnsupportedError, 8: BackendNotFoundError, 9: BackendAbiError,
     10: BackendFailedError, 11: BusyError, 12: TimeoutError, 13: DroppedError, 14: CancelledError,
     15: ExpiredError, 16: UnnormKeyError, 17: BadFrameError, 18: InternalError, 19: ShutdownError,
+    20: ForkedError,
 }
 
 

@@ -250,7 +250,8 @@ class Session:
                 self._outstanding -= 1
             message = ""
             if a.status != S.OK:
-                message = L.text(L.lib.vh_status_string(a.status)) if a.status in QUEUE_OUTCOMES \
+                message = L.text(a.message) if a.message else \
+                    L.text(L.lib.vh_status_string(a.status)) if a.status in QUEUE_OUTCOMES \
                     else L.text(L.lib.vh_session_last_error(handle))
         finally:
             self._leave()

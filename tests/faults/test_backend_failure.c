@@ -5,7 +5,11 @@
  * stale KV or hidden state behind), and the session goes on. Serial (one stage), and pipelined
  * over two stages with several frames in flight. Packed over two stages (a failed run fails every
  * frame of its pass, or the new frames it staged): every frame is answered, OK or with the
- * backend's failure, and the session goes on.
+ * backend's failure, and the session goes on. Each failed frame's action carries its own message
+ * (vh_action.message, 0.5.0: the run that failed it), an answered one none.
+ * Backend ABI 2.3: a plugin that says it is 2.2 (VH_FLAKY_ABI_MINOR=2, checking the parameters as a
+ * 2.2 plugin does) gets the 2.2-sized vh_executor_params and loads, reporting no progress of its
+ * own; the real plugin (2.3) takes that struct.
  */
 #include <check.h>
 #include <stdio.h>
@@ -20,7 +24,15 @@
 typedef struct outcome {
     vh_status status[FRAMES + 1];
     int32_t ids[FRAMES + 1][VH_MAX_ACTION_DIM];
+    char message[FRAMES + 1][sizeof(((vh_action *)0)->message)];
 } outcome;
+
+static void keep(outcome *out, const vh_action *a)
+{
+    out->status[a->frame_id] = a->status;
+    memcpy(out->ids[a->frame_id], a->token_ids, sizeof a->token_ids);
+    memcpy(out->message[a->frame_id], a->message, sizeof a->message);
+}
 
 static void run(const char *backends, vh_execution_mode mode, const char *fail_every, outcome *out)
 {
@@ -58,16 +70,14 @@ static void run(const char *backends, vh_execution_mode mode, const char *fail_e
             vh_action a;
             vh_action_init(&a);
             ck_assert_int_eq(vh_poll_action(s, &a, 60000), VH_OK);
-            out->status[a.frame_id] = a.status;
-            memcpy(out->ids[a.frame_id], a.token_ids, sizeof a.token_ids);
+            keep(out, &a);
         }
     }
     for (int answered = mode == VH_EXECUTION_SERIAL ? FRAMES : 0; answered < FRAMES; answered++) {
         vh_action a;
         vh_action_init(&a);
         ck_assert_int_eq(vh_poll_action(s, &a, 60000), VH_OK);
-        out->status[a.frame_id] = a.status;
-        memcpy(out->ids[a.frame_id], a.token_ids, sizeof a.token_ids);
+        keep(out, &a);
     }
     if (strcmp(fail_every, "0") != 0) {
         const char *why = vh_session_last_error(s);
@@ -85,22 +95,32 @@ static void check(const char *backends, vh_execution_mode mode, const char *what
      * 2 runs a frame staged (vision, prefill rows) and 2..3 a pass (stage 0's decode rows, stage 1,
      * head) over 84..168 passes: 216..552 runs, 2..5 failures of at most 2 frames each */
     run(backends, mode, mode == VH_EXECUTION_PACKED ? "97" : "23", &flaky);
-    int failed = 0, differ = 0;
+    int failed = 0, differ = 0, messages_differ = 0, last_failed = 0;
     for (int i = 1; i <= FRAMES; i++) {
         ck_assert_int_eq(clean.status[i], VH_OK);
+        ck_assert_str_eq(clean.message[i], "");
         if (flaky.status[i] != VH_OK) {
             ck_assert_int_eq(flaky.status[i], VH_ERR_BACKEND_FAILED);
+            /* its own message: the frame and the run that failed it */
+            char frame[32];
+            snprintf(frame, sizeof frame, "frame %d: ", i);
+            ck_assert_msg(strstr(flaky.message[i], frame) && strstr(flaky.message[i], "flaky: injected failure (run "),
+                          "%s: frame %d's message: '%s'", what, i, flaky.message[i]);
+            if (last_failed) messages_differ += strcmp(flaky.message[i], flaky.message[last_failed]) != 0;
+            last_failed = i;
             failed++;
             continue;
         }
+        ck_assert_msg(!flaky.message[i][0], "%s: answered frame %d has a message: %s", what, i, flaky.message[i]);
         const int same = !memcmp(flaky.ids[i], clean.ids[i], sizeof clean.ids[i]);
         differ += !same;
         /* packed: the frames beside one in a pass depend on timing, which may change its last bits */
         if (mode != VH_EXECUTION_PACKED)
             ck_assert_msg(same, "%s: frame %d after a failure differs from the clean session's", what, i);
     }
-    ck_assert_int_gt(failed, 0);
+    ck_assert_int_gt(failed, 1);
     ck_assert_int_lt(failed, FRAMES);
+    ck_assert_int_eq(messages_differ, failed - 1); /* each names its own frame */
     fprintf(stderr, "%s: %d of %d frames failed by injection, %d of the other %d differ from the clean session's\n",
             what, failed, FRAMES, differ, FRAMES - failed);
 }
@@ -123,6 +143,57 @@ START_TEST(test_packed_failure_fails_its_pass)
 }
 END_TEST
 
+static int count_progress(void *user, const char *stage, double fraction)
+{
+    (void)fraction;
+    *(int *)user += !strncmp(stage, "backend flaky", 13);
+    return 0;
+}
+
+/* The "backend flaky" progress calls of a create over `backends` (one frame run through it). */
+static int backend_progress_calls(const char *backends)
+{
+    setenv("VH_FLAKY_FAIL_EVERY", "0", 1);
+    char *model = vh_test_source_path("models/openvla-tiny");
+    vh_session_params p;
+    vh_session_params_init(&p);
+    p.model_path = model;
+    p.backends = backends;
+    p.n_threads = 1;
+    if (strchr(backends, ',')) p.llm_split = 1;
+    int calls = 0;
+    p.progress_fn = count_progress;
+    p.progress_user = &calls;
+    vh_session *s;
+    ck_assert_msg(vh_session_create(&p, &s) == VH_OK, "%s: %s", backends, vh_last_error());
+    static uint8_t rgb[40 * 30 * 3];
+    vh_frame f;
+    vh_frame_init(&f);
+    f.rgb = rgb, f.width = 40, f.height = 30, f.stride = 40 * 3, f.instruction = "open the drawer";
+    ck_assert_int_eq(vh_submit_frame(s, &f, NULL), VH_OK);
+    vh_action a;
+    vh_action_init(&a);
+    ck_assert_int_eq(vh_poll_action(s, &a, 60000), VH_OK);
+    ck_assert_int_eq(a.status, VH_OK);
+    vh_session_destroy(s);
+    free(model);
+    return calls;
+}
+
+START_TEST(test_abi_2_2_plugin_loads)
+{
+    /* 2.3 (the real plugin's version): the progress hook, several calls per stage */
+    ck_assert_int_gt(backend_progress_calls("flaky"), 2);
+    ck_assert_int_gt(backend_progress_calls("flaky,flaky"), 4);
+    /* 2.2: the 2.2 struct (with a progress hook its check would refuse), one call per stage, the
+     * core's own as it asks for the executor */
+    setenv("VH_FLAKY_ABI_MINOR", "2", 1);
+    ck_assert_int_eq(backend_progress_calls("flaky"), 1);
+    ck_assert_int_eq(backend_progress_calls("flaky,flaky"), 2);
+    unsetenv("VH_FLAKY_ABI_MINOR");
+}
+END_TEST
+
 int main(void)
 {
     setenv("VH_BACKEND_PATH", FLAKY_PLUGIN_DIR, 1);
@@ -133,6 +204,7 @@ int main(void)
     tcase_add_test(tc, test_serial_failure_fails_one_frame);
     tcase_add_test(tc, test_pipelined_failure_fails_one_frame);
     tcase_add_test(tc, test_packed_failure_fails_its_pass);
+    tcase_add_test(tc, test_abi_2_2_plugin_loads);
     suite_add_tcase(suite, tc);
     return vh_test_run_suite(suite);
 }

@@ -125,6 +125,7 @@ int main(void)
     FIELD(vh_action, n_extras);
     FIELD(vh_action, extra_info);
     FIELD(vh_action, extras);
+    FIELD(vh_action, message);
     end();
 
     BEGIN(vh_stage_stats);

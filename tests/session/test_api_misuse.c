@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "test_support.h"
@@ -271,8 +272,8 @@ static uint64_t submit_staller(vh_session *s, log_capture *c, uint64_t tag)
  */
 START_TEST(test_status_strings)
 {
-    const char *seen[VH_ERR_SHUTDOWN + 1];
-    for (int st = VH_OK; st <= VH_ERR_SHUTDOWN; st++) {
+    const char *seen[VH_ERR_FORKED + 1];
+    for (int st = VH_OK; st <= VH_ERR_FORKED; st++) {
         const char *text = vh_status_string((vh_status)st);
         ck_assert_ptr_nonnull(text);
         ck_assert_msg(*text, "status %d has an empty description", st);
@@ -280,7 +281,7 @@ START_TEST(test_status_strings)
         for (int j = 0; j < st; j++) ck_assert_msg(strcmp(seen[j], text), "statuses %d and %d share '%s'", j, st, text);
         seen[st] = text;
     }
-    const int unknown[] = {VH_ERR_SHUTDOWN + 1, 20, 100, -1, 0x7fffffff};
+    const int unknown[] = {VH_ERR_FORKED + 1, 21, 100, -1, 0x7fffffff};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         const char *text = vh_status_string((vh_status)unknown[i]);
         ck_assert_ptr_nonnull(text);
@@ -291,6 +292,7 @@ START_TEST(test_status_strings)
     ck_assert_int_eq(VH_ERR_BAD_FRAME, 17);
     ck_assert_int_eq(VH_ERR_INTERNAL, 18);
     ck_assert_int_eq(VH_ERR_SHUTDOWN, 19);
+    ck_assert_int_eq(VH_ERR_FORKED, 20);
 }
 END_TEST
 
@@ -1276,6 +1278,110 @@ START_TEST(test_instruction_edges)
 }
 END_TEST
 
+/* A status's message belongs to its call: a timed-out poll after a failed submit, or after a
+ * failed frame, says it timed out (the issue: "TimeoutError: the instruction is longer than..."),
+ * and each failed frame's action carries its own message (vh_action.message, 0.5.0), an answered
+ * frame's none. */
+START_TEST(test_messages_belong_to_their_call)
+{
+    vh_session *s = open_session(4, VH_QUEUE_BLOCK, NULL);
+    ck_assert_int_eq(vh_submit_frame(s, NULL, NULL), VH_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(vh_last_error(), "frame is NULL");
+    vh_action a;
+    vh_action_init(&a);
+    ck_assert_int_eq(vh_poll_action(s, &a, 50), VH_ERR_TIMEOUT);
+    ck_assert_str_eq(vh_last_error(), "no action within 50 ms");
+    ck_assert_int_eq(vh_poll_action(s, &a, 0), VH_ERR_TIMEOUT);
+    ck_assert_str_eq(vh_last_error(), "no action ready (timeout 0 ms)");
+
+    char *text = long_instruction(MAX_INSTRUCTION);
+    const uint64_t too_long = submit_ok(s, text, 1), fine = submit_ok(s, "pick up the red block", 2);
+    free(text);
+    char *longer = long_instruction(MAX_INSTRUCTION - 100); /* fails too, with its own length */
+    const uint64_t also_long = submit_ok(s, longer, 3);
+    free(longer);
+    ck_assert_int_eq(vh_poll_action(s, &a, WAIT_MS), VH_OK);
+    ck_assert_uint_eq(a.frame_id, too_long);
+    ck_assert_int_eq(a.status, VH_ERR_BAD_FRAME);
+    ck_assert_msg(strstr(a.message, "frame 1: ") && strstr(a.message, "too long"), "message: '%s'", a.message);
+    char first[sizeof a.message];
+    memcpy(first, a.message, sizeof first);
+    ck_assert_int_eq(vh_poll_action(s, &a, WAIT_MS), VH_OK);
+    ck_assert_uint_eq(a.frame_id, fine);
+    ck_assert_int_eq(a.status, VH_OK);
+    ck_assert_str_eq(a.message, "");
+    ck_assert_int_eq(vh_poll_action(s, &a, WAIT_MS), VH_OK);
+    ck_assert_uint_eq(a.frame_id, also_long);
+    ck_assert_int_eq(a.status, VH_ERR_BAD_FRAME);
+    ck_assert_msg(strstr(a.message, "frame 3: ") && strcmp(a.message, first), "message: '%s' after '%s'", a.message,
+                  first);
+    ck_assert_int_eq(vh_poll_action(s, &a, 50), VH_ERR_TIMEOUT);
+    ck_assert_str_eq(vh_last_error(), "no action within 50 ms");
+
+    /* a 0.4.0 caller's vh_action (it ends before message) gets the fields it knows, nothing past them */
+    struct {
+        vh_action action;
+        unsigned char guard[8];
+    } old;
+    const size_t v04 = offsetof(vh_action, message);
+    memset(&old, 0x5a, sizeof old);
+    vh_action_init_sized(&old.action, v04);
+    submit_ok(s, "open the drawer", 4);
+    ck_assert_int_eq(vh_poll_action(s, &old.action, WAIT_MS), VH_OK);
+    ck_assert_uint_eq(old.action.struct_size, v04);
+    ck_assert_int_eq(old.action.status, VH_OK);
+    const unsigned char *tail = (const unsigned char *)&old + v04;
+    for (size_t i = 0; i < sizeof old - v04; i++) ck_assert_uint_eq(tail[i], 0x5a);
+    vh_session_destroy(s);
+}
+END_TEST
+
+/* fork(): the child's copy of a session has none of its threads. Every session function called in
+ * the child returns VH_ERR_FORKED at once (no wait, no hang), destroy there releases nothing and
+ * says so in vh_last_error(); the parent's session goes on. */
+START_TEST(test_forked_child_is_refused)
+{
+    vh_session *s = open_session(4, VH_QUEUE_BLOCK, NULL);
+    const uint64_t before = submit_ok(s, "pick up the red block", 1);
+    expect_action(s, before, 1, VH_OK);
+    fflush(NULL);
+    const pid_t child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) {
+        int bad = 0; /* the child reports through its exit status: 0 all as documented */
+        vh_frame f;
+        small_frame(&f, "open the drawer", 2);
+        uint64_t id = 0;
+        vh_action a;
+        vh_action_init(&a);
+        bad |= (vh_submit_frame(s, &f, &id) != VH_ERR_FORKED || id != 0) << 0;
+        bad |= (!strstr(vh_last_error(), "fork")) << 1;
+        bad |= (vh_poll_action(s, &a, -1) != VH_ERR_FORKED) << 2; /* -1: would wait forever */
+        bad |= (vh_session_cancel(s, 1) != VH_ERR_FORKED || vh_session_cancel_pending(s, NULL) != VH_ERR_FORKED ||
+                vh_session_reset(s, 0) != VH_ERR_FORKED || vh_session_shutdown(s) != VH_ERR_FORKED) << 3;
+        vh_session_info info;
+        vh_session_info_init(&info);
+        vh_session_stats stats;
+        vh_session_stats_init(&stats);
+        size_t n = 0;
+        bad |= (vh_session_get_info(s, &info) != VH_ERR_FORKED || vh_session_get_stats(s, &stats) != VH_ERR_FORKED ||
+                vh_session_prompt_ids(s, "x", NULL, 0, &n) != VH_ERR_FORKED) << 4;
+        bad |= (!strstr(vh_session_last_error(s), "fork")) << 5;
+        vh_submit_frame(NULL, NULL, NULL); /* another message first: destroy must set its own */
+        vh_session_destroy(s);
+        bad |= (!strstr(vh_last_error(), "vh_session_destroy") || !strstr(vh_last_error(), "fork")) << 6;
+        _exit(bad);
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(child, &status, 0), child);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child: status 0x%x (bits: the failed checks)",
+                  status);
+    const uint64_t after = submit_ok(s, "open the drawer", 3);
+    expect_action(s, after, 3, VH_OK);
+    vh_session_destroy(s);
+}
+END_TEST
+
 /* ---------------------------------------------------------------------------------------------
  * Queue policies with real frames
  */
@@ -1799,6 +1905,8 @@ int main(void)
     tcase_add_test(accept, test_poll_timeouts);
     tcase_add_test(accept, test_edge_frames_accepted);
     tcase_add_test(accept, test_instruction_edges);
+    tcase_add_test(accept, test_messages_belong_to_their_call);
+    tcase_add_test(accept, test_forked_child_is_refused);
     suite_add_tcase(suite, accept);
 
     TCase *queue = tcase_create("queue");

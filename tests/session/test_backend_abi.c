@@ -2,7 +2,11 @@
  * refused at once with a message naming what it lacks (a kind of another number, a descriptor or
  * parameter struct of another size, a field it does not know set, an option bit, a tensor role,
  * the wiring), never computed; and a batch can return the final-normed hidden state of chosen
- * rows, checked against a float64 RMSNorm of the rows the same run left in place. */
+ * rows, checked against a float64 RMSNorm of the rows the same run left in place.
+ * ABI 2.3: executor_create reports its progress in bytes of the blocks' tensors (counted here from
+ * the views), non-decreasing and ending at the total, stops with VH_ERR_CANCELLED and nothing made
+ * at whichever call returns nonzero (every one tried; the ASan job checks nothing leaks), and still
+ * takes a 2.2 core's shorter struct (no progress then). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,6 +210,69 @@ START_TEST(test_hidden_rows_and_batch_checks)
 }
 END_TEST
 
+typedef struct progress_log {
+    int calls, cancel_at;              /* cancel_at: the call (1-based) that returns nonzero; 0: none */
+    uint64_t last_done, total;
+    int went_down;
+} progress_log;
+
+static int log_progress(void *user, uint64_t done, uint64_t total)
+{
+    progress_log *l = user;
+    l->calls++;
+    l->went_down |= done < l->last_done || (l->total && total != l->total) || done > total;
+    l->last_done = done;
+    l->total = total;
+    return l->calls == l->cancel_at;
+}
+
+static vh_status create_all(fixture *f, progress_log *l, uint32_t struct_size, vh_executor **ex)
+{
+    vh_executor_params p = {.struct_size = struct_size, .model = &f->desc, .first_block = 0,
+                            .n_blocks = f->desc.n_blocks, .max_sequences = 1, .max_context = 300, .max_rows = 300,
+                            .max_images = 1, .n_threads = 1, .progress_fn = log_progress, .progress_user = l};
+    if (struct_size == VH_EXECUTOR_PARAMS_V2_2_SIZE) p.progress_fn = NULL, p.progress_user = NULL;
+    *ex = (vh_executor *)1;
+    f->why[0] = '\0';
+    return f->plugin->iface->executor_create(&p, ex, f->why, sizeof f->why);
+}
+
+START_TEST(test_create_progress_and_cancel)
+{
+    fixture f;
+    setup(&f);
+    uint64_t bytes = 0; /* what the plugin should count: every tensor's elements x its dtype's size */
+    for (uint32_t b = 0; b < f.desc.n_blocks; b++)
+        for (uint32_t t = 0; t < f.blocks[b].n_tensors; t++) {
+            const vh_tensor_view *v = &f.blocks[b].tensors[t];
+            uint64_t n = v->dtype == VH_DTYPE_F32 ? 4 : 2;
+            for (uint32_t k = 0; k < v->ndim; k++) n *= (uint64_t)v->shape[k];
+            bytes += n;
+        }
+    progress_log full = {0};
+    vh_executor *ex;
+    ck_assert_msg(create_all(&f, &full, sizeof(vh_executor_params), &ex) == VH_OK, "%s", f.why);
+    f.plugin->iface->executor_destroy(ex);
+    ck_assert_int_gt(full.calls, 2);
+    ck_assert_int_eq(full.went_down, 0);
+    ck_assert_uint_eq(full.total, bytes);
+    ck_assert_uint_eq(full.last_done, bytes);
+    for (int k = 1; k <= full.calls; k++) {
+        progress_log l = {.cancel_at = k};
+        ck_assert_int_eq(create_all(&f, &l, sizeof(vh_executor_params), &ex), VH_ERR_CANCELLED);
+        ck_assert_ptr_null(ex);
+        ck_assert_int_eq(l.calls, k); /* not called again once it asked to stop */
+        ck_assert_msg(strstr(f.why, "cancelled"), "%s", f.why);
+    }
+    /* a 2.2 core's struct: accepted, nothing reported */
+    progress_log none = {0};
+    ck_assert_msg(create_all(&f, &none, VH_EXECUTOR_PARAMS_V2_2_SIZE, &ex) == VH_OK, "%s", f.why);
+    f.plugin->iface->executor_destroy(ex);
+    ck_assert_int_eq(none.calls, 0);
+    teardown(&f);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("backend_abi");
@@ -215,6 +282,7 @@ int main(void)
     tcase_add_test(tc, test_short_or_longer_structs);
     tcase_add_test(tc, test_unknown_option_role_or_wiring);
     tcase_add_test(tc, test_hidden_rows_and_batch_checks);
+    tcase_add_test(tc, test_create_progress_and_cancel);
     suite_add_tcase(s, tc);
     return vh_test_run_suite(s);
 }

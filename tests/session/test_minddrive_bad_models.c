@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "test_support.h"
 #include "vlahybrid/vlahybrid.h"
@@ -177,6 +178,9 @@ START_TEST(test_broken_folders)
     snprintf(path, sizeof path, "%s/tokenizer.json", dir);
     ck_assert_int_eq(remove(path), 0);
     expect_refused(dir, VH_ERR_IO, "tokenizer.json");
+    /* a dangling link in its place: named as such */
+    ck_assert_int_eq(symlink("no-such-tokenizer.json", path), 0);
+    expect_refused(dir, VH_ERR_IO, "tokenizer.json: a dangling symbolic link (to 'no-such-tokenizer.json'");
     vh_test_remove_tree(dir);
     free(dir);
 }

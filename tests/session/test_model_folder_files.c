@@ -10,7 +10,10 @@
  *     checked against a float64 computation of predict_action's formula; an unknown key is refused
  *     at submit; a 0.3.0-sized frame gets the session's key; a session without unnorm_key takes
  *     each frame's (a frame without one, or a 0.3.0-sized one, refused at submit naming the keys),
- *     unless the datasets' actions differ in length (refused at create). */
+ *     unless the datasets' actions differ in length (refused at create);
+ *   - a tokenizer.json that is there but unusable (a dangling symbolic link, a folder, not JSON,
+ *     unreadable) beside a good tokenizer.model is an error naming it and why, never passed over
+ *     for tokenizer.model in silence; a dangling tokenizer.model alone is named as such too. */
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -18,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "test_support.h"
@@ -445,6 +449,60 @@ START_TEST(test_frame_unnorm_key_without_session_key)
 }
 END_TEST
 
+static void expect_refused(const char *dir, vh_status status, const char *what, const char *why)
+{
+    vh_session_params p;
+    vh_session_params_init(&p);
+    p.model_path = dir;
+    p.backends = "cpu_generic";
+    p.warmup_frames = 0;
+    vh_session *s = (vh_session *)1;
+    ck_assert_msg(vh_session_create(&p, &s) == status, "%s: '%s'", what, vh_last_error());
+    ck_assert_ptr_null(s);
+    ck_assert_msg(strstr(vh_last_error(), "tokenizer.") && strstr(vh_last_error(), why), "%s: '%s'", what,
+                  vh_last_error());
+}
+
+START_TEST(test_unusable_tokenizer_json_is_an_error)
+{
+    char *dir = copy_model(NULL); /* with a good tokenizer.model */
+    char *json = join(dir, "tokenizer.json"), *model = join(dir, "tokenizer.model");
+    ck_assert_int_eq(symlink("no-such-tokenizer.json", json), 0); /* made here: a fixture cannot hold it */
+    expect_refused(dir, VH_ERR_IO, "dangling link", "tokenizer.json: a dangling symbolic link (to "
+                   "'no-such-tokenizer.json', which does not exist)");
+    ck_assert_int_eq(unlink(json), 0);
+    ck_assert_int_eq(mkdir(json, 0700), 0);
+    expect_refused(dir, VH_ERR_IO, "a folder", "tokenizer.json: is a directory");
+    ck_assert_int_eq(rmdir(json), 0);
+    FILE *f = fopen(json, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("{\"model\": [", f);
+    ck_assert_int_eq(fclose(f), 0);
+    expect_refused(dir, VH_ERR_BAD_MODEL, "not JSON", "tokenizer.json: not valid JSON");
+    ck_assert_int_eq(chmod(json, 0), 0);
+    if (access(json, R_OK) != 0) /* root reads it anyway */
+        expect_refused(dir, VH_ERR_IO, "unreadable", "tokenizer.json: cannot open: Permission denied");
+    ck_assert_int_eq(unlink(json), 0);
+    /* no tokenizer.json: tokenizer.model, as before */
+    vh_session_params p;
+    vh_session_params_init(&p);
+    p.model_path = dir;
+    p.backends = "cpu_generic";
+    p.warmup_frames = 0;
+    vh_session *s = NULL;
+    ck_assert_msg(vh_session_create(&p, &s) == VH_OK, "%s", vh_last_error());
+    vh_session_destroy(s);
+    /* and a dangling tokenizer.model alone is named as such, not "neither file" */
+    ck_assert_int_eq(unlink(model), 0);
+    ck_assert_int_eq(symlink("gone/tokenizer.model", model), 0);
+    expect_refused(dir, VH_ERR_IO, "dangling tokenizer.model", "tokenizer.model: a dangling symbolic link");
+    vh_test_remove_tree(dir);
+    free(dir);
+    free(json);
+    free(model);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("model_folder_files");
@@ -452,6 +510,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_tokenizer_json_only);
     tcase_add_test(tc, test_both_tokenizers_prefer_json);
+    tcase_add_test(tc, test_unusable_tokenizer_json_is_an_error);
     tcase_add_test(tc, test_dataset_statistics_only);
     tcase_add_test(tc, test_dataset_statistics_and_norm_stats);
     tcase_add_test(tc, test_frame_unnorm_key);

@@ -11,12 +11,15 @@
  *
  * Without --model it serves the bundled tiny OpenVLA model. Once listening it prints one line on
  * stdout, "vh-serve: listening on ws://HOST:PORT ...", with the port the kernel gave for --port 0.
- * SIGINT or SIGTERM stop it: connections are closed, frames in flight finish, exit status 0.
+ * While the model loads it prints its progress on stderr ("vh-serve: loading: PHASE N%", a line per
+ * phase and per 10%). SIGINT or SIGTERM stop it: connections are closed, frames in flight finish,
+ * exit status 0; during the load they cancel it (everything freed), exit status 128 + the signal.
  * Exit status 2: bad arguments, or the session or the port could not be opened; 1: the event loop
  * failed.
  */
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,6 +199,7 @@ static void folder_name(const char *path, char *out, size_t size)
 typedef struct signal_waiter {
     sigset_t set;
     vh_policy_server *server;
+    atomic_int signalled;              /* the signal taken (0: none yet); the load's progress reads it */
 } signal_waiter;
 
 static void *wait_for_signal(void *arg)
@@ -203,8 +207,29 @@ static void *wait_for_signal(void *arg)
     signal_waiter *w = arg;
     int sig = 0;
     sigwait(&w->set, &sig);
-    vh_policy_server_stop(w->server);
+    atomic_store(&w->signalled, sig);
+    vh_policy_server_stop(w->server); /* before the loop runs, it then never starts */
     return NULL;
+}
+
+/* The load's progress on stderr: a line when the phase changes or another 10% is done, never a
+ * flood; a nonzero return (a signal was taken) cancels the create. */
+typedef struct load_progress {
+    signal_waiter *waiter;
+    char phase[64];
+    int tenths;                        /* the last 10% step printed */
+} load_progress;
+
+static int report_load(void *user, const char *stage, double fraction)
+{
+    load_progress *p = user;
+    const int tenths = (int)(fraction * 10);
+    if (strncmp(p->phase, stage, sizeof p->phase - 1) || tenths > p->tenths) {
+        snprintf(p->phase, sizeof p->phase, "%s", stage);
+        p->tenths = tenths;
+        fprintf(stderr, "vh-serve: loading: %s %.0f%%\n", stage, fraction * 100);
+    }
+    return atomic_load(&p->waiter->signalled) != 0;
 }
 
 int main(int argc, char **argv)
@@ -235,11 +260,31 @@ int main(int argc, char **argv)
         o.session.log_fn = log_to_stderr;
         o.session.log_level = VH_LOG_INFO;
     }
+    /* the signals are taken from here on: during the load they cancel it */
+    waiter.server = server;
+    atomic_init(&waiter.signalled, 0);
+    pthread_t signal_thread;
+    int have_signal_thread = !pthread_create(&signal_thread, NULL, wait_for_signal, &waiter);
+    if (!have_signal_thread) fprintf(stderr, "vh-serve: no signal thread: SIGINT/SIGTERM will not stop it\n");
+    load_progress progress = {.waiter = &waiter, .tenths = -1};
+    o.session.progress_fn = report_load;
+    o.session.progress_user = &progress;
     vh_session *session = NULL;
-    if (vh_session_create(&o.session, &session) != VH_OK) {
-        fprintf(stderr, "vh-serve: %s\n", vh_last_error());
+    const vh_status created = vh_session_create(&o.session, &session);
+    const int signalled = atomic_load(&waiter.signalled);
+    if (created != VH_OK || signalled) {
+        if (created == VH_OK || created == VH_ERR_CANCELLED)
+            fprintf(stderr, "vh-serve: %s during the load: stopped before serving%s%s%s\n", strsignal(signalled),
+                    created ? " (" : "", created ? vh_last_error() : "", created ? ")" : "");
+        else
+            fprintf(stderr, "vh-serve: %s\n", vh_last_error());
+        if (have_signal_thread) {
+            pthread_kill(signal_thread, SIGTERM); /* wakes its sigwait if no signal did */
+            pthread_join(signal_thread, NULL);
+        }
+        vh_session_destroy(session);
         vh_policy_server_destroy(server);
-        return 2;
+        return signalled && (created == VH_OK || created == VH_ERR_CANCELLED) ? 128 + signalled : 2;
     }
     vh_session_info info;
     vh_session_info_init(&info);
@@ -263,6 +308,10 @@ int main(int argc, char **argv)
     vh_openpi_buffer metadata = {.headroom = LWS_PRE};
     if (vh_openpi_encode_metadata(&meta, &metadata)) {
         fprintf(stderr, "vh-serve: out of memory\n");
+        if (have_signal_thread) {
+            pthread_kill(signal_thread, SIGTERM);
+            pthread_join(signal_thread, NULL);
+        }
         vh_policy_server_destroy(server);
         vh_session_destroy(session);
         return 2;
@@ -272,11 +321,6 @@ int main(int argc, char **argv)
            "unnorm_key %s)\n", o.serve.host, vh_policy_server_port(server), model_name, info.backends,
            mode_name(info.execution_mode), info.frames_in_flight, info.unnorm_key);
     fflush(stdout);
-
-    waiter.server = server;
-    pthread_t signal_thread;
-    int have_signal_thread = !pthread_create(&signal_thread, NULL, wait_for_signal, &waiter);
-    if (!have_signal_thread) fprintf(stderr, "vh-serve: no signal thread: SIGINT/SIGTERM will not stop it\n");
 
     int rc = vh_policy_server_run(server, &policy);
     if (rc) fprintf(stderr, "vh-serve: the event loop failed\n");
