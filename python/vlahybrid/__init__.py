@@ -24,7 +24,7 @@ from ._structs import STATUS_NAMES
 from .action import Action
 from .errors import (BackendAbiError, BackendFailedError, BackendNotFoundError, BadFrameError, BadModelError,
                      BusyError, CancelledError, DeviceOutOfMemoryError, DroppedError, Error, ExpiredError,
-                     FileError, InternalError, InvalidArgumentError, OutOfMemoryError, SessionClosedError,
+                     FileError, ForkedError, InternalError, InvalidArgumentError, OutOfMemoryError, SessionClosedError,
                      ShutdownError, StructSizeError, TimeoutError, UnnormKeyError, UnsupportedError)
 from .session import Session
 
@@ -33,7 +33,7 @@ __all__ = [
     "Error", "InvalidArgumentError", "StructSizeError", "OutOfMemoryError", "DeviceOutOfMemoryError",
     "FileError", "BadModelError", "UnsupportedError", "BackendNotFoundError", "BackendAbiError",
     "BackendFailedError", "BusyError", "TimeoutError", "DroppedError", "CancelledError", "ExpiredError",
-    "UnnormKeyError", "BadFrameError", "InternalError", "ShutdownError", "SessionClosedError",
+    "UnnormKeyError", "BadFrameError", "InternalError", "ShutdownError", "ForkedError", "SessionClosedError",
 ]
 
 

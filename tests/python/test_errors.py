@@ -195,6 +195,32 @@ class Closed(unittest.TestCase):
             self.assertEqual(e.exception.status, 19)
             s.stats()  # still answered
 
+    def test_forked_child_gets_forked_error(self):
+        """A session's worker threads stay in the parent: in a child of fork() every call raises
+        ForkedError at once (the child would otherwise wait forever for an answer)."""
+        with vlahybrid.Session(vh_test.TINY_MODEL, backends="cpu_generic") as s:
+            image = vh_test.load_rgb("tests/fixtures/images/frames/frame_0.png")
+            read, write = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # the child: report what submit raised, then leave without cleanup
+                os.close(read)
+                try:
+                    s.submit(image, "pick up the red block")
+                    result = "no error"
+                except vlahybrid.Error as e:
+                    result = f"{type(e).__name__} {e.status_name} {e.status}"
+                except BaseException as e:  # noqa: BLE001 (anything else is the finding)
+                    result = f"{type(e).__name__}"
+                os.write(write, result.encode())
+                os._exit(0)
+            os.close(write)
+            got = os.read(read, 200).decode()
+            os.close(read)
+            _, status = os.waitpid(pid, 0)
+            self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+            self.assertEqual(got, "ForkedError FORKED 20")
+            self.assertEqual(s.predict(image, "pick up the red block").shape, (7,))  # the parent's goes on
+
     def test_context_manager_closes(self):
         with vlahybrid.Session(vh_test.TINY_MODEL, backends="cpu_generic") as s:
             self.assertFalse(s.closed)
