@@ -1366,6 +1366,11 @@ START_TEST(test_forked_child_is_refused)
         size_t n = 0;
         bad |= (vh_session_get_info(s, &info) != VH_ERR_FORKED || vh_session_get_stats(s, &stats) != VH_ERR_FORKED ||
                 vh_session_prompt_ids(s, "x", NULL, 0, &n) != VH_ERR_FORKED) << 4;
+        vh_prompt_request req;
+        vh_prompt_request_init(&req);
+        req.instruction = "x";
+        uint32_t n_rounds = 0;
+        bad |= (vh_session_prompt_rounds(s, &req, NULL, 0, &n_rounds) != VH_ERR_FORKED) << 7;
         bad |= (!strstr(vh_session_last_error(s), "fork")) << 5;
         vh_submit_frame(NULL, NULL, NULL); /* another message first: destroy must set its own */
         vh_session_destroy(s);
