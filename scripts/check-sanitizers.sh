@@ -5,7 +5,8 @@
 #               every report fatal (but the Python-only converter tests; the pipeline test on one
 #               fixture stream, the soaks on 300 frames);
 #   build-tsan-ci: the tests with threads (session, pipeline, packed, queue, thread pool, shutdown) under
-#               ThreadSanitizer (the pipeline test on its first fixture stream: VH_TEST_STREAMS=1).
+#               ThreadSanitizer (the pipeline test's racing runs on its first fixture stream's first
+#               16 frames; api_misuse's threaded case).
 #   scripts/check-sanitizers.sh [asan|tsan]   (default: both)
 set -eu
 cd "$(dirname "$0")/.."
@@ -28,8 +29,12 @@ if [ "$what" = all ] || [ "$what" = tsan ]; then
   # shellcheck disable=SC2086
   [ -d build-tsan-ci ] || meson setup build-tsan-ci $common -Db_sanitize=thread >/dev/null
   ninja -C build-tsan-ci >/dev/null
-  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 VH_TEST_STREAMS=1 VH_TEST_FRAMES=16 \
-    meson test -C build-tsan-ci --no-rebuild --print-errorlogs --num-processes 2 --timeout-multiplier 4 \
-      pipeline packed_logits api_misuse frame_queue thread_pool split_scheduler vh_run_pipeline realtime vh_run_rate \
+  # The pipeline test's racing runs only (VH_TEST_THREADS_ONLY: interior splits, two-stage and
+  # many-in-flight packed runs) on one stream's first 16 frames; api_misuse's threaded case (queue:
+  # policies, submit/poll from two threads, two producers, sessions in parallel threads) alone.
+  export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 VH_TEST_STREAMS=1 VH_TEST_FRAMES=16 VH_TEST_THREADS_ONLY=1
+  meson test -C build-tsan-ci --no-rebuild --print-errorlogs --num-processes 2 --timeout-multiplier 4 \
+      pipeline packed_logits frame_queue thread_pool split_scheduler vh_run_pipeline realtime vh_run_rate \
       good_neighbour shutdown vh_serve_openpi
+  CK_RUN_CASE=queue meson test -C build-tsan-ci --no-rebuild --print-errorlogs --timeout-multiplier 4 api_misuse
 fi
