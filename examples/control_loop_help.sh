@@ -4,9 +4,11 @@
 # length that is not a number > 0, and a fourth argument exit 2 with the usage.
 # usage: control_loop_help.sh CONTROL_LOOP
 set -eu
-loop=$1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# a cross build runs its programs through the exe wrapper (qemu-user: scripts/check-aarch64.sh)
+. "$(dirname "$0")/../tests/tools/built_program.sh"
+loop=$(built_program "$1" "$work")
 fail() { echo "FAILED: $*"; exit 1; }
 for h in --help -h; do
     "$loop" "$h" > "$work/out" 2> "$work/err" || fail "$h: exit status $?"

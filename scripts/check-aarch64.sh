@@ -49,7 +49,29 @@ if [ ! -f build-aarch64/build.ninja ]; then
         -Dcuda=disabled -Dpython=disabled -Dserve=disabled -Dcpu_generic=enabled -Dtests=enabled \
         -Dexamples=enabled
 fi
-ninja -C build-aarch64
+# Build what runs below (VH_AARCH64_TESTS=all or named tests: everything): the unit suite's and the
+# named tests' programs and what they depend on, vh-run and the cpu_generic plugin.
+if [ $# -gt 0 ] || [ "${VH_AARCH64_TESTS:-ci}" = all ]; then
+    ninja -C build-aarch64
+else
+    # shellcheck disable=SC2046
+    ninja -C build-aarch64 $(meson introspect build-aarch64 --tests --targets | /usr/bin/python3 -c '
+import json, os, sys
+info = json.load(sys.stdin)
+by_id = {t["id"]: t for t in info["targets"]}
+wanted = {"vh-run", "vh_backend_cpu_generic"}
+files = set()
+for test in info["tests"]:
+    if any(s.split(":")[-1] == "unit" for s in test["suite"]) or test["name"] in ("vh_run_rate", "soak_drop", "soak_reject"):
+        files.add(test["cmd"][0])
+        for dep in test["depends"]:
+            if dep in by_id: files.update(by_id[dep]["filename"])
+for t in info["targets"]:
+    if t["name"] in wanted: files.update(t["filename"])
+root = os.path.realpath("build-aarch64")
+print(" ".join(sorted(os.path.relpath(f, root) for f in files if os.path.realpath(f).startswith(root + os.sep))))
+')
+fi
 
 # Tests under qemu-user (meson runs each cross-built test through the cross file's exe_wrapper;
 # test scripts get it as $MESON_EXE_WRAPPER). Emulation is 3-30x slower than native (the model's
