@@ -36,6 +36,19 @@ const char *vh_fuzz_temp_dir(void)
     return temp_dir;
 }
 
+const char *vh_fuzz_write_input(const char *name, const uint8_t *data, size_t size)
+{
+    static char path[4096];
+    const char *dir = vh_fuzz_temp_dir();
+    if (!dir) abort();
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f) abort();
+    if (size && fwrite(data, 1, size, f) != size) abort();
+    if (fclose(f) != 0) abort();
+    return path;
+}
+
 char *vh_fuzz_read_file(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 RUNS=${RUNS:-10000000}
 BUILD=${BUILD:-build-fuzz}
 WORK=${WORK:-$PWD/build-fuzz-work}
-TARGETS=${TARGETS:-safetensors checkpoint_index config tokenizer tokenizer_json image orion minddrive openpi_message}
+TARGETS=${TARGETS:-safetensors checkpoint_index config tokenizer tokenizer_json image orion minddrive openpi_message npy frame_file}
 # the checkpoint_index target writes its input to a folder each run: in memory that is 8x faster
 [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && export TMPDIR=/dev/shm
 if [ ! -d "$BUILD" ]; then
