@@ -353,16 +353,34 @@ START_TEST(test_dataset_statistics_and_norm_stats)
 }
 END_TEST
 
-/* Two datasets in config.json's norm_stats; frames choose one each. */
-START_TEST(test_frame_unnorm_key)
+/* A copy of the tiny model whose config.json's norm_stats holds a second dataset ("second") beside
+ * bridge_orig: *config is that config (json_decref it), and the folder's path is returned
+ * (two_dataset_folder_free removes and frees both). */
+static char *two_dataset_folder(json_t **config)
 {
     static const char *const leave_out[] = {"config.json", NULL};
     char *dir = copy_model(leave_out);
     char *config_path = join(model_dir, "config.json");
-    json_t *config = load_json(config_path);
+    *config = load_json(config_path);
+    free(config_path);
+    json_object_set_new(json_object_get(*config, "norm_stats"), "second", dataset_entry(0.03, 0));
+    save_json(*config, dir, "config.json");
+    return dir;
+}
+
+static void two_dataset_folder_free(char *dir, json_t *config)
+{
+    json_decref(config);
+    vh_test_remove_tree(dir);
+    free(dir);
+}
+
+/* Two datasets in config.json's norm_stats; frames choose one each. */
+START_TEST(test_frame_unnorm_key)
+{
+    json_t *config;
+    char *dir = two_dataset_folder(&config);
     json_t *ns = json_object_get(config, "norm_stats");
-    json_object_set_new(ns, "second", dataset_entry(0.03, 0));
-    save_json(config, dir, "config.json");
 
     vh_session *s = open_session(dir, "bridge_orig");
     const char *keys[] = {NULL, "bridge_orig", "second", "(0.3.0 caller)"};
@@ -383,23 +401,16 @@ START_TEST(test_frame_unnorm_key)
     ck_assert_msg(strstr(vh_session_last_error(s), "bridge") && strstr(vh_session_last_error(s), "second"),
                   "%s", vh_session_last_error(s));
     vh_session_destroy(s);
-    json_decref(config);
-    free(config_path);
-    vh_test_remove_tree(dir);
-    free(dir);
+    two_dataset_folder_free(dir, config);
 }
 END_TEST
 
 /* Two datasets and no session key: each frame names its own. */
 START_TEST(test_frame_unnorm_key_without_session_key)
 {
-    static const char *const leave_out[] = {"config.json", NULL};
-    char *dir = copy_model(leave_out);
-    char *config_path = join(model_dir, "config.json");
-    json_t *config = load_json(config_path);
+    json_t *config;
+    char *dir = two_dataset_folder(&config);
     json_t *ns = json_object_get(config, "norm_stats");
-    json_object_set_new(ns, "second", dataset_entry(0.03, 0));
-    save_json(config, dir, "config.json");
 
     vh_session *s = open_session(dir, NULL);
     vh_session_info info;
@@ -442,10 +453,7 @@ START_TEST(test_frame_unnorm_key_without_session_key)
     ck_assert_msg(vh_session_create(&p, &s) == VH_OK, "%s", vh_last_error());
     vh_session_destroy(s);
 
-    json_decref(config);
-    free(config_path);
-    vh_test_remove_tree(dir);
-    free(dir);
+    two_dataset_folder_free(dir, config);
 }
 END_TEST
 
