@@ -5,6 +5,8 @@
  */
 #include "cpu_affinity.h"
 
+#include "backend_knobs.h"
+
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -91,8 +93,8 @@ static int find_placement(int n, cpu_set_t *cores)
 
 vh_cpu_placement *vh_cpu_placement_create(int n_threads)
 {
-    const char *pin = getenv("VH_CPU_PIN"); /* "0": run unpinned (to measure what pinning gives) */
-    if (n_threads < 2 || (pin && !strcmp(pin, "0"))) return NULL;
+    /* VH_CPU_PIN=0: run unpinned (to measure what pinning gives) */
+    if (n_threads < 2 || vh_knob_is(VH_KNOB_CPU_PIN, "0")) return NULL;
     vh_cpu_placement *p = calloc(1, sizeof *p);
     if (p) p->cores = calloc((size_t)n_threads, sizeof *p->cores);
     if (!p || !p->cores || find_placement(n_threads, p->cores) < n_threads) {
@@ -137,8 +139,7 @@ static int hold_enabled;
 
 static void read_hold_setting(void)
 {
-    const char *v = getenv("VH_CPU_PIN_CALLER");
-    hold_enabled = !(v && !strcmp(v, "0"));
+    hold_enabled = !vh_knob_is(VH_KNOB_CPU_PIN_CALLER, "0");
 }
 
 void vh_cpu_placement_hold_caller(const vh_cpu_placement *p)

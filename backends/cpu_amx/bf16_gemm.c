@@ -20,6 +20,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "backend_knobs.h"
 #include "bf16_microkernels.h"
 #include "cpu_features.h"
 
@@ -46,20 +47,19 @@ static struct {
     int prefetch;
 } tuning;
 
-static int64_t env_int(const char *name, int64_t fallback)
+static int64_t env_int(vh_knob knob, int64_t fallback)
 {
-    const char *s = getenv(name);
+    const char *s = vh_knob_value(knob);
     return s && atol(s) > 0 ? atol(s) : fallback;
 }
 
 static void detect(void)
 {
-    tuning.n_block = env_int("VH_BF16_NBLOCK", N_BLOCK_PANELS);
-    tuning.k_block_bytes = env_int("VH_BF16_KBLOCK_KB", K_BLOCK_BYTES >> 10) << 10;
-    tuning.decode_k_steps = env_int("VH_BF16_DECODE_KSTEPS", INT64_MAX);
-    tuning.amx_min_rows = env_int("VH_AMX_MIN_ROWS", 8);
-    const char *prefetch = getenv("VH_BF16_PREFETCH");
-    tuning.prefetch = !(prefetch && !strcmp(prefetch, "0"));
+    tuning.n_block = env_int(VH_KNOB_BF16_NBLOCK, N_BLOCK_PANELS);
+    tuning.k_block_bytes = env_int(VH_KNOB_BF16_KBLOCK_KB, K_BLOCK_BYTES >> 10) << 10;
+    tuning.decode_k_steps = env_int(VH_KNOB_BF16_DECODE_KSTEPS, INT64_MAX);
+    tuning.amx_min_rows = env_int(VH_KNOB_AMX_MIN_ROWS, 8);
+    tuning.prefetch = !vh_knob_is(VH_KNOB_BF16_PREFETCH, "0");
     features = cpu_bf16_detect();
     /* Linux hands out the 8 KB tile state only to a process that asked for it. */
     amx_allowed = features.amx_bf16 && syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;

@@ -13,6 +13,7 @@
 
 #include "avx512_attention.h"
 #include "backend_error.h"
+#include "backend_knobs.h"
 #include "bf16_gemm.h"
 #include "thread_pool_openmp.h"
 
@@ -56,7 +57,7 @@ void *bf16_linear_create(vh_thread_pool *pool, const vh_executor_params *params,
         return NULL;
     }
     l->pool = pool;
-    const char *kernel = getenv("VH_BF16_KERNEL");
+    const char *kernel = vh_knob_value(VH_KNOB_BF16_KERNEL);
     l->kernel = kernel && !strcmp(kernel, "avx512") ? BF16_KERNEL_AVX512
                 : kernel && !strcmp(kernel, "amx")  ? BF16_KERNEL_AMX
                                                     : BF16_KERNEL_AUTO;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "backend_error.h"
+#include "backend_knobs.h"
 #include "bf16_gemm.h"
 #include "bf16_microkernels.h"
 
@@ -192,8 +193,7 @@ static pthread_once_t layout_once = PTHREAD_ONCE_INIT;
 
 static void read_layout(void)
 {
-    const char *layout = getenv("VH_BF16_A_LAYOUT");
-    tiled_layout = !(layout && !strcmp(layout, "rows"));
+    tiled_layout = !vh_knob_is(VH_KNOB_BF16_A_LAYOUT, "rows");
 }
 
 /* Elements a row takes in the layout (steps of 32; plain rows one cache line more). */

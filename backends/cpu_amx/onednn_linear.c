@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "backend_error.h"
+#include "backend_knobs.h"
 #include "cpu_kernels.h"
 #include "thread_pool_openmp.h"
 
@@ -79,7 +80,7 @@ void *amx_linear_create(vh_thread_pool *pool, const vh_executor_params *params, 
     }
     a->pool = pool;
     a->n_threads = vh_thread_pool_size(pool);
-    const char *min_rows = getenv("VH_AMX_MIN_ROWS");
+    const char *min_rows = vh_knob_value(VH_KNOB_AMX_MIN_ROWS);
     a->min_rows = min_rows && atoi(min_rows) > 0 ? atoi(min_rows) : 16;
     dnnl_status_t s = dnnl_engine_create(&a->engine, dnnl_cpu, 0);
     if (s == dnnl_success) s = dnnl_stream_create(&a->stream, a->engine, dnnl_stream_default_flags);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend_knobs.h"
 #include "bf16_linear.h"
 #include "cpu_executor.h"
 #include "cpu_features.h"
@@ -59,8 +60,7 @@ static vh_status amx_executor_create(const vh_executor_params *params, vh_execut
         snprintf(err, err_size, "cpu_amx: this CPU has neither AMX nor AVX-512 bf16 (use cpu_generic)");
         return VH_ERR_BACKEND_FAILED;
     }
-    const char *gemm = getenv("VH_CPU_AMX_GEMM");
-    const int onednn = gemm && !strcmp(gemm, "onednn");
+    const int onednn = vh_knob_is(VH_KNOB_CPU_AMX_GEMM, "onednn");
     return cpu_executor_create(params, onednn ? &onednn_linear_ops : &own_linear_ops, out, err, err_size);
 }
 

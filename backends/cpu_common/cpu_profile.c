@@ -1,5 +1,7 @@
 #include "cpu_profile.h"
 
+#include "backend_knobs.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,7 +9,7 @@
 void cpu_profile_init(cpu_profile *p)
 {
     memset(p, 0, sizeof *p);
-    const char *s = getenv("VH_CPU_PROFILE");
+    const char *s = vh_knob_value(VH_KNOB_CPU_PROFILE);
     p->on = s && *s && strcmp(s, "0") != 0;
 }
 

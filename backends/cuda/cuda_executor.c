@@ -1,4 +1,5 @@
 #include "backend_error.h"
+#include "backend_knobs.h"
 #include "backend_log.h"
 #include "cuda_executor.h"
 #include "cuda_shared_memory.h"
@@ -231,8 +232,7 @@ static uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
 static int kv_gather_requested(void)
 {
-    const char *on = getenv("VH_CUDA_KV_GATHER");
-    return on && !strcmp(on, "1");
+    return vh_knob_is(VH_KNOB_CUDA_KV_GATHER, "1");
 }
 
 /* The head's hidden rows and the planners' buffers (Orion's), when the executor holds them. */
@@ -669,14 +669,13 @@ vh_status cuda_executor_create(const vh_executor_params *params, vh_executor **o
     vh_executor *e;
     vh_status st = describe_executor(params, &e, err, err_size);
     if (st) return st;
-    const char *graphs = getenv("VH_CUDA_GRAPHS");
     e->profile = vhc_profile_from_env();
     /* events do not time inside graphs; the peer's copies change size every step */
-    e->graphs_enabled = !(graphs && !strcmp(graphs, "0")) && !e->profile && !kv_gather_requested();
-    const char *sync = getenv("VH_CUDA_SYNC"); /* "spin": the runtime's own wait (to measure what blocking costs) */
+    e->graphs_enabled = !vh_knob_is(VH_KNOB_CUDA_GRAPHS, "0") && !e->profile && !kv_gather_requested();
     cudaError_t ce;
     if ((ce = cudaSetDevice(e->device)) || (ce = cudaStreamCreateWithFlags(&e->stream, cudaStreamNonBlocking)) ||
-        (!(sync && !strcmp(sync, "spin")) &&
+        /* VH_CUDA_SYNC=spin: the runtime's own wait (to measure what blocking costs) */
+        (!vh_knob_is(VH_KNOB_CUDA_SYNC, "spin") &&
          (ce = cudaEventCreateWithFlags(&e->done, cudaEventBlockingSync | cudaEventDisableTiming)))) {
         st = cuda_fail(err, err_size, ce, "device setup");
         goto fail;

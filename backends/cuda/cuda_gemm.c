@@ -1,5 +1,7 @@
 #include "cuda_gemm.h"
 
+#include "backend_knobs.h"
+
 #include <cublasLt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,9 +69,8 @@ vh_status vhc_gemm_create(cudaStream_t stream, void *workspace, size_t workspace
         return VH_ERR_BACKEND_FAILED;
     }
     g->stream = stream;
-    const char *gemv = getenv("VH_CUDA_GEMV"), *tune = getenv("VH_CUDA_GEMM_TUNE");
-    g->use_gemv = !(gemv && !strcmp(gemv, "0"));
-    g->tuning = !(tune && !strcmp(tune, "0")) && cudaEventCreate(&g->tune_start) == cudaSuccess &&
+    g->use_gemv = !vh_knob_is(VH_KNOB_CUDA_GEMV, "0");
+    g->tuning = !vh_knob_is(VH_KNOB_CUDA_GEMM_TUNE, "0") && cudaEventCreate(&g->tune_start) == cudaSuccess &&
                 cudaEventCreate(&g->tune_end) == cudaSuccess;
     cudaGetLastError();
     g->workspace = workspace;

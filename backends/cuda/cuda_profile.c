@@ -1,5 +1,6 @@
 #include "cuda_profile.h"
 
+#include "backend_knobs.h"
 #include "backend_log.h"
 
 #include <stdio.h>
@@ -37,8 +38,7 @@ static double now_ms(void)
 
 int vhc_profile_requested(void)
 {
-    const char *on = getenv("VH_CUDA_PROFILE");
-    return on && !strcmp(on, "1");
+    return vh_knob_is(VH_KNOB_CUDA_PROFILE, "1");
 }
 
 vhc_profile *vhc_profile_from_env(void)

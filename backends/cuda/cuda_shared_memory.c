@@ -1,5 +1,7 @@
 #include "cuda_shared_memory.h"
 
+#include "backend_knobs.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,7 +9,7 @@
 
 int vhc_shared_memory_forced(void)
 {
-    const char *on = getenv("VH_CUDA_INTEGRATED");
+    const char *on = vh_knob_value(VH_KNOB_CUDA_INTEGRATED);
     if (!on) return -1;
     return !strcmp(on, "1") ? 1 : !strcmp(on, "0") ? 0 : -1;
 }
