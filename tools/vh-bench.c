@@ -99,8 +99,8 @@ static int parse_int(const char *flag, const char *s, int lo, int hi, int *out)
     return 0;
 }
 
-/* The library is silent; a benchmark shows its warnings (and, with VH_CUDA_PROFILE=1, the cuda
- * backend's profile table, logged at INFO) on stderr. Errors it reports itself. */
+/* The library is silent; a benchmark shows its warnings (and, with VH_CUDA_PROFILE=1 or
+ * VH_CPU_PROFILE=1, the backend's profile table, logged at INFO) on stderr. Errors it reports itself. */
 static void log_to_stderr(void *user, vh_log_level level, const char *message)
 {
     (void)user;
@@ -213,8 +213,11 @@ static vh_status create_session(const options *o, const vh_bench_config *c, vh_s
     if (c->llm_split >= 0) p.llm_split = c->llm_split;
     if (c->has_mode) p.execution_mode = c->mode;
     if (c->frames_in_flight) p.frames_in_flight = c->frames_in_flight;
-    const char *profile = getenv("VH_CUDA_PROFILE");
-    p.log_level = profile && !strcmp(profile, "1") ? VH_LOG_INFO : VH_LOG_WARN;
+    /* each as its backend reads it (backends/common/backend_knobs.c) */
+    const char *cuda_profile = getenv("VH_CUDA_PROFILE"), *cpu_profile = getenv("VH_CPU_PROFILE");
+    const int profiling = (cuda_profile && !strcmp(cuda_profile, "1")) ||
+                          (cpu_profile && *cpu_profile && strcmp(cpu_profile, "0") != 0);
+    p.log_level = profiling ? VH_LOG_INFO : VH_LOG_WARN;
     double t = now_s();
     vh_status st = vh_session_create(&p, s);
     *load_s = now_s() - t;

@@ -336,7 +336,7 @@ fail:
 void cpu_executor_destroy(vh_executor *e)
 {
     if (!e) return;
-    cpu_profile_report(&e->profile, e->ops->backend);
+    cpu_profile_report(&e->profile, &e->params, e->ops->backend);
     if (e->blocks) {
         for (uint32_t i = 0; i < e->params.n_blocks; i++) {
             free(e->blocks[i].scratch);

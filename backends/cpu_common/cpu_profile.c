@@ -1,8 +1,8 @@
 #include "cpu_profile.h"
 
 #include "backend_knobs.h"
+#include "backend_log.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,7 +13,7 @@ void cpu_profile_init(cpu_profile *p)
     p->on = s && *s && strcmp(s, "0") != 0;
 }
 
-void cpu_profile_report(const cpu_profile *p, const char *backend)
+void cpu_profile_report(const cpu_profile *p, const vh_executor_params *log_to, const char *backend)
 {
     static const char *names[CPU_PROF_N] = {"q|k|v (norm in)", "rope + kv write", "attention", "o (+ residual)",
                                             "gate|up (norm in, silu)", "down (+ residual)"};
@@ -23,11 +23,12 @@ void cpu_profile_report(const cpu_profile *p, const char *backend)
         int64_t total = 0;
         for (int i = 0; i < CPU_PROF_N; i++) total += p->ns[c][i];
         const double n = (double)p->blocks[c];
-        fprintf(stderr, "%s profile, blocks of %s rows: %llu LLM blocks, %.1f rows a block, %.3f ms a block\n", backend,
-                c ? "<= 16" : "> 16", (unsigned long long)p->blocks[c], (double)p->rows[c] / n, total / 1e6 / n);
+        vh_backend_log(log_to, VH_LOG_INFO, "%s profile, blocks of %s rows: %llu LLM blocks, %.1f rows a block, "
+                       "%.3f ms a block", backend, c ? "<= 16" : "> 16", (unsigned long long)p->blocks[c],
+                       (double)p->rows[c] / n, total / 1e6 / n);
         for (int i = 0; i < CPU_PROF_N; i++)
             if (p->ns[c][i])
-                fprintf(stderr, "  %-26s %9.3f ms a block  %5.1f%%\n", names[i], p->ns[c][i] / 1e6 / n,
-                        100.0 * (double)p->ns[c][i] / (double)total);
+                vh_backend_log(log_to, VH_LOG_INFO, "  %-26s %9.3f ms a block  %5.1f%%", names[i],
+                               p->ns[c][i] / 1e6 / n, 100.0 * (double)p->ns[c][i] / (double)total);
     }
 }

@@ -1,13 +1,16 @@
 /*
  * Where a CPU executor's LLM blocks spend their time, by operation: VH_CPU_PROFILE=1 sums each
- * operation's wall time over the executor's life and prints the table to stderr when it is
- * destroyed (benchmarks: "a profile that shows where the time goes"). Off, it costs one branch.
+ * operation's wall time over the executor's life and logs the table (info level, through the
+ * session's log callback) when it is destroyed (benchmarks: "a profile that shows where the time
+ * goes"). Off, it costs one branch.
  */
 #ifndef VH_CPU_PROFILE_H
 #define VH_CPU_PROFILE_H
 
 #include <stdint.h>
 #include <time.h>
+
+#include "vlahybrid/backend.h"
 
 typedef enum cpu_profile_op {
     CPU_PROF_QKV, CPU_PROF_ROPE, CPU_PROF_ATTENTION, CPU_PROF_O, CPU_PROF_GATE_UP, CPU_PROF_DOWN, CPU_PROF_N
@@ -51,7 +54,7 @@ static inline void cpu_profile_mark(cpu_profile *p, cpu_profile_op op)
 }
 
 void cpu_profile_init(cpu_profile *p);
-/* Print the table (backend: the plugin's name) if profiling was on and anything ran. */
-void cpu_profile_report(const cpu_profile *p, const char *backend);
+/* Log the table to log_to's callback (backend: the plugin's name) if profiling was on and anything ran. */
+void cpu_profile_report(const cpu_profile *p, const vh_executor_params *log_to, const char *backend);
 
 #endif
