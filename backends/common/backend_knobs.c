@@ -5,7 +5,8 @@
 
 const vh_knob_info vh_knob_table[VH_N_KNOBS] = {
     [VH_KNOB_CPU_PIN] = {"VH_CPU_PIN", "0: CPU threads run unpinned (to measure what pinning gives)"},
-    [VH_KNOB_CPU_PIN_CALLER] = {"VH_CPU_PIN_CALLER", "0: leave the calling thread where it is during a pass, not held on its own core"},
+    [VH_KNOB_CPU_PIN_CALLER] = {"VH_CPU_PIN_CALLER", "0: leave the calling thread where it is during a pass, not "
+                                                     "held on its own core"},
     [VH_KNOB_CPU_PROFILE] = {"VH_CPU_PROFILE", "set, not 0: log where the CPU LLM blocks' time goes, at executor "
                                                "destroy (info level)"},
     [VH_KNOB_CPU_AMX_GEMM] = {"VH_CPU_AMX_GEMM", "onednn: cpu_amx's linear layers through oneDNN's bf16 matmul"},

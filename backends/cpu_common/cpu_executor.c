@@ -2,6 +2,7 @@
 
 #include "backend_error.h"
 #include "backend_log.h"
+#include "block_executor.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +30,7 @@ static float *alloc_floats(uint64_t a, uint64_t b, uint64_t c, uint64_t *total)
  * never writes out). Biases fuse: the q|k|v GEMM's epilogue adds them. */
 static int fusable(const vh_executor *e, const cpu_block *cb)
 {
-    if (!e->ops->prepare_fused || !e->ops->linear_fused || cb->desc->kind != VH_BLOCK_LLM) return 0;
+    if (!e->ops->prepare_fused || !e->ops->linear_fused || !cb->variant->llm_layer) return 0;
     return cb->lora_sets == 0;
 }
 
@@ -72,32 +73,27 @@ static vh_status stack_qkv_bias(vh_executor *e, cpu_block *cb, char *err, size_t
  * the backend, and its 1-D tensors in fp32. The descriptor was checked (vh_block_check). */
 static vh_status prepare_block(vh_executor *e, cpu_block *cb, const vh_block_desc *d, char *err, size_t err_size)
 {
+    const int index = vh_block_variant_index(d->kind);
     cb->desc = d;
-    cb->kind = cpu_kind_of(d->kind);
+    cb->variant = &vh_block_variants[index];
+    cb->kind = &cpu_kinds[index];
     cb->state = d->state_slot;
-    if (d->kind == VH_BLOCK_VIT_EMBED || d->kind == VH_BLOCK_VIT) {
-        const vh_vit_params *vp = (const vh_vit_params *)d->params;
-        cb->tower = vp->tower;
-        cb->layer = vp->layer;
-    } else if (d->kind == VH_BLOCK_LLM) {
-        cb->layer = ((const vh_llm_params *)d->params)->layer;
-        cb->lora_scale = ((const vh_llm_params *)d->params)->lora_scale;
-    } else if (d->kind == VH_BLOCK_VAE_GRU_PLANNER) {
-        memcpy(&cb->plan, d->params, sizeof cb->plan);
+    vh_block_variant_read_params(cb->variant, d, &cb->tower, &cb->layer, &cb->lora_scale, &cb->plan);
+    if (cb->variant->is_planner) {
         const vh_planner_params *pp = &cb->plan;
         if (!vh_planner_params_valid(pp, e->model->llm.hidden))
             return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: planner of feature %u (the LLM's "
                                    "hidden size is %u), %u GRU layers of %u", e->ops->backend, pp->feature_dim,
                                    e->model->llm.hidden, pp->gru_layers, pp->gru_hidden);
     }
-    if (cb->tower >= e->model->n_towers && (d->kind == VH_BLOCK_VIT_EMBED || d->kind == VH_BLOCK_VIT))
+    if (cb->tower >= e->model->n_towers && cb->variant->in_tower)
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: block of tower %u; the model has %u",
                                e->ops->backend, cb->tower, e->model->n_towers);
-    if (cb->kind->has_state && d->state_slot == VH_NO_STATE)
+    if (cb->variant->has_state && d->state_slot == VH_NO_STATE)
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: a %s block without a state slot",
                                e->ops->backend, vh_block_kind_name(d->kind));
     for (uint32_t i = 0; i < d->n_tensors; i++) cb->t[d->tensors[i].role] = d->tensors[i];
-    if (d->kind == VH_BLOCK_LLM) {
+    if (cb->variant->llm_layer) {
         vh_status st = check_lora_pairs(e, cb, err, err_size);
         if (st) return st;
     }
@@ -156,7 +152,7 @@ static uint64_t max_lora_rank(const vh_executor *e)
 {
     uint64_t r = 1;
     for (uint32_t i = 0; i < e->params.n_blocks; i++)
-        for (uint32_t set = 0; e->blocks[i].desc->kind == VH_BLOCK_LLM && set < VH_LLM_LORA_SETS; set++)
+        for (uint32_t set = 0; e->blocks[i].variant->llm_layer && set < VH_LLM_LORA_SETS; set++)
             for (uint32_t proj = 0; proj < 4; proj++) {
                 const vh_tensor_view *A = &e->blocks[i].t[vh_llm_lora_role(set, proj)];
                 if (A->data && (uint64_t)A->shape[0] > r) r = (uint64_t)A->shape[0];
@@ -169,7 +165,7 @@ static uint64_t max_lora_rank(const vh_executor *e)
 static int has_llm_block(const vh_executor *e, int fused)
 {
     for (uint32_t i = 0; i < e->params.n_blocks; i++)
-        if (e->blocks[i].desc->kind == VH_BLOCK_LLM && !e->blocks[i].fused_qkv == !fused) return 1;
+        if (e->blocks[i].variant->llm_layer && !e->blocks[i].fused_qkv == !fused) return 1;
     return 0;
 }
 
@@ -180,11 +176,11 @@ static vh_status allocate_buffers(vh_executor *e, char *err, size_t err_size)
     const vh_model_desc *m = e->model;
     int has_vit = 0, has_projector = 0, has_llm = 0;
     for (uint32_t i = 0; i < p->n_blocks; i++) {
-        uint32_t k = e->blocks[i].desc->kind;
-        has_vit |= k == VH_BLOCK_VIT_EMBED || k == VH_BLOCK_VIT;
-        has_projector |= k == VH_BLOCK_PROJECTOR;
-        has_llm |= e->blocks[i].kind->uses_rows;
-        if (e->blocks[i].kind->has_state) {
+        const vh_block_variant *v = e->blocks[i].variant;
+        has_vit |= v->in_tower;
+        has_projector |= v->projects;
+        has_llm |= v->uses_rows;
+        if (v->has_state) {
             if (e->n_layers_held == 0) e->first_state = e->blocks[i].state;
             e->n_layers_held++;
         }
@@ -263,32 +259,20 @@ vh_status cpu_executor_create(const vh_executor_params *params, const cpu_linear
 {
     *out = NULL;
     vh_executor_params known; /* a 2.2 core's shorter struct: no progress */
-    if (!vh_executor_params_read(params, &known) || !params->model ||
-        params->model->struct_size < sizeof(vh_model_desc) || params->model->struct_size > 65536 ||
-        !vh_struct_tail_zero(params->model, params->model->struct_size, sizeof(vh_model_desc)))
-        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: executor parameters or model "
-                               "description of a size this plugin does not know (ABI %d.%d)", ops->backend,
-                               VH_BACKEND_ABI_MAJOR, VH_BACKEND_ABI_MINOR);
+    vh_status st = vh_block_executor_read_params(ops->backend, params, &known, err, err_size);
+    if (st) return st;
     params = &known;
     const vh_model_desc *m = params->model;
-    if (!m || params->n_blocks == 0 || params->first_block >= m->n_blocks ||
-        params->n_blocks > m->n_blocks - params->first_block || params->max_rows == 0 ||
-        params->max_sequences == 0 || params->max_context == 0 || params->device != 0)
-        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: invalid executor parameters",
-                               ops->backend);
-
-    for (uint32_t i = 0; i < params->n_blocks; i++) {
-        const uint32_t index = params->first_block + i;
-        if (!vh_block_check(ops->backend, cpu_kind_support, CPU_N_KINDS, &m->blocks[index], index, err, err_size))
-            return VH_ERR_UNSUPPORTED; /* roles are below each kind's n_roles, all below CPU_MAX_ROLES */
-    }
+    if ((st = vh_block_executor_check_params(ops->backend, params, cpu_device_count(), err, err_size))) return st;
+    /* (roles are below each kind's n_roles, all below CPU_MAX_ROLES) */
+    if ((st = vh_block_executor_check_blocks(ops->backend, params, err, err_size))) return st;
     vh_executor *e = calloc(1, sizeof *e);
     if (!e) return vh_backend_fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "%s: out of memory", ops->backend);
     e->params = *params;
     e->model = m;
     e->ops = ops;
     cpu_profile_init(&e->profile);
-    vh_status st = VH_ERR_OUT_OF_MEMORY;
+    st = VH_ERR_OUT_OF_MEMORY;
     e->pool = ops->create_pool(params->n_threads);
     if (!e->pool) {
         vh_backend_fail(err, err_size, st, "%s: cannot start %d threads", ops->backend, params->n_threads);
@@ -400,13 +384,8 @@ static vh_status validate_batch(const vh_executor *e, const vh_batch *b, int nee
                                 char *err, size_t err_size)
 {
     const vh_executor_params *p = &e->params;
-    if (needs_images) {
-        if (b->n_images == 0 || b->n_images > (p->max_images ? p->max_images : 1) || !b->pixels)
-            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: batch has %u images (max %u)", e->ops->backend,
-                        b->n_images, p->max_images);
-        for (uint32_t i = 0; i < b->n_images * e->model->n_towers; i++)
-            if (!b->pixels[i]) return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: pixels[%u] is NULL", e->ops->backend, i);
-    }
+    vh_status st;
+    if (needs_images && (st = vh_block_executor_check_images(e->ops->backend, p, b, err, err_size))) return st;
     if (!needs_rows) return VH_OK;
     if (b->n_rows == 0 || b->n_rows > p->max_rows || !b->tokens || b->n_segments == 0 || !b->segments ||
         b->n_segments > e->max_segments)
@@ -446,60 +425,41 @@ static vh_status validate_batch(const vh_executor *e, const vh_batch *b, int nee
     return VH_OK;
 }
 
-/* Every segment's LoRA set is held by every LLM block of the run. Set 0 always is: without
- * adapters of its own a block runs its base weights, as it does for a batch without
- * VH_BATCH_SEGMENT_ADAPTERS. Set 1 must be there: running the base instead of the second expert
- * would be a silent wrong answer. */
+/* Every segment's LoRA set is held by every LLM layer of the run. */
 static vh_status check_segment_adapters(const vh_executor *e, const vh_batch *batch, const cpu_block *blocks,
                                         uint32_t n_blocks, char *err, size_t err_size)
 {
-    if (!(batch->options & VH_BATCH_SEGMENT_ADAPTERS)) return VH_OK;
-    for (uint32_t i = 0; i < n_blocks; i++) {
-        if (blocks[i].desc->kind != VH_BLOCK_LLM) continue;
-        for (uint32_t s = 0; s < batch->n_segments; s++) {
-            const uint32_t set = batch->segment_adapters[s];
-            if (set != 0 && !(blocks[i].lora_sets >> set & 1u))
-                return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: segment %u asks for LoRA set %u, "
-                                       "which LLM layer %u (block %u) does not hold", e->ops->backend, s, set,
-                                       blocks[i].layer, e->params.first_block + (uint32_t)(&blocks[i] - e->blocks));
-        }
-    }
-    return VH_OK;
+    vh_status st = VH_OK;
+    for (uint32_t i = 0; i < n_blocks && !st; i++)
+        if (blocks[i].variant->llm_layer)
+            st = vh_block_executor_check_adapters(e->ops->backend, batch, blocks[i].lora_sets, blocks[i].layer,
+                                                  e->params.first_block + (uint32_t)(&blocks[i] - e->blocks), err,
+                                                  err_size);
+    return st;
 }
 
 vh_status cpu_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first_block, uint32_t n_blocks,
                            char *err, size_t err_size)
 {
     const vh_executor_params *p = &e->params;
-    if (!batch || n_blocks == 0 || first_block < p->first_block ||
-        first_block - p->first_block > p->n_blocks || n_blocks > p->n_blocks - (first_block - p->first_block))
-        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: blocks [%u, %u) are not all in this "
-                    "executor's [%u, %u)", e->ops->backend, first_block, first_block + n_blocks, p->first_block,
-                    p->first_block + p->n_blocks);
-    if (!vh_batch_options_check(e->ops->backend, CPU_BATCH_OPTIONS, batch, err, err_size))
-        return VH_ERR_UNSUPPORTED;
-    char why[160];
-    if (!vh_batch_segment_arrays_valid(batch, why, sizeof why))
-        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: %s", e->ops->backend, why);
+    vh_status st = vh_block_executor_check_run(e->ops->backend, p, batch, first_block, n_blocks, err, err_size);
+    if (st) return st;
     const cpu_block *blocks = &e->blocks[first_block - p->first_block];
     int needs_images = 0, needs_rows = 0;
     for (uint32_t i = 0; i < n_blocks; i++) {
-        const cpu_kind *k = blocks[i].kind;
+        const vh_block_variant *k = blocks[i].variant;
         needs_images |= k->uses_images;
         needs_rows |= k->uses_rows;
-        if (k->is_head && !batch->out_tokens && !(batch->options & VH_BATCH_HIDDEN_ROWS))
-            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: the head needs out_tokens or hidden "
-                                   "rows", e->ops->backend);
-        if (k->is_head && batch->out_tokens && !blocks[i].t[VH_LLM_HEAD_LM].data)
-            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: tokens asked of a head without an LM "
-                                   "weight", e->ops->backend);
+        if (k->is_head &&
+            (st = vh_block_executor_check_head(e->ops->backend, batch, blocks[i].t[VH_LLM_HEAD_LM].data != NULL, err,
+                                               err_size)))
+            return st;
         if (k->is_planner && !vh_planner_batch_valid(&blocks[i].plan, batch))
             return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: a planner block needs the batch's "
                                        "plan noise and outputs (VH_BATCH_PLAN, strides that hold them) and each "
                                    "segment's feature among its hidden rows", e->ops->backend);
     }
-    vh_status st = validate_batch(e, batch, needs_images, needs_rows, err, err_size);
-    if (st) return st;
+    if ((st = validate_batch(e, batch, needs_images, needs_rows, err, err_size))) return st;
     if ((st = check_segment_adapters(e, batch, blocks, n_blocks, err, err_size))) return st;
 
     e->failed = VH_OK;
@@ -526,9 +486,9 @@ vh_status cpu_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first
 
 vh_status cpu_bind_hidden(vh_executor *e, float *rows, uint32_t n_rows, char *err, size_t err_size)
 {
-    if (!e->llm.x || !rows || n_rows == 0 || n_rows > e->params.max_rows)
-        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: bind_hidden of %u rows (max %u)",
-                               e->ops->backend, n_rows, e->params.max_rows);
+    vh_status st = vh_block_executor_check_hidden(e->ops->backend, "bind_hidden", e->llm.x != NULL, rows, n_rows,
+                                                  e->params.max_rows, err, err_size);
+    if (st) return st;
     e->bound_x = rows;
     return VH_OK;
 }
@@ -557,9 +517,9 @@ static void copy_rows(vh_executor *e, float *dst, const float *src, uint32_t n_r
 
 vh_status cpu_read_hidden(vh_executor *e, float *dst, uint32_t n_rows, char *err, size_t err_size)
 {
-    if (!e->llm.x || !dst || n_rows == 0 || n_rows > e->params.max_rows)
-        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: read_hidden of %u rows (max %u)",
-                               e->ops->backend, n_rows, e->params.max_rows);
+    vh_status st = vh_block_executor_check_hidden(e->ops->backend, "read_hidden", e->llm.x != NULL, dst, n_rows,
+                                                  e->params.max_rows, err, err_size);
+    if (st) return st;
     if (e->last_run_bound)
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: read_hidden after a run on bound rows "
                                "(its output is in the bound memory)", e->ops->backend);
@@ -569,9 +529,9 @@ vh_status cpu_read_hidden(vh_executor *e, float *dst, uint32_t n_rows, char *err
 
 vh_status cpu_write_hidden(vh_executor *e, const float *src, uint32_t n_rows, char *err, size_t err_size)
 {
-    if (!e->llm.x || !src || n_rows == 0 || n_rows > e->params.max_rows)
-        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: write_hidden of %u rows (max %u)",
-                               e->ops->backend, n_rows, e->params.max_rows);
+    vh_status st = vh_block_executor_check_hidden(e->ops->backend, "write_hidden", e->llm.x != NULL, src, n_rows,
+                                                  e->params.max_rows, err, err_size);
+    if (st) return st;
     e->bound_x = NULL;
     copy_rows(e, e->llm.x, src, n_rows);
     return VH_OK;

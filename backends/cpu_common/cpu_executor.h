@@ -10,6 +10,7 @@
 #include "cpu_kernels.h"
 #include "cpu_linear.h"
 #include "cpu_profile.h"
+#include "block_variants.h"
 #include "thread_pool.h"
 #include "vlahybrid/backend.h"
 
@@ -22,7 +23,8 @@ struct cpu_kind;
  * vectors (norm weights, biases, LayerScale) converted to fp32 once. */
 typedef struct cpu_block {
     const vh_block_desc *desc;
-    const struct cpu_kind *kind;
+    const vh_block_variant *variant;          /* what the executor knows of its kind */
+    const struct cpu_kind *kind;              /* how this backend runs it */
     uint32_t tower, layer;                    /* from the kind's parameters */
     uint32_t state;                           /* desc->state_slot */
     vh_planner_params plan;                   /* VAE_GRU_PLANNER: its parameters */
@@ -39,25 +41,16 @@ typedef struct cpu_block {
     float *qkv_bias;                          /* fused, with q/k/v biases (Qwen2): [(Hq + 2 Hkv) hd], else NULL */
 } cpu_block;
 
-/* A block kind the CPU executor runs (cpu_kinds.c; a file per kind). */
+/* How the CPU executor runs a block kind (cpu_kind_table.c, in the order of vh_block_variants;
+ * a file per kind). */
 typedef struct cpu_kind {
     uint64_t matrix_roles;             /* roles that are linear-layer weights */
-    int uses_images, uses_rows;        /* the parts of a batch it reads */
-    int has_state;                     /* keeps a KV cache (state slot) */
-    int is_head;                       /* writes the batch's outputs */
-    int is_planner;                    /* reads the head's hidden rows, writes the plans */
     void (*run)(vh_executor *e, const cpu_block *b, const vh_batch *batch);
     /* floats of scratch the block needs (allocated once at create), or NULL: none */
     uint64_t (*scratch_floats)(const vh_executor *e, const cpu_block *b);
 } cpu_kind;
 
-#define CPU_N_KINDS 7
-#define CPU_BATCH_OPTIONS (VH_BATCH_HIDDEN_ROWS | VH_BATCH_SEGMENT_EMBEDS | VH_BATCH_PLAN | VH_BATCH_SEGMENT_ADAPTERS | \
-                           VH_BATCH_PLAN_SEGMENTS)
-extern const vh_kind_support cpu_kind_support[CPU_N_KINDS];
-extern const cpu_kind cpu_kinds[CPU_N_KINDS];
-/* The entry for a kind, or NULL. */
-const cpu_kind *cpu_kind_of(uint32_t kind);
+extern const cpu_kind cpu_kinds[VH_N_BLOCK_VARIANTS];
 
 /* Scratch for the vision towers, sized for one image of the largest tower. */
 typedef struct vit_scratch {
@@ -139,9 +132,9 @@ vh_status cpu_device_info(uint32_t device, vh_device_info *info);
         .struct_size = sizeof(vh_backend_iface),                    \
         .name = (NAME),                                             \
         .description = (DESCRIPTION),                               \
-        .n_kinds = CPU_N_KINDS,                                     \
-        .kinds = cpu_kind_support,                                  \
-        .batch_options = CPU_BATCH_OPTIONS,                         \
+        .n_kinds = VH_N_BLOCK_VARIANTS,                             \
+        .kinds = vh_block_variant_support,                          \
+        .batch_options = VH_BLOCK_VARIANT_BATCH_OPTIONS,            \
         .score = (SCORE_FN),                                        \
         .device_count = cpu_device_count,                           \
         .device_info = cpu_device_info,                             \

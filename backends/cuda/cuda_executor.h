@@ -10,36 +10,41 @@
 #include "cuda_gemm.h"
 #include "cuda_kernels.h"
 #include "cuda_profile.h"
+#include "block_variants.h"
 #include "vlahybrid/backend.h"
 
 #define CUDA_MAX_ROLES 48
 
 struct cuda_block;
+struct cuda_arena;
+struct cuda_uploader;
 struct vh_executor;
 
-/* A block kind the cuda executor runs (cuda_kinds.c; a file per kind). */
+/* How the cuda executor holds and runs a block kind (cuda_kind_table.c, in the order of
+ * vh_block_variants; a file per kind). Tensors are uploaded by role: 1-D ones as fp32 vectors,
+ * the others as bf16 matrices, but for the roles named here. */
 typedef struct cuda_kind {
-    int uses_images, uses_pixels, uses_rows; /* the parts of a batch it reads */
-    int has_state;                     /* keeps a KV cache (state slot) */
-    int is_head;                       /* writes the batch's outputs */
-    int is_planner;                    /* reads the head's hidden rows, writes plans */
+    uint64_t fp32_roles;               /* kept fp32 all the same: added, never multiplied (embeddings) */
+    uint64_t patch_roles;              /* the patch embedding's [D, 3, P, P] weight, as padded rows */
+    uint64_t packed_roles;             /* laid out by the kind itself, by plan_packed and upload_packed */
+    /* carve (or, on an empty arena, count) the packed tensors' device memory; NULL: none */
+    void (*plan_packed)(struct vh_executor *e, struct cuda_block *b, struct cuda_arena *a);
+    /* upload them into what plan_packed carved */
+    vh_status (*upload_packed)(struct vh_executor *e, struct cuda_uploader *u, const struct cuda_block *b, char *err,
+                               size_t err_size);
     /* enqueue on e->stream; VH_OK or a GEMM failure */
     vh_status (*run)(struct vh_executor *e, const struct cuda_block *b, const vh_batch *batch, char *err,
                      size_t err_size);
 } cuda_kind;
 
-#define CUDA_N_KINDS 7
-#define CUDA_BATCH_OPTIONS (VH_BATCH_HIDDEN_ROWS | VH_BATCH_SEGMENT_EMBEDS | VH_BATCH_PLAN | \
-                            VH_BATCH_SEGMENT_ADAPTERS | VH_BATCH_PLAN_SEGMENTS)
-extern const vh_kind_support cuda_kind_support[CUDA_N_KINDS];
-extern const cuda_kind cuda_kinds[CUDA_N_KINDS];
-const cuda_kind *cuda_kind_of(uint32_t kind);
+extern const cuda_kind cuda_kinds[VH_N_BLOCK_VARIANTS];
 
 /* A block's tensors by role (t: the host views, data NULL when absent), on the device: matrices
  * bf16 (mat), vectors fp32 (vec). */
 typedef struct cuda_block {
     const vh_block_desc *desc;
-    const cuda_kind *kind;
+    const vh_block_variant *variant;   /* what the executor knows of its kind */
+    const cuda_kind *kind;             /* how this backend holds and runs it */
     uint32_t tower, layer, state;      /* from the parameters and the state slot */
     vh_planner_params plan;            /* VAE_GRU_PLANNER */
     vh_tensor_view t[CUDA_MAX_ROLES];
@@ -205,6 +210,14 @@ struct vh_executor {
 
 /* Marks where an operation starts on the stream, for the opt-in profile. */
 #define VHC_MARK(e, op, rows) vhc_profile_mark((e)->profile, (e)->stream, (op), (rows))
+
+/* A cuda failure as the status it means (out of device memory, or the backend failed) and the
+ * message "cuda: WHAT: error string (error name)". */
+vh_status cuda_fail(char *err, size_t err_size, cudaError_t e, const char *what);
+
+/* The host-side part of an executor: its parameters checked, its blocks and LLM layers described
+ * (no device memory yet); freed with free(e->blocks), free(e). */
+vh_status cuda_executor_describe(const vh_executor_params *params, vh_executor **out, char *err, size_t err_size);
 
 vh_status cuda_executor_plan_memory(const vh_executor_params *params, vh_memory_report *need, char *err,
                                     size_t err_size);

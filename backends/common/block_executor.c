@@ -1,0 +1,103 @@
+#include "block_executor.h"
+
+#include "backend_error.h"
+#include "block_variants.h"
+
+vh_status vh_block_executor_read_params(const char *backend, const vh_executor_params *params,
+                                        vh_executor_params *known, char *err, size_t err_size)
+{
+    if (!vh_executor_params_read(params, known) || !params->model ||
+        params->model->struct_size < sizeof(vh_model_desc) || params->model->struct_size > 65536 ||
+        !vh_struct_tail_zero(params->model, params->model->struct_size, sizeof(vh_model_desc)))
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: executor parameters or model "
+                               "description of a size this plugin does not know (ABI %d.%d)", backend,
+                               VH_BACKEND_ABI_MAJOR, VH_BACKEND_ABI_MINOR);
+    return VH_OK;
+}
+
+vh_status vh_block_executor_check_blocks(const char *backend, const vh_executor_params *params, char *err,
+                                         size_t err_size)
+{
+    const vh_model_desc *m = params->model;
+    for (uint32_t i = 0; m && i < params->n_blocks && params->first_block + i < m->n_blocks; i++) {
+        const uint32_t index = params->first_block + i;
+        if (!vh_block_check(backend, vh_block_variant_support, VH_N_BLOCK_VARIANTS, &m->blocks[index], index, err,
+                            err_size))
+            return VH_ERR_UNSUPPORTED;
+    }
+    return VH_OK;
+}
+
+vh_status vh_block_executor_check_params(const char *backend, const vh_executor_params *params, uint32_t n_devices,
+                                         char *err, size_t err_size)
+{
+    const vh_model_desc *m = params->model;
+    if (!m || params->n_blocks == 0 || params->first_block >= m->n_blocks ||
+        params->n_blocks > m->n_blocks - params->first_block || params->max_rows == 0 ||
+        params->max_sequences == 0 || params->max_context == 0 || params->device >= n_devices)
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: invalid executor parameters", backend);
+    return VH_OK;
+}
+
+vh_status vh_block_executor_check_run(const char *backend, const vh_executor_params *p, const vh_batch *batch,
+                                      uint32_t first_block, uint32_t n_blocks, char *err, size_t err_size)
+{
+    if (!batch || n_blocks == 0 || first_block < p->first_block || first_block - p->first_block > p->n_blocks ||
+        n_blocks > p->n_blocks - (first_block - p->first_block))
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: blocks [%u, %u) are not all in this "
+                               "executor's [%u, %u)", backend, first_block, first_block + n_blocks, p->first_block,
+                               p->first_block + p->n_blocks);
+    if (!vh_batch_options_check(backend, VH_BLOCK_VARIANT_BATCH_OPTIONS, batch, err, err_size))
+        return VH_ERR_UNSUPPORTED;
+    char why[160];
+    if (!vh_batch_segment_arrays_valid(batch, why, sizeof why))
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: %s", backend, why);
+    return VH_OK;
+}
+
+vh_status vh_block_executor_check_images(const char *backend, const vh_executor_params *p, const vh_batch *b,
+                                         char *err, size_t err_size)
+{
+    if (b->n_images == 0 || b->n_images > (p->max_images ? p->max_images : 1) || !b->pixels)
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: batch has %u images (max %u)", backend,
+                               b->n_images, p->max_images);
+    for (uint32_t i = 0; i < b->n_images * p->model->n_towers; i++)
+        if (!b->pixels[i])
+            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: pixels[%u] is NULL", backend, i);
+    return VH_OK;
+}
+
+vh_status vh_block_executor_check_head(const char *backend, const vh_batch *batch, int has_lm_weight, char *err,
+                                       size_t err_size)
+{
+    if (!batch->out_tokens && !(batch->options & VH_BATCH_HIDDEN_ROWS))
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: the head needs out_tokens or hidden "
+                               "rows", backend);
+    if (batch->out_tokens && !has_lm_weight)
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: tokens asked of a head without an LM "
+                               "weight", backend);
+    return VH_OK;
+}
+
+vh_status vh_block_executor_check_adapters(const char *backend, const vh_batch *batch, uint32_t lora_sets,
+                                           uint32_t layer, uint32_t block_index, char *err, size_t err_size)
+{
+    if (!(batch->options & VH_BATCH_SEGMENT_ADAPTERS)) return VH_OK;
+    for (uint32_t s = 0; s < batch->n_segments; s++) {
+        const uint32_t set = batch->segment_adapters[s];
+        if (set != 0 && !(lora_sets >> set & 1u))
+            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: segment %u asks for LoRA set %u, "
+                                   "which LLM layer %u (block %u) does not hold", backend, s, set, layer,
+                                   block_index);
+    }
+    return VH_OK;
+}
+
+vh_status vh_block_executor_check_hidden(const char *backend, const char *what, int has_rows, const void *rows,
+                                         uint32_t n_rows, uint32_t max_rows, char *err, size_t err_size)
+{
+    if (!has_rows || !rows || n_rows == 0 || n_rows > max_rows)
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: %s of %u rows (max %u)", backend, what,
+                               n_rows, max_rows);
+    return VH_OK;
+}
