@@ -15,10 +15,10 @@ const vh_kind_support vh_block_variant_support[VH_N_BLOCK_VARIANTS] = {
 
 const vh_block_variant vh_block_variants[VH_N_BLOCK_VARIANTS] = {
     {VH_BLOCK_VIT_EMBED, .uses_images = 1, .uses_pixels = 1, .in_tower = 1},
-    {VH_BLOCK_VIT, .uses_images = 1, .in_tower = 1},
+    {VH_BLOCK_VIT, .uses_images = 1, .in_tower = 1, .attends = 1},
     {VH_BLOCK_PROJECTOR, .uses_images = 1, .projects = 1},
     {VH_BLOCK_LLM_EMBED, .uses_rows = 1},
-    {VH_BLOCK_LLM, .uses_rows = 1, .llm_layer = 1, .has_state = 1},
+    {VH_BLOCK_LLM, .uses_rows = 1, .llm_layer = 1, .attends = 1, .has_state = 1},
     {VH_BLOCK_LLM_HEAD, .uses_rows = 1, .is_head = 1},
     {VH_BLOCK_VAE_GRU_PLANNER, .uses_rows = 1, .is_planner = 1},
 };

@@ -19,6 +19,8 @@ typedef struct vh_block_variant {
     int in_tower;                      /* a vision tower's block: vh_vit_params (tower, layer), its tokens */
     int projects;                      /* the projector: the towers' tokens to patch embeddings */
     int llm_layer;                     /* an LLM layer: vh_llm_params (layer, LoRA scale), LoRA pairs by set */
+    int attends;                       /* has attention: an LLM layer's over its KV cache, a ViT block's over
+                                          its tower's tokens */
     int has_state;                     /* keeps a KV cache (state slot) */
     int is_head;                       /* writes the batch's outputs */
     int is_planner;                    /* reads the head's hidden rows, writes the plans */

@@ -1,0 +1,167 @@
+/* backends/common: the kind table (block_variants) and the checks every executor shares
+ * (block_executor), each with the status and message the executors have always given. */
+#include <string.h>
+
+#include "block_executor.h"
+#include "block_variants.h"
+#include "test_support.h"
+
+static vh_block_params block_params = {.struct_size = sizeof(vh_block_params)};
+static vh_block_desc blocks[2];
+static vh_model_desc model;
+
+static vh_executor_params valid_params(void)
+{
+    memset(blocks, 0, sizeof blocks);
+    for (int i = 0; i < 2; i++) {
+        blocks[i].struct_size = sizeof(vh_block_desc);
+        blocks[i].kind = VH_BLOCK_LLM_EMBED;
+        blocks[i].params = &block_params;
+        blocks[i].input_slot = VH_SLOT_PATCH_EMBEDS;
+        blocks[i].output_slot = VH_SLOT_ROWS;
+    }
+    memset(&model, 0, sizeof model);
+    model.struct_size = sizeof model;
+    model.n_blocks = 2;
+    model.blocks = blocks;
+    model.n_towers = 2;
+    return (vh_executor_params){.struct_size = sizeof(vh_executor_params), .model = &model, .first_block = 0,
+                                .n_blocks = 2, .max_rows = 8, .max_sequences = 2, .max_context = 16, .max_images = 2};
+}
+
+START_TEST(variants_match_the_support_table)
+{
+    for (int i = 0; i < VH_N_BLOCK_VARIANTS; i++) {
+        ck_assert_uint_eq(vh_block_variants[i].kind, vh_block_variant_support[i].kind);
+        ck_assert_int_eq(vh_block_variant_index(vh_block_variants[i].kind), i);
+        /* a block reads images or rows, never both */
+        ck_assert_int_eq(vh_block_variants[i].uses_images + vh_block_variants[i].uses_rows, 1);
+    }
+    ck_assert_int_eq(vh_block_variant_index(9999), -1);
+}
+END_TEST
+
+START_TEST(params_read_by_kind)
+{
+    vh_vit_params vit = {.struct_size = sizeof vit, .tower = 1, .layer = 3};
+    vh_llm_params llm = {.struct_size = sizeof llm, .layer = 5, .lora_scale = 0.5f};
+    vh_block_desc d = {.struct_size = sizeof d, .params = (const vh_block_params *)&vit};
+    uint32_t tower = 0, layer = 0;
+    float scale = 0.0f;
+    vh_planner_params plan = {0};
+    vh_block_variant_read_params(&vh_block_variants[vh_block_variant_index(VH_BLOCK_VIT)], &d, &tower, &layer, &scale,
+                                 &plan);
+    ck_assert_uint_eq(tower, 1);
+    ck_assert_uint_eq(layer, 3);
+    d.params = (const vh_block_params *)&llm;
+    vh_block_variant_read_params(&vh_block_variants[vh_block_variant_index(VH_BLOCK_LLM)], &d, &tower, &layer, &scale,
+                                 &plan);
+    ck_assert_uint_eq(tower, 1); /* untouched */
+    ck_assert_uint_eq(layer, 5);
+    ck_assert_float_eq(scale, 0.5f);
+}
+END_TEST
+
+START_TEST(creation_checks)
+{
+    char err[512];
+    vh_executor_params p = valid_params(), known;
+    ck_assert_int_eq(vh_block_executor_read_params("b", &p, &known, err, sizeof err), VH_OK);
+    ck_assert_int_eq(vh_block_executor_check_params("b", &known, 1, err, sizeof err), VH_OK);
+    ck_assert_int_eq(vh_block_executor_check_blocks("b", &known, err, sizeof err), VH_OK);
+
+    vh_model_desc bigger[2]; /* a newer core's description: a tail this plugin does not know, set */
+    memset(bigger, 0, sizeof bigger);
+    memcpy(bigger, &model, sizeof model);
+    bigger[0].struct_size = sizeof model + 8;
+    ((unsigned char *)bigger)[sizeof model] = 1;
+    p.model = bigger;
+    ck_assert_int_eq(vh_block_executor_read_params("b", &p, &known, err, sizeof err), VH_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(err, "b: executor parameters or model description of a size this plugin does not know"), "%s",
+                  err);
+
+    p = valid_params();
+    p.device = 1;
+    ck_assert_int_eq(vh_block_executor_check_params("b", &p, 1, err, sizeof err), VH_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(err, "b: invalid executor parameters");
+    ck_assert_int_eq(vh_block_executor_check_params("b", &p, 2, err, sizeof err), VH_OK);
+    p.n_blocks = 3;
+    ck_assert_int_eq(vh_block_executor_check_params("b", &p, 2, err, sizeof err), VH_ERR_INVALID_ARGUMENT);
+
+    p = valid_params();
+    blocks[1].kind = 9999;
+    ck_assert_int_eq(vh_block_executor_check_blocks("b", &p, err, sizeof err), VH_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(err, "b: block 1 is of kind 9999"), "%s", err);
+}
+END_TEST
+
+START_TEST(run_checks)
+{
+    char err[512];
+    vh_executor_params p = valid_params();
+    p.first_block = 1;
+    p.n_blocks = 1;
+    vh_batch b = {.struct_size = sizeof b};
+    ck_assert_int_eq(vh_block_executor_check_run("b", &p, &b, 1, 1, err, sizeof err), VH_OK);
+    ck_assert_int_eq(vh_block_executor_check_run("b", &p, &b, 0, 2, err, sizeof err), VH_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(err, "b: blocks [0, 2) are not all in this executor's [1, 2)");
+    b.options = 1u << 30;
+    ck_assert_int_eq(vh_block_executor_check_run("b", &p, &b, 1, 1, err, sizeof err), VH_ERR_UNSUPPORTED);
+    b.options = VH_BATCH_SEGMENT_ADAPTERS;
+    ck_assert_int_eq(vh_block_executor_check_run("b", &p, &b, 1, 1, err, sizeof err), VH_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(err, "b: VH_BATCH_SEGMENT_ADAPTERS without segment_adapters");
+
+    /* images: 1 .. max_images, every tower's pixels */
+    const float plane = 0.0f;
+    const float *pixels[4] = {&plane, &plane, &plane, NULL};
+    vh_batch v = {.struct_size = sizeof v, .n_images = 3, .pixels = pixels};
+    ck_assert_int_eq(vh_block_executor_check_images("b", &p, &v, err, sizeof err), VH_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(err, "b: batch has 3 images (max 2)");
+    v.n_images = 2;
+    ck_assert_int_eq(vh_block_executor_check_images("b", &p, &v, err, sizeof err), VH_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(err, "b: pixels[3] is NULL");
+    v.n_images = 1;
+    ck_assert_int_eq(vh_block_executor_check_images("b", &p, &v, err, sizeof err), VH_OK);
+
+    /* the head: tokens (with its LM weight) or hidden rows */
+    vh_batch h = {.struct_size = sizeof h};
+    ck_assert_int_eq(vh_block_executor_check_head("b", &h, 1, err, sizeof err), VH_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(err, "b: the head needs out_tokens or hidden rows");
+    int32_t tokens[1];
+    h.out_tokens = tokens;
+    ck_assert_int_eq(vh_block_executor_check_head("b", &h, 0, err, sizeof err), VH_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(err, "b: tokens asked of a head without an LM weight");
+    ck_assert_int_eq(vh_block_executor_check_head("b", &h, 1, err, sizeof err), VH_OK);
+
+    /* LoRA sets: 0 always, 1 where held */
+    const uint8_t sets[2] = {0, 1};
+    vh_batch a = {.struct_size = sizeof a, .options = VH_BATCH_SEGMENT_ADAPTERS, .n_segments = 2,
+                  .segment_adapters = sets};
+    ck_assert_int_eq(vh_block_executor_check_adapters("b", &a, 1u, 4, 7, err, sizeof err), VH_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(err, "b: segment 1 asks for LoRA set 1, which LLM layer 4 (block 7) does not hold");
+    ck_assert_int_eq(vh_block_executor_check_adapters("b", &a, 3u, 4, 7, err, sizeof err), VH_OK);
+    a.options = 0;
+    ck_assert_int_eq(vh_block_executor_check_adapters("b", &a, 0u, 4, 7, err, sizeof err), VH_OK);
+
+    /* hidden hand-offs */
+    float rows[8];
+    ck_assert_int_eq(vh_block_executor_check_hidden("b", "read_hidden", 1, rows, 9, 8, err, sizeof err),
+                     VH_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(err, "b: read_hidden of 9 rows (max 8)");
+    ck_assert_int_eq(vh_block_executor_check_hidden("b", "bind_hidden", 0, rows, 1, 8, err, sizeof err),
+                     VH_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(vh_block_executor_check_hidden("b", "write_hidden", 1, rows, 8, 8, err, sizeof err), VH_OK);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("block_executor");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, variants_match_the_support_table);
+    tcase_add_test(tc, params_read_by_kind);
+    tcase_add_test(tc, creation_checks);
+    tcase_add_test(tc, run_checks);
+    suite_add_tcase(s, tc);
+    return vh_test_run_suite(s);
+}
