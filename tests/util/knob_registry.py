@@ -3,28 +3,28 @@ usage: knob_registry.py SOURCE_ROOT
 
 Scans the sources for reads of VH_* variables (C: getenv / secure_getenv; Python: os.environ,
 os.getenv; shell: $VH_X) and fails, one line per finding (file:line: knob: why), when
-  (a) lib/ reads a knob outside lib/util/knobs.c,
-  (b) backends/ reads one outside backends/common/backend_knobs.c,
+  (a) lib/ reads a knob outside lib/util/knobs.c (or its header),
+  (b) backends/ reads one outside backends/common/backend_knobs.c (or its header),
   (c) a knob read anywhere is missing from doc/knobs.md,
   (d) doc/knobs.md lists a knob that nothing reads,
   (e) a section named as explaining a knob (doc/knobs.md's last column, lib/util/knobs.c's table)
       does not mention it.
-In the two knob files every "VH_..." string is a knob read (they may read from a table). Elsewhere
+In the knob files every "VH_..." string is a knob read (they may read from a table). Elsewhere
 a C file that calls getenv with a computed name reads each "VH_..." string it passes to a call;
 in lib/ and backends/ such a call is itself a finding, since its names cannot be checked."""
 import os
 import re
 import sys
 
-# The one file of each part that may read its VH_* knobs.
+# The one file of each part that may read its VH_* knobs (and its header, which may hold the table).
 KNOB_FILES = {
-    "lib": "lib/util/knobs.c",
-    "backends": "backends/common/backend_knobs.c",
+    "lib": ("lib/util/knobs.c", "lib/util/knobs.h"),
+    "backends": ("backends/common/backend_knobs.c", "backends/common/backend_knobs.h"),
 }
 # Where knobs are looked for, relative to the source root.
 SCANNED = ["lib", "backends", "tools", "bench", "examples", "fuzz", "python", "scripts", "tests", ".ci"]
 DOC = "doc/knobs.md"
-CORE_TABLE = KNOB_FILES["lib"]
+CORE_TABLE = KNOB_FILES["lib"][0]
 
 C_EXTENSIONS = (".c", ".h", ".cu", ".cuh", ".cc", ".cpp", ".hpp")
 STRING = r'"(?:[^"\\\n]|\\.)*"'
@@ -68,7 +68,7 @@ def c_reads(rel, text):
     reads = [(line_of(code, m.start()), m.group(1))
              for m in re.finditer(r'\b(?:secure_)?getenv\s*\(\s*"(VH_\w+)"', code)]
     computed = [line_of(code, m.start()) for m in re.finditer(r'\b(?:secure_)?getenv\s*\(\s*(?!")', code)]
-    if rel in KNOB_FILES.values():
+    if any(rel in files for files in KNOB_FILES.values()):
         reads += [(line_of(code, m.start()), m.group(1)) for m in re.finditer(r'"(VH_[A-Z0-9_]+)', code)]
     elif computed:
         reads += [(line_of(code, m.start()), m.group(2))
@@ -118,12 +118,12 @@ def scan(root):
                     continue
                 reads += [(rel, line, knob) for line, knob in found]
                 part = rel.split(os.sep)[0]
-                if part in KNOB_FILES and rel != KNOB_FILES[part]:
-                    rule = "(a)" if part == "lib" else "(b)"
-                    findings += ["%s:%d: %s: %s read outside %s" % (rel, line, knob, rule, KNOB_FILES[part])
+                if part in KNOB_FILES and rel not in KNOB_FILES[part]:
+                    rule, allowed = "(a)" if part == "lib" else "(b)", KNOB_FILES[part][0]
+                    findings += ["%s:%d: %s: %s read outside %s" % (rel, line, knob, rule, allowed)
                                  for line, knob in found]
-                    findings += ["%s:%d: -: %s getenv with a computed name outside %s" % (rel, line, rule,
-                                 KNOB_FILES[part]) for line in computed]
+                    findings += ["%s:%d: -: %s getenv with a computed name outside %s" % (rel, line, rule, allowed)
+                                 for line in computed]
     return reads, findings
 
 
