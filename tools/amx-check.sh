@@ -6,7 +6,7 @@
 # synthetic checkpoints, the own GEMM and VH_CPU_AMX_GEMM=onednn, VH_CPU_PROFILE=1) and the vision
 # towers (full-size towers, 2 LLM layers); tools/pipeline-pays.sh (cuda + cpu_amx, N = 2, 4, 8, 16
 # CPU blocks, serial / pipelined / packed); N = 16 pipelined and serial again, pipelined first.
-# Built elsewhere into build-gpu (lib/, backends/{cuda,cpu_amx}/, tools/, tests/), with .devlibs
+# Built elsewhere into build-gpu (lib/, backends/{cuda,cpu_amx}/, bench/, tools/, tests/), with .devlibs
 # holding the Debian libraries (../shared/tools/devlibs.sh). Run from the source root:
 #   OUT=/tmp/out sh tools/amx-check.sh
 set -u
@@ -22,7 +22,7 @@ echo "== machine $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2) $(nproc) C
   $B/tools/vh-synth-checkpoint --out /tmp/synth-2v --tokenizer models/openvla-tiny/tokenizer.model --llm-layers 2 --no-sync > /dev/null 2>&1 || echo "synth 2v failed"
   $B/tools/vh-synth-checkpoint --out /tmp/openvla-7b-synth --tokenizer models/openvla-tiny/tokenizer.model --no-sync > /dev/null 2>&1 || echo "synth 7b failed" ) &
 for t in test_bf16_gemm test_avx512_attention test_amx_fixtures; do timeout 100 $B/tests/$t > /tmp/$t.log 2>&1; echo "$t rc=$? $(grep Checks /tmp/$t.log | tail -1)"; done
-echo "== bench_bf16_gemm $(el)"; timeout 100 $B/backends/cpu_amx/bench_bf16_gemm --threads 16 --rows 1,8,276 > $OUT/bench_bf16_gemm.txt 2>&1; grep -A12 "^(c)" $OUT/bench_bf16_gemm.txt; grep -A8 "^summary" $OUT/bench_bf16_gemm.txt; grep -i "DRAM read" $OUT/bench_bf16_gemm.txt | head -2
+echo "== bench_bf16_gemm $(el)"; timeout 100 $B/bench/bench_bf16_gemm --threads 16 --rows 1,8,276 > $OUT/bench_bf16_gemm.txt 2>&1; grep -A12 "^(c)" $OUT/bench_bf16_gemm.txt; grep -A8 "^summary" $OUT/bench_bf16_gemm.txt; grep -i "DRAM read" $OUT/bench_bf16_gemm.txt | head -2
 echo "== torch $(el)"; timeout 150 python3 tools/bench_torch_cpu.py --threads 16 --json $OUT/torch.json > /tmp/torch.log 2>&1; cat $OUT/torch.json; echo
 wait; echo "== synth done $(el)"
 for g in own onednn; do for n in 2 6 2v; do

@@ -19,9 +19,9 @@ step() { echo "== $*"; }
 
 step cpu; grep -m1 "model name" /proc/cpuinfo; nproc; grep -o -m1 "amx_bf16" /proc/cpuinfo
 step amx-fixtures; "$BUILD/tests/test_amx_fixtures" > "$OUT/amx-fixtures.log" 2>&1; echo "rc=$?"; grep -E "runs|Checks|:F:|:E:" "$OUT/amx-fixtures.log" | grep -v "not compared" | head
-step bench-amx; "$BUILD/backends/cpu_amx/bench_amx" --threads $T > "$OUT/bench-amx.txt" 2>&1; echo "rc=$?"; cat "$OUT/bench-amx.txt"
-step bench-kernels; "$BUILD/backends/cpu_kernels/bench_kernels" --threads $T --section block > "$OUT/bench-block.txt" 2>&1; tail -n 6 "$OUT/bench-block.txt"
-"$BUILD/backends/cpu_kernels/bench_kernels" --threads $T --section bandwidth 2>&1 | tail -n 2
+step bench-amx; "$BUILD/bench/bench_amx" --threads $T > "$OUT/bench-amx.txt" 2>&1; echo "rc=$?"; cat "$OUT/bench-amx.txt"
+step bench-kernels; "$BUILD/bench/bench_kernels" --threads $T --section block > "$OUT/bench-block.txt" 2>&1; tail -n 6 "$OUT/bench-block.txt"
+"$BUILD/bench/bench_kernels" --threads $T --section bandwidth 2>&1 | tail -n 2
 step synth
 for n in 2 6; do "$BUILD/tools/vh-synth-checkpoint" --out /tmp/synth-$n --tokenizer models/openvla-tiny/tokenizer.model --llm-layers $n --vision tiny --no-sync > /dev/null 2>&1 || echo "synth $n failed"; done
 for be in cpu_amx cpu_generic; do

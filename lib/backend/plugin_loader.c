@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/knobs.h"
+
 #define PLUGIN_PREFIX "vh_backend_"
 #define PLUGIN_SUFFIX ".so"
 #define MAX_SEARCH_DIRS 32
@@ -52,7 +54,7 @@ static vh_status make_search_path(const char *explicit_path, search_path *sp, vh
 {
     memset(sp, 0, sizeof *sp);
     if (explicit_path && is_dir(explicit_path)) sp->dirs[sp->n_dirs++] = explicit_path;
-    const char *env = secure_getenv("VH_BACKEND_PATH");
+    const char *env = vh_knob_backend_path();
     if (env && *env) {
         sp->env_copy = strdup(env);
         if (!sp->env_copy) return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory");

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "util/clock.h"
+#include "util/knobs.h"
 #include "util/log.h"
 
 #define CACHE_FILE "split-costs-v1.tsv"
@@ -113,7 +114,7 @@ static vh_status time_vision(probe *p, const vh_model *model, double *vision_ns,
 
 static int cache_path(char *path, size_t size)
 {
-    const char *dir = secure_getenv("VH_CACHE_DIR");
+    const char *dir = vh_knob_cache_dir();
     if (dir && !strcmp(dir, "off")) return 0;
     if (dir && *dir) return snprintf(path, size, "%s/%s", dir, CACHE_FILE) < (int)size;
     const char *xdg = secure_getenv("XDG_CACHE_HOME"), *home = secure_getenv("HOME");

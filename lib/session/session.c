@@ -24,6 +24,7 @@
 #include "session/session_access.h"
 #include "util/clock.h"
 #include "util/cpu_list.h"
+#include "util/knobs.h"
 #include "util/log.h"
 #include "util/thread_start.h"
 #include "util/trace.h"
@@ -231,7 +232,7 @@ static vh_status load_session(vh_session *s, const vh_session_params *p, vh_erro
         return vh_error_set(err, VH_ERR_INTERNAL, "the model's frames have %u segments (at most %d)", segments,
                             VH_MAX_FRAME_SEGMENTS);
 
-    const char *trace_path = p->trace_path ? p->trace_path : secure_getenv("VH_TRACE");
+    const char *trace_path = p->trace_path ? p->trace_path : vh_knob_trace_path();
     if (trace_path && *trace_path && (st = vh_trace_open(trace_path, &s->trace, err))) return st;
 
     const uint32_t n_backends = count_backends(p->backends);

@@ -1,6 +1,6 @@
 /* bench_resize: milliseconds per vh_resize_bicubic_rgb8 call for camera-frame sizes, on one core.
  *
- *   ninja -C build tests/image/bench_resize && build/tests/image/bench_resize [iterations]
+ *   ninja -C build bench/bench_resize && build/bench/bench_resize [iterations]
  *
  * Sources are seeded pseudo-random RGB8 (the cost does not depend on pixel values). Each case runs
  * with every code path this CPU has (vh_resize_code) and prints the best and the median time of
