@@ -11,6 +11,7 @@
 #include "family/minddrive/minddrive_model.h"
 #include "family/minddrive/minddrive_prompt.h"
 #include "pipeline/frame_job.h"
+#include "util/knobs.h"
 
 /* what every pass asks of the backends: the rounds' vision rows given, hidden rows out, each
  * segment's LoRA set, the planners on the action round only */
@@ -162,12 +163,10 @@ static vh_status program_create(const vh_model *m, const vh_session_params *para
     p->mm = vh_minddrive_model_of(m);
     p->config = &p->mm->config;
     p->seed = params->seed;
-    const char *rounds = secure_getenv("VH_MINDDRIVE_ROUNDS");
-    p->sequential = rounds && !strcmp(rounds, "sequential");
-    if (rounds && *rounds && !p->sequential && strcmp(rounds, "packed")) {
+    vh_status rounds_st = vh_knob_minddrive_sequential(&p->sequential, err);
+    if (rounds_st) {
         free(p);
-        return vh_error_set(err, VH_ERR_INVALID_ARGUMENT, "VH_MINDDRIVE_ROUNDS='%.32s': 'packed' (the default: both "
-                            "rounds as two segments of one pass) or 'sequential' (two passes)", rounds);
+        return rounds_st;
     }
     if (p->sequential && params->execution_mode == VH_EXECUTION_PACKED) {
         free(p);
