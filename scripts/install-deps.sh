@@ -4,11 +4,12 @@
 #   scripts/install-deps.sh demo    only what scripts/demo.sh builds and runs (the library, the CPU
 #                                   plugins and the tools): no test framework, no PyTorch, no ABI tools
 #   scripts/install-deps.sh PROFILE --print    the packages of that profile, one a line; installs nothing
+# (python3-numpy in both: the build derives the bundled model's weights, tests/fixtures/derive_fixtures.py)
 set -eu
-demo="build-essential meson ninja-build pkg-config libjansson-dev libopenblas-dev libdnnl-dev libhwloc-dev libpng-dev libjpeg-dev"
+demo="build-essential meson ninja-build pkg-config python3-numpy libjansson-dev libopenblas-dev libdnnl-dev libhwloc-dev libpng-dev libjpeg-dev"
 case "${1:-all}" in
   demo) packages=$demo ;;
-  all) packages="$demo check abigail-tools cmake python3-torch python3-numpy libwebsockets-dev libmsgpack-dev python3-websockets python3-msgpack python3-pil" ;;
+  all) packages="$demo check abigail-tools cmake python3-torch libwebsockets-dev libmsgpack-dev python3-websockets python3-msgpack python3-pil" ;;
   *) echo "usage: $0 [demo|all]" >&2; exit 2 ;;
 esac
 if [ "${2:-}" = --print ]; then printf '%s\n' $packages; exit 0; fi

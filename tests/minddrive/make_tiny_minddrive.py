@@ -40,9 +40,10 @@ import shutil
 import sys
 
 import numpy as np
-import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests", "fixtures"))
+import tiny_weights as tw  # noqa: E402  (the seeded stream and the planner, shared with Orion's)
 TOKENIZER_SRC = os.environ.get("MINDDRIVE_TOKENIZER_JSON", os.path.join(
     ROOT, "tests", "fixtures", "tokenizer", "tokenizer_json", "qwen2-style.tokenizer.json"))
 
@@ -74,29 +75,10 @@ def tokenizer_length(tok):
     return len(names)
 
 
-class Maker:
-    def __init__(self, seed):
-        self.rng = np.random.Generator(np.random.PCG64(seed))
-        self.sd = {}
-
-    def add(self, name, shape, std=0.02, mean=0.0):
-        a = self.rng.standard_normal(shape, dtype=np.float32) * np.float32(std) + np.float32(mean)
-        self.sd[name] = torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))
-
-    def linear(self, name, out_f, in_f, bias=True):
-        self.add(name + ".weight", (out_f, in_f), 1.0 / np.sqrt(in_f))
-        if bias:
-            self.add(name + ".bias", (out_f,), 0.1)
-
-    def conv1d(self, name, out_c, in_c):
-        self.add(name + ".weight", (out_c, in_c, 1), 1.0 / np.sqrt(in_c))
-        self.add(name + ".bias", (out_c,), 0.1)
-
-
 def llm_weights(m, rows, base_len):
     h = HIDDEN
     q_out, kv_out = HEADS * HEAD_DIM, KV_HEADS * HEAD_DIM
-    embed = torch.from_numpy(m.rng.standard_normal((rows, h), dtype=np.float32) * np.float32(0.05))
+    embed = m.wrap(m.rng.standard_normal((rows, h), dtype=np.float32) * np.float32(0.05))
     m.sd[LLM + "model.embed_tokens.weight"] = embed
     for i in range(LAYERS):
         p = LLM + "model.layers.%d." % i
@@ -118,32 +100,7 @@ def llm_weights(m, rows, base_len):
     m.add(LLM + "model.norm.weight", (h,), 0.1, 1.0)
     m.sd[LLM + "lm_head.weight"] = embed                 # tie_word_embeddings: one tensor
     # llava_qwen.py: register_buffer("weighted_mask", ones(tokenizer_vocab_size + 14))
-    m.sd[LLM + "weighted_mask"] = torch.ones(base_len + 14)
-
-
-def distribution(m, prefix, in_c):
-    comp = in_c // 2                                      # DistributionModule.compress_dim
-    m.conv1d(prefix + ".encoder.conv1", 2 * in_c, in_c)
-    m.conv1d(prefix + ".encoder.conv2", 2 * in_c, 2 * in_c)
-    m.conv1d(prefix + ".encoder.conv3", comp, 2 * in_c)
-    m.conv1d(prefix + ".last_conv.1", 2 * LATENT, comp)
-
-
-def planner_weights(m, pre, modes, future_extra):
-    h, g = HIDDEN, HIDDEN // GRU_LAYERS
-    distribution(m, pre + "present_distribution", h)
-    distribution(m, pre + "future_distribution", h + future_extra)     # training only
-    for k in range(GRU_LAYERS):
-        m.add(pre + "predict_model.gru.weight_ih_l%d" % k, (3 * g, LATENT if k == 0 else g), 1 / np.sqrt(g))
-        m.add(pre + "predict_model.gru.weight_hh_l%d" % k, (3 * g, g), 1 / np.sqrt(g))
-        m.add(pre + "predict_model.gru.bias_ih_l%d" % k, (3 * g,), 0.1)
-        m.add(pre + "predict_model.gru.bias_hh_l%d" % k, (3 * g,), 0.1)
-    m.linear(pre + "predict_model.linear1", 2 * g, g)
-    m.linear(pre + "predict_model.linear2", 4 * g, 2 * g)
-    m.linear(pre + "predict_model.linear3", h, 4 * g)
-    m.linear(pre + "ego_fut_decoder.0", 2 * h, 2 * h)
-    m.linear(pre + "ego_fut_decoder.2", 2 * h, 2 * h)
-    m.linear(pre + "ego_fut_decoder.4", 2 * modes, 2 * h)
+    m.sd[LLM + "weighted_mask"] = m.wrap(np.ones(base_len + 14, dtype=np.float32))
 
 
 def front_end_weights(m):
@@ -159,7 +116,7 @@ def front_end_weights(m):
     m.add("query_pos.0.weight", (d, 396))
     m.add("map_head.query_embedding.weight", (NUM_EXTRA, d))
     m.linear("map_head.output_projection", HIDDEN, d)
-    m.sd["position_range"] = torch.tensor([-61.2, -61.2, -10.0, 61.2, 61.2, 10.0])
+    m.sd["position_range"] = m.wrap(np.array([-61.2, -61.2, -10.0, 61.2, 61.2, 10.0], dtype=np.float32))
     m.add("position_encoder.0.weight", (4 * d, 192))
 
 
@@ -316,25 +273,31 @@ def write_json(path, obj):
         f.write("\n")
 
 
+def state_dict(seed, tok, wrap=lambda a: a):
+    """The checkpoint's state dict for the tokenizer.json `tok`, float32 numpy arrays (or what
+    `wrap` makes of them)."""
+    base_len = tokenizer_length(tok)
+    m = tw.SequentialMaker(seed, wrap)
+    front_end_weights(m)
+    llm_weights(m, base_len + N_ADDED, base_len)
+    value_net_weights(m)
+    tw.vae_gru_planner(m, "", HIDDEN, SPEED_MODES, 12, LATENT, GRU_LAYERS)
+    tw.vae_gru_planner(m, "pw_", HIDDEN, PATH_MODES, 40, LATENT, GRU_LAYERS)
+    # mmcv save_checkpoint: the speed planner's modules come before the path planner's.
+    order = [k for k in m.sd if not k.startswith("pw_")] + [k for k in m.sd if k.startswith("pw_")]
+    return {k: m.sd[k] for k in order}
+
+
 def make(out, seed=20250301):
+    import torch
     with open(TOKENIZER_SRC, encoding="utf-8") as f:
         tok = json.load(f)
     base_len = tokenizer_length(tok)
-    rows = base_len + N_ADDED
     eos = next(t["id"] for t in tok["added_tokens"] if t["content"] == "<|endoftext|>")
 
     os.makedirs(out, exist_ok=True)
-    m = Maker(seed)
-    front_end_weights(m)
-    llm_weights(m, rows, base_len)
-    value_net_weights(m)
-    planner_weights(m, "", SPEED_MODES, 12)
-    planner_weights(m, "pw_", PATH_MODES, 40)
-    # mmcv save_checkpoint: the speed planner's modules come before the path planner's.
-    order = [k for k in m.sd if not k.startswith("pw_")] + [k for k in m.sd if k.startswith("pw_")]
-    sd = {k: m.sd[k] for k in order}
     ckpt = {"meta": {"mmcv_version": "1.7.0", "time": "Thu Jan  1 00:00:00 2026", "epoch": 1,
-                     "iter": 6000}, "state_dict": sd}
+                     "iter": 6000}, "state_dict": state_dict(seed, tok, torch.from_numpy)}
     torch.save(ckpt, os.path.join(out, "minddrive_rltrain.pth"))
 
     llm_dir = os.path.join(out, "llava-qwen2-0.5b")

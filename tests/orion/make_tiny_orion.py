@@ -33,7 +33,9 @@ import shutil
 import sys
 
 import numpy as np
-import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures"))
+import tiny_weights as tw  # noqa: E402  (the seeded stream and the planner, shared with MindDrive's)
 
 # The Llama-2 sentencepiece model (md5 eeec4125e9c7560836b4873b6f8e3025, 32000 pieces).
 TOKENIZER_SRC = os.environ.get("ORION_TOKENIZER_MODEL", os.path.join(
@@ -57,31 +59,11 @@ NUM_MEMORY = 16
 LLM = "lm_head.base_model.model."
 
 
-class Maker:
-    def __init__(self, seed):
-        self.rng = np.random.Generator(np.random.PCG64(seed))
-        self.sd = {}
-
-    def add(self, name, shape, std=0.02, mean=0.0):
-        a = self.rng.standard_normal(shape, dtype=np.float32) * np.float32(std) + np.float32(mean)
-        self.sd[name] = torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))
-
-    def linear(self, name, out_f, in_f, bias=True, std=None):
-        self.add(name + ".weight", (out_f, in_f), std or 1.0 / np.sqrt(in_f))
-        if bias:
-            self.add(name + ".bias", (out_f,), 0.1)
-
-    def conv1d(self, name, out_c, in_c):
-        self.add(name + ".weight", (out_c, in_c, 1), 1.0 / np.sqrt(in_c))
-        self.add(name + ".bias", (out_c,), 0.1)
-
-
 def llm_weights(m):
     h, q = HIDDEN, HIDDEN
     # embed_tokens and lm_head: one storage, lm_head starts one row later.
-    table = m.rng.standard_normal((VOCAB_ROWS + 1) * h, dtype=np.float32) * np.float32(0.02)
-    storage = torch.from_numpy(table)
-    m.sd[LLM + "model.embed_tokens.weight"] = storage[: VOCAB_ROWS * h].view(VOCAB_ROWS, h)
+    storage = m.wrap(m.rng.standard_normal((VOCAB_ROWS + 1) * h, dtype=np.float32) * np.float32(0.02))
+    m.sd[LLM + "model.embed_tokens.weight"] = storage[: VOCAB_ROWS * h].reshape(VOCAB_ROWS, h)
     for i in range(LAYERS):
         p = LLM + "model.layers.%d." % i
         for proj in ("q_proj", "k_proj", "v_proj", "o_proj"):
@@ -94,36 +76,11 @@ def llm_weights(m):
         m.add(p + "input_layernorm.weight", (h,), 0.1, 1.0)
         m.add(p + "post_attention_layernorm.weight", (h,), 0.1, 1.0)
     m.add(LLM + "model.norm.weight", (h,), 0.1, 1.0)
-    m.sd[LLM + "lm_head.weight"] = storage[h: (VOCAB_ROWS + 1) * h].view(VOCAB_ROWS, h)
+    m.sd[LLM + "lm_head.weight"] = storage[h: (VOCAB_ROWS + 1) * h].reshape(VOCAB_ROWS, h)
     # llava_llama.py: LlavaLlamaForCausalLM(use_gen_token=True) registers the training loss's
     # register_buffer("weighted_mask", ones(config.vocab_size + 1)) (its number tokens set to 1.0),
     # so the peft-wrapped model's state dict holds it: a buffer, no weight.
-    m.sd[LLM + "weighted_mask"] = torch.ones(BASE_VOCAB + 1)
-
-
-def distribution(m, prefix, in_c):
-    comp = in_c // 2                                    # DistributionModule.compress_dim
-    m.conv1d(prefix + ".encoder.conv1", 2 * in_c, in_c)
-    m.conv1d(prefix + ".encoder.conv2", 2 * in_c, 2 * in_c)
-    m.conv1d(prefix + ".encoder.conv3", comp, 2 * in_c)
-    m.conv1d(prefix + ".last_conv.1", 2 * LATENT, comp)
-
-
-def planner_weights(m):
-    h, g = HIDDEN, HIDDEN // GRU_LAYERS
-    distribution(m, "present_distribution", h)
-    distribution(m, "future_distribution", h + 12)       # training only, must be skipped
-    for k in range(GRU_LAYERS):
-        m.add("predict_model.gru.weight_ih_l%d" % k, (3 * g, LATENT if k == 0 else g), 1 / np.sqrt(g))
-        m.add("predict_model.gru.weight_hh_l%d" % k, (3 * g, g), 1 / np.sqrt(g))
-        m.add("predict_model.gru.bias_ih_l%d" % k, (3 * g,), 0.1)
-        m.add("predict_model.gru.bias_hh_l%d" % k, (3 * g,), 0.1)
-    m.linear("predict_model.linear1", 2 * g, g)
-    m.linear("predict_model.linear2", 4 * g, 2 * g)
-    m.linear("predict_model.linear3", h, 4 * g)
-    m.linear("ego_fut_decoder.0", 2 * h, 2 * h)
-    m.linear("ego_fut_decoder.2", 2 * h, 2 * h)
-    m.linear("ego_fut_decoder.4", 2 * EGO_FUT_MODE, 2 * h)
+    m.sd[LLM + "weighted_mask"] = m.wrap(np.ones(BASE_VOCAB + 1, dtype=np.float32))
 
 
 def front_end_weights(m):
@@ -252,13 +209,19 @@ data = dict(samples_per_gpu=batch_size, workers_per_gpu=4)
 '''
 
 
-def make(out, seed=20250101):
-    os.makedirs(out, exist_ok=True)
-    m = Maker(seed)
+def state_dict(seed, wrap=lambda a: a):
+    """The checkpoint's state dict, float32 numpy arrays (or what `wrap` makes of them)."""
+    m = tw.SequentialMaker(seed, wrap)
     llm_weights(m)
-    planner_weights(m)
+    tw.vae_gru_planner(m, "", HIDDEN, EGO_FUT_MODE, 12, LATENT, GRU_LAYERS)  # future_distribution: in H + 12
     front_end_weights(m)
-    ckpt = {"meta": {"mmcv_version": "1.7.0", "epoch": 6, "iter": 0}, "state_dict": m.sd}
+    return m.sd
+
+
+def make(out, seed=20250101):
+    import torch
+    os.makedirs(out, exist_ok=True)
+    ckpt = {"meta": {"mmcv_version": "1.7.0", "epoch": 6, "iter": 0}, "state_dict": state_dict(seed, torch.from_numpy)}
     torch.save(ckpt, os.path.join(out, "Orion.pth"))
 
     llm_dir = os.path.join(out, "pretrain_qformer")

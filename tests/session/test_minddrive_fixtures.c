@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "family/driving/driving_noise.h"
+#include "driving_fixture_harness.h"
 #include "family/minddrive/minddrive_family.h"
 #include "model/model.h"
 #include "pipeline/frame_runner.h"
@@ -40,75 +40,26 @@
 #endif
 #define MODES_TOL (MD_TOL < 1e-3 ? 1e-5f : (float)MD_TOL)
 
-#define N_SETS 4
 #define LATENT 32
 #define SPEEDS 7
 #define SPEED_STEPS 6
 #define PATH_MODES 6
 #define PATH_STEPS 20
 
-typedef struct fixture {
-    json_t *root;
-    float *tokens[N_SETS];             /* [529 x H] each */
-    uint32_t hidden, n_tokens;
-    char *model_dir;
-} fixture;
+typedef driving_fixture fixture;
 
 static double dbl(const json_t *v) { return json_number_value(v); }
 static const json_t *get(const json_t *o, const char *k) { return json_object_get(o, k); }
-
-static void load_fixture(fixture *f)
-{
-    memset(f, 0, sizeof *f);
-    char *path = vh_test_fixture_path("minddrive/cases.json");
-    json_error_t jerr;
-    f->root = json_load_file(path, 0, &jerr);
-    ck_assert_msg(f->root, "%s: %s", path, jerr.text);
-    free(path);
-    f->hidden = (uint32_t)json_integer_value(get(f->root, "hidden"));
-    f->n_tokens = (uint32_t)json_integer_value(get(f->root, "n_vision_tokens"));
-    for (int k = 0; k < N_SETS; k++) {
-        char name[64];
-        snprintf(name, sizeof name, "minddrive/tokens_%d.f32", k);
-        path = vh_test_fixture_path(name);
-        size_t size = 0;
-        f->tokens[k] = (float *)vh_test_read_file(path, &size);
-        ck_assert_msg(f->tokens[k] && size == sizeof(float) * f->n_tokens * f->hidden, "%s", path);
-        free(path);
-    }
-    f->model_dir = vh_test_fixture_path("minddrive/model");
-}
-
-static void free_fixture(fixture *f)
-{
-    for (int k = 0; k < N_SETS; k++) free(f->tokens[k]);
-    json_decref(f->root);
-    free(f->model_dir);
-}
-
-static const json_t *cases(const fixture *f) { return get(f->root, "cases"); }
-static const char *case_name(const json_t *c) { return json_string_value(get(c, "name")); }
-
-static void floats_of(const json_t *array, float *out, size_t n)
-{
-    ck_assert_uint_eq(json_array_size(array), n);
-    for (size_t i = 0; i < n; i++) out[i] = (float)dbl(json_array_get(array, i));
-}
+static void load_fixture(fixture *f) { driving_fixture_load(f, "minddrive"); }
+static const json_t *cases(const fixture *f) { return driving_fixture_cases(f); }
+static const char *case_name(const json_t *c) { return driving_case_name(c); }
 
 /* A planner's every-mode trajectories from its reference per-step offsets, summed in float64. */
 static void reference_modes(const json_t *planner, double *modes, uint32_t M, uint32_t T)
 {
     const json_t *preds = get(planner, "preds");
     ck_assert_uint_eq(json_array_size(preds), (size_t)M * T * 2);
-    for (uint32_t m = 0; m < M; m++) {
-        double x = 0, y = 0;
-        for (uint32_t t = 0; t < T; t++) {
-            x += dbl(json_array_get(preds, (m * T + t) * 2));
-            y += dbl(json_array_get(preds, (m * T + t) * 2 + 1));
-            modes[(m * T + t) * 2] = x;
-            modes[(m * T + t) * 2 + 1] = y;
-        }
-    }
+    driving_reference_modes(preds, modes, M, T);
 }
 
 static void check_extra(const vh_action *a, const char *extra, const json_t *want, uint32_t n, double tol,
@@ -215,15 +166,28 @@ START_TEST(test_prompt_ids)
     ck_assert_uint_eq(shape.segments_per_frame, 2);
     vh_family_minddrive.program_free(prog);
     vh_model_free(m);
-    free_fixture(&f);
+    driving_fixture_free(&f);
 }
 END_TEST
 
 static void eps_of(const json_t *c, float *eps)
 {
-    floats_of(get(c, "eps_speed"), eps, LATENT);
-    floats_of(get(c, "eps_path"), eps + LATENT, LATENT);
+    driving_floats_of(get(c, "eps_speed"), eps, LATENT);
+    driving_floats_of(get(c, "eps_path"), eps + LATENT, LATENT);
 }
+
+/* the path and the decision compared across modes */
+static void keep_path_and_decision(const vh_action *a, float *kept)
+{
+    memcpy(kept, a->trajectory, sizeof(float) * 2 * PATH_STEPS);
+    kept[2 * PATH_STEPS] = (float)a->values[0];
+}
+
+/* MindDrive's part of the session runs: both planners' noise (speed's, then path's). */
+static const driving_fixture_model minddrive = {
+    .n_noise = 2 * LATENT, .n_trajectory = 2 * PATH_STEPS, .n_kept = 2 * PATH_STEPS + 1,
+    .noise_of = eps_of, .check = check_action_tol, .keep = keep_path_and_decision,
+};
 
 /* The frame runner, one case at a time: the hidden rows too. */
 START_TEST(test_cases_one_by_one)
@@ -253,11 +217,8 @@ START_TEST(test_cases_one_by_one)
         vh_frame_input in = {.vision_tokens = f.tokens[k], .n_vision_tokens = f.n_tokens,
                              .vision_token_width = f.hidden, .noise = eps, .n_noise = 2 * LATENT,
                              .command = (int32_t)json_integer_value(get(c, "command"))};
-        ck_assert_msg(vh_frame_job_prepare(&runner.job, i, &in, &err) == VH_OK, "%s", err.message);
-        do {
-            for (uint32_t s = 0; s < plan.n_stages; s++)
-                ck_assert_msg(vh_frame_job_run_stage(&runner.job, s, &err) == VH_OK, "%s", err.message);
-        } while (vh_frame_job_advance(&runner.job));
+        vh_action a;
+        driving_run_frame(&runner, &plan, i, &in, &a);
         const float *hidden = vh_minddrive_job_hidden(&runner.job);
         static const char *const rows[4] = {"decision_feature", "decision_feature", "speed_feature", "path_feature"};
         for (int r = 0; r < 4; r++) {
@@ -265,19 +226,6 @@ START_TEST(test_cases_one_by_one)
             ck_assert_msg(e <= MD_TOL, "%s: %s off by %g", case_name(c), rows[r], e);
             if (e > worst) worst = e;
         }
-        vh_frame_result r;
-        vh_frame_job_result(&runner.job, &r);
-        vh_action a;
-        vh_action_init(&a);
-        a.status = VH_OK;
-        a.kind = r.kind;
-        a.action_dim = r.action_dim;
-        memcpy(a.values, r.values, sizeof a.values);
-        a.n_points = r.n_points;
-        memcpy(a.trajectory, r.trajectory, sizeof a.trajectory);
-        a.n_extras = r.n_extras;
-        memcpy(a.extra_info, r.extra_info, sizeof a.extra_info);
-        memcpy(a.extras, r.extras, sizeof a.extras);
         check_action(c, &a, "runner");
     }
     printf("minddrive: %zu cases, hidden rows within %.2g of the reference\n", json_array_size(cases(&f)), worst);
@@ -285,83 +233,16 @@ START_TEST(test_cases_one_by_one)
     vh_plan_destroy(&plan);
     vh_family_minddrive.program_free(prog);
     vh_model_free(m);
-    free_fixture(&f);
+    driving_fixture_free(&f);
 }
 END_TEST
-
-static vh_session *open_session(const fixture *f, const char *backends, vh_execution_mode mode, int32_t split)
-{
-    vh_session_params p;
-    vh_session_params_init(&p);
-    p.model_path = f->model_dir;
-    p.backends = backends;
-    p.execution_mode = mode;
-    p.llm_split = split;
-    p.queue_policy = VH_QUEUE_BLOCK;
-    p.queue_capacity = 64;
-    p.n_threads = 2;
-    vh_session *s = NULL;
-    ck_assert_msg(vh_session_create(&p, &s) == VH_OK, "%s", vh_last_error());
-    return s;
-}
-
-static void frame_of_case(const fixture *f, const json_t *c, float *eps, vh_frame *fr)
-{
-    vh_frame_init(fr);
-    eps_of(c, eps);
-    const int k = (int)json_integer_value(get(c, "token_set"));
-    fr->vision_tokens = f->tokens[k];
-    fr->n_vision_tokens = f->n_tokens;
-    fr->vision_token_width = f->hidden;
-    fr->command = (int32_t)json_integer_value(get(c, "command"));
-    fr->noise = eps;
-    fr->n_noise = 2 * LATENT;
-}
-
-/* Every case through a session, all submitted at once; the path and the decision of each kept. */
-static void run_session(const fixture *f, const char *backends, vh_execution_mode mode, int32_t split,
-                        float (*paths)[2 * PATH_STEPS + 1])
-{
-    vh_session *s = open_session(f, backends, mode, split);
-    size_t i;
-    const json_t *c;
-    json_array_foreach(cases(f), i, c) {
-        vh_frame fr;
-        float eps[2 * LATENT];
-        frame_of_case(f, c, eps, &fr);
-        fr.tag = i;
-        ck_assert_msg(vh_submit_frame(s, &fr, NULL) == VH_OK, "%s", vh_session_last_error(s));
-    }
-    for (i = 0; i < json_array_size(cases(f)); i++) {
-        vh_action a;
-        vh_action_init(&a);
-        ck_assert_int_eq(vh_poll_action(s, &a, -1), VH_OK);
-        ck_assert_uint_eq(a.tag, i);
-        check_action_tol(json_array_get(cases(f), i), &a, backends, strchr(backends, ',') ? MD_TWO_STAGE_TOL : MD_TOL);
-        memcpy(paths[i], a.trajectory, sizeof(float) * 2 * PATH_STEPS);
-        paths[i][2 * PATH_STEPS] = (float)a.values[0];
-    }
-    vh_session_destroy(s);
-}
 
 START_TEST(test_session_serial_pipeline_packed)
 {
     fixture f;
     load_fixture(&f);
-    const size_t n = json_array_size(cases(&f));
-    float (*serial)[2 * PATH_STEPS + 1] = calloc(n, sizeof *serial), (*other)[2 * PATH_STEPS + 1] = calloc(n, sizeof *other);
-    run_session(&f, MD_BACKEND, VH_EXECUTION_SERIAL, -1, serial);
-    run_session(&f, MD_TWO_STAGES, VH_EXECUTION_PIPELINE, 1, other);
-    if (MD_EXACT_MODES) ck_assert_msg(!memcmp(serial, other, n * sizeof *serial), "pipelined differs from serial");
-    run_session(&f, MD_BACKEND, VH_EXECUTION_PACKED, -1, other);
-    for (size_t i = 0; i < n; i++) /* a packed pass computes the same rows in a larger batch */
-        for (int k = 0; k <= 2 * PATH_STEPS; k++)
-            ck_assert_msg(fabsf(serial[i][k] - other[i][k]) <= MODES_TOL * (1 + fabsf(serial[i][k])), "packed case %zu",
-                          i);
-    run_session(&f, MD_TWO_STAGES, VH_EXECUTION_PACKED, 1, other);
-    free(serial);
-    free(other);
-    free_fixture(&f);
+    driving_check_modes(&f, &minddrive, MD_BACKEND, MD_TWO_STAGES, MD_TOL, MD_TWO_STAGE_TOL, MD_EXACT_MODES, MODES_TOL);
+    driving_fixture_free(&f);
 }
 END_TEST
 
@@ -372,10 +253,10 @@ START_TEST(test_sequential_rounds)
     fixture f;
     load_fixture(&f);
     const size_t n = json_array_size(cases(&f));
-    float (*paths)[2 * PATH_STEPS + 1] = calloc(n, sizeof *paths);
+    float *paths = calloc(n * minddrive.n_kept, sizeof *paths);
     setenv("VH_MINDDRIVE_ROUNDS", "sequential", 1);
-    run_session(&f, MD_BACKEND, VH_EXECUTION_SERIAL, -1, paths);
-    run_session(&f, MD_TWO_STAGES, VH_EXECUTION_PIPELINE, 1, paths);
+    driving_run_session(&f, &minddrive, MD_BACKEND, VH_EXECUTION_SERIAL, -1, MD_TOL, MD_TWO_STAGE_TOL, paths);
+    driving_run_session(&f, &minddrive, MD_TWO_STAGES, VH_EXECUTION_PIPELINE, 1, MD_TOL, MD_TWO_STAGE_TOL, paths);
     vh_session_params p;
     vh_session_params_init(&p);
     p.model_path = f.model_dir;
@@ -389,7 +270,7 @@ START_TEST(test_sequential_rounds)
     ck_assert_int_eq(vh_session_create(&p, &s), VH_ERR_INVALID_ARGUMENT);
     unsetenv("VH_MINDDRIVE_ROUNDS");
     free(paths);
-    free_fixture(&f);
+    driving_fixture_free(&f);
 }
 END_TEST
 
@@ -399,7 +280,7 @@ START_TEST(test_bad_frames_and_seeded_noise)
 {
     fixture f;
     load_fixture(&f);
-    vh_session *s = open_session(&f, MD_BACKEND, VH_EXECUTION_SERIAL, -1);
+    vh_session *s = driving_open_session(&f, MD_BACKEND, VH_EXECUTION_SERIAL, -1);
     const json_t *c = json_array_get(cases(&f), 3);
     float eps[2 * LATENT];
     vh_frame fr;
@@ -408,7 +289,7 @@ START_TEST(test_bad_frames_and_seeded_noise)
         {"command 6", "command 0..5"}, {"no command", "command 0..5"}, {"unnorm_key", "no dataset statistics"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        frame_of_case(&f, c, eps, &fr);
+        driving_frame_of_case(&f, &minddrive, c, eps, &fr);
         switch (i) {
         case 0: fr.vision_tokens = NULL; fr.n_vision_tokens = fr.vision_token_width = 0; break;
         case 1: fr.vision_token_width = 65; break;
@@ -421,37 +302,15 @@ START_TEST(test_bad_frames_and_seeded_noise)
         ck_assert_msg(st == VH_ERR_BAD_FRAME || st == VH_ERR_UNNORM_KEY, "%s accepted", bad[i].what);
         ck_assert_msg(strstr(vh_last_error(), bad[i].in_message), "%s: '%s'", bad[i].what, vh_last_error());
     }
-    frame_of_case(&f, c, eps, &fr);
+    driving_frame_of_case(&f, &minddrive, c, eps, &fr);
     ck_assert_int_eq(vh_submit_frame(s, &fr, NULL), VH_OK);
     vh_action a;
     vh_action_init(&a);
     ck_assert_int_eq(vh_poll_action(s, &a, -1), VH_OK);
     check_action(c, &a, "after bad frames");
-
-    float first[2][2 * PATH_STEPS];
-    for (int run = 0; run < 2; run++)
-        for (int seq = 0; seq < 2; seq++) {
-            frame_of_case(&f, c, eps, &fr);
-            fr.noise = NULL;
-            fr.n_noise = 0;
-            fr.sequence = 100 + seq;
-            ck_assert_int_eq(vh_submit_frame(s, &fr, NULL), VH_OK);
-            vh_action_init(&a);
-            ck_assert_int_eq(vh_poll_action(s, &a, -1), VH_OK);
-            ck_assert_int_eq(a.status, VH_OK);
-            if (run == 0) memcpy(first[seq], a.trajectory, sizeof first[seq]);
-            else ck_assert_msg(!memcmp(first[seq], a.trajectory, sizeof first[seq]), "seeded noise not reproducible");
-        }
-    ck_assert_msg(memcmp(first[0], first[1], sizeof first[0]), "two sequences drew the same noise");
-    vh_driving_seeded_noise(0, 100, eps, 2 * LATENT); /* speed's 32, then path's */
-    frame_of_case(&f, c, (float[2 * LATENT]){0}, &fr);
-    fr.noise = eps;
-    ck_assert_int_eq(vh_submit_frame(s, &fr, NULL), VH_OK);
-    vh_action_init(&a);
-    ck_assert_int_eq(vh_poll_action(s, &a, -1), VH_OK);
-    ck_assert_msg(!memcmp(first[0], a.trajectory, sizeof first[0]), "seeded noise differs from its documented draw");
+    driving_check_seeded_noise(s, &f, &minddrive, c);
     vh_session_destroy(s);
-    free_fixture(&f);
+    driving_fixture_free(&f);
 }
 END_TEST
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "family/driving/driving_noise.h"
+#include "driving_fixture_harness.h"
 #include "family/orion/orion_family.h"
 #include "model/model.h"
 #include "pipeline/frame_runner.h"
@@ -37,73 +37,17 @@
  * other GEMM shapes (fp32: 1e-5; bf16 backends: their tolerance). */
 #define MODES_TOL (ORION_TOL < 1e-3 ? 1e-5f : (float)ORION_TOL)
 
-#define N_SETS 4
+#define LATENT 32
 
-typedef struct fixture {
-    json_t *root;
-    float *tokens[N_SETS];             /* [529 x H] each */
-    uint32_t hidden, n_tokens;
-    char *model_dir;
-} fixture;
+typedef driving_fixture fixture;
 
-static double dbl(const json_t *v) { return json_number_value(v); }
-
-static void load_fixture(fixture *f)
-{
-    memset(f, 0, sizeof *f);
-    char *path = vh_test_fixture_path("orion/cases.json");
-    json_error_t jerr;
-    f->root = json_load_file(path, 0, &jerr);
-    ck_assert_msg(f->root, "%s: %s", path, jerr.text);
-    free(path);
-    f->hidden = (uint32_t)json_integer_value(json_object_get(f->root, "hidden"));
-    f->n_tokens = (uint32_t)json_integer_value(json_object_get(f->root, "n_vision_tokens"));
-    for (int k = 0; k < N_SETS; k++) {
-        char name[64];
-        snprintf(name, sizeof name, "orion/tokens_%d.f32", k);
-        path = vh_test_fixture_path(name);
-        size_t size = 0;
-        f->tokens[k] = (float *)vh_test_read_file(path, &size);
-        ck_assert_msg(f->tokens[k] && size == sizeof(float) * f->n_tokens * f->hidden, "%s", path);
-        free(path);
-    }
-    f->model_dir = vh_test_fixture_path("orion/model");
-}
-
-static void free_fixture(fixture *f)
-{
-    for (int k = 0; k < N_SETS; k++) free(f->tokens[k]);
-    json_decref(f->root);
-    free(f->model_dir);
-}
-
-static const json_t *cases(const fixture *f) { return json_object_get(f->root, "cases"); }
-
-static void floats_of(const json_t *array, float *out, size_t n)
-{
-    ck_assert_uint_eq(json_array_size(array), n);
-    for (size_t i = 0; i < n; i++) out[i] = (float)dbl(json_array_get(array, i));
-}
-
-/* The reference's every-mode trajectories: its per-step offsets summed in float64. */
-static void reference_modes(const json_t *c, double *modes, uint32_t M, uint32_t T)
-{
-    const json_t *preds = json_object_get(c, "preds");
-    for (uint32_t m = 0; m < M; m++) {
-        double x = 0, y = 0;
-        for (uint32_t t = 0; t < T; t++) {
-            x += dbl(json_array_get(preds, (m * T + t) * 2));
-            y += dbl(json_array_get(preds, (m * T + t) * 2 + 1));
-            modes[(m * T + t) * 2] = x;
-            modes[(m * T + t) * 2 + 1] = y;
-        }
-    }
-}
+static void load_fixture(fixture *f) { driving_fixture_load(f, "orion"); }
+static const json_t *cases(const fixture *f) { return driving_fixture_cases(f); }
 
 /* Every value of an action against a case's reference, within `tol` of the largest value. */
-static void check_action_tol(const fixture *f, const json_t *c, const vh_action *a, const char *how, double tol)
+static void check_action_tol(const json_t *c, const vh_action *a, const char *how, double tol)
 {
-    const char *name = json_string_value(json_object_get(c, "name"));
+    const char *name = driving_case_name(c);
     ck_assert_msg(a->status == VH_OK, "%s %s: status %d", how, name, a->status);
     ck_assert_int_eq(a->kind, VH_ACTION_TRAJECTORY);
     ck_assert_uint_eq(a->n_points, 6);
@@ -113,7 +57,7 @@ static void check_action_tol(const fixture *f, const json_t *c, const vh_action 
     const float *modes = vh_action_extra(a, "mode_trajectories", &n);
     ck_assert_msg(modes && n == 72, "%s: mode_trajectories", name);
     double want[72];
-    reference_modes(c, want, 6, 6);
+    driving_reference_modes(json_object_get(c, "preds"), want, 6, 6);
     ck_assert_msg((e = vh_test_rel_error_of_largest(modes, want, 72)) <= tol, "%s %s: modes off by %g", how, name, e);
     const float *mu = vh_action_extra(a, "mu", &n);
     ck_assert_msg(mu && n == 32 && (e = reference_rel_error(mu, json_object_get(c, "mu"), 32)) <= tol, "%s %s: mu %g", how,
@@ -121,13 +65,22 @@ static void check_action_tol(const fixture *f, const json_t *c, const vh_action 
     const float *ls = vh_action_extra(a, "log_sigma", &n);
     ck_assert_msg(ls && n == 32 && (e = reference_rel_error(ls, json_object_get(c, "log_sigma"), 32)) <= tol,
                   "%s %s: log_sigma %g", how, name, e);
-    (void)f;
 }
 
-static void check_action(const fixture *f, const json_t *c, const vh_action *a, const char *how)
+static void check_action(const json_t *c, const vh_action *a, const char *how)
 {
-    check_action_tol(f, c, a, how, ORION_TOL);
+    check_action_tol(c, a, how, ORION_TOL);
 }
+
+static void noise_of(const json_t *c, float *eps) { driving_floats_of(json_object_get(c, "eps"), eps, LATENT); }
+
+static void keep_trajectory(const vh_action *a, float *kept) { memcpy(kept, a->trajectory, sizeof(float) * 12); }
+
+/* Orion's part of the session runs: one planner's noise, its 6 waypoints compared across modes. */
+static const driving_fixture_model orion = {
+    .n_noise = LATENT, .n_trajectory = 12, .n_kept = 12,
+    .noise_of = noise_of, .check = check_action_tol, .keep = keep_trajectory,
+};
 
 START_TEST(test_prompt_ids)
 {
@@ -160,7 +113,7 @@ START_TEST(test_prompt_ids)
     ck_assert_uint_eq(shape.max_context, (uint32_t)json_integer_value(json_object_get(f.root, "sequence_length")));
     vh_family_orion.program_free(prog);
     vh_model_free(m);
-    free_fixture(&f);
+    driving_fixture_free(&f);
 }
 END_TEST
 
@@ -189,32 +142,18 @@ static void cases_one_by_one(const char *model)
     size_t i;
     const json_t *c;
     json_array_foreach(cases(&f), i, c) {
-        float eps[32];
-        floats_of(json_object_get(c, "eps"), eps, 32);
+        float eps[LATENT];
+        noise_of(c, eps);
         const int k = (int)json_integer_value(json_object_get(c, "token_set"));
         vh_frame_input in = {.vision_tokens = f.tokens[k], .n_vision_tokens = f.n_tokens,
-                             .vision_token_width = f.hidden, .noise = eps, .n_noise = 32,
+                             .vision_token_width = f.hidden, .noise = eps, .n_noise = LATENT,
                              .command = (int32_t)json_integer_value(json_object_get(c, "command"))};
-        ck_assert_msg(vh_frame_job_prepare(&runner.job, i, &in, &err) == VH_OK, "%s", err.message);
-        do {
-            for (uint32_t s = 0; s < plan.n_stages; s++)
-                ck_assert_msg(vh_frame_job_run_stage(&runner.job, s, &err) == VH_OK, "%s", err.message);
-        } while (vh_frame_job_advance(&runner.job));
-        vh_frame_result r;
-        vh_frame_job_result(&runner.job, &r);
-        const double e = reference_rel_error(vh_orion_job_feature(&runner.job), json_object_get(c, "feature"), f.hidden);
-        ck_assert_msg(e <= ORION_TOL, "%s: feature off by %g", json_string_value(json_object_get(c, "name")), e);
-        worst_feature = fmax(worst_feature, e);
         vh_action a;
-        vh_action_init(&a);
-        a.status = VH_OK;
-        a.kind = r.kind;
-        a.n_points = r.n_points;
-        memcpy(a.trajectory, r.trajectory, sizeof a.trajectory);
-        a.n_extras = r.n_extras;
-        memcpy(a.extra_info, r.extra_info, sizeof a.extra_info);
-        memcpy(a.extras, r.extras, sizeof a.extras);
-        check_action(&f, c, &a, "runner");
+        driving_run_frame(&runner, &plan, i, &in, &a);
+        const double e = reference_rel_error(vh_orion_job_feature(&runner.job), json_object_get(c, "feature"), f.hidden);
+        ck_assert_msg(e <= ORION_TOL, "%s: feature off by %g", driving_case_name(c), e);
+        worst_feature = fmax(worst_feature, e);
+        check_action(c, &a, "runner");
     }
     printf("orion (%s): %zu cases, hidden state within %.2g of the reference\n", model, json_array_size(cases(&f)),
            worst_feature);
@@ -222,7 +161,7 @@ static void cases_one_by_one(const char *model)
     vh_plan_destroy(&plan);
     vh_family_orion.program_free(prog);
     vh_model_free(m);
-    free_fixture(&f);
+    driving_fixture_free(&f);
 }
 
 START_TEST(test_cases_one_by_one)
@@ -239,79 +178,13 @@ START_TEST(test_lora_kept_apart)
 }
 END_TEST
 
-static vh_session *open_session(const fixture *f, const char *backends, vh_execution_mode mode, int32_t split)
-{
-    vh_session_params p;
-    vh_session_params_init(&p);
-    p.model_path = f->model_dir;
-    p.backends = backends;
-    p.execution_mode = mode;
-    p.llm_split = split;
-    p.queue_policy = VH_QUEUE_BLOCK;
-    p.queue_capacity = 64;
-    p.n_threads = 2;
-    vh_session *s = NULL;
-    ck_assert_msg(vh_session_create(&p, &s) == VH_OK, "%s", vh_last_error());
-    return s;
-}
-
-static void frame_of_case(const fixture *f, const json_t *c, float *eps, vh_frame *fr)
-{
-    vh_frame_init(fr);
-    floats_of(json_object_get(c, "eps"), eps, 32);
-    const int k = (int)json_integer_value(json_object_get(c, "token_set"));
-    fr->vision_tokens = f->tokens[k];
-    fr->n_vision_tokens = f->n_tokens;
-    fr->vision_token_width = f->hidden;
-    fr->command = (int32_t)json_integer_value(json_object_get(c, "command"));
-    fr->noise = eps;
-    fr->n_noise = 32;
-}
-
-/* Every case through a session, all submitted at once; the same bits in every mode. */
-static void run_session(const fixture *f, const char *backends, vh_execution_mode mode, int32_t split,
-                        float (*trajectories)[12])
-{
-    vh_session *s = open_session(f, backends, mode, split);
-    size_t i;
-    const json_t *c;
-    json_array_foreach(cases(f), i, c) {
-        vh_frame fr;
-        float eps[32];
-        frame_of_case(f, c, eps, &fr);
-        fr.tag = i;
-        ck_assert_msg(vh_submit_frame(s, &fr, NULL) == VH_OK, "%s", vh_session_last_error(s));
-    }
-    for (i = 0; i < json_array_size(cases(f)); i++) {
-        vh_action a;
-        vh_action_init(&a);
-        ck_assert_int_eq(vh_poll_action(s, &a, -1), VH_OK);
-        ck_assert_uint_eq(a.tag, i);
-        check_action_tol(f, json_array_get(cases(f), i), &a, backends,
-                         strchr(backends, ',') ? ORION_TWO_STAGE_TOL : ORION_TOL);
-        memcpy(trajectories[i], a.trajectory, sizeof trajectories[i]);
-    }
-    vh_session_destroy(s);
-}
-
 START_TEST(test_session_serial_pipeline_packed)
 {
     fixture f;
     load_fixture(&f);
-    const size_t n = json_array_size(cases(&f));
-    float (*serial)[12] = calloc(n, sizeof *serial), (*other)[12] = calloc(n, sizeof *other);
-    run_session(&f, ORION_BACKEND, VH_EXECUTION_SERIAL, -1, serial);
-    run_session(&f, ORION_TWO_STAGES, VH_EXECUTION_PIPELINE, 1, other);
-    if (ORION_EXACT_MODES) ck_assert_msg(!memcmp(serial, other, n * sizeof *serial), "pipelined differs from serial");
-    run_session(&f, ORION_BACKEND, VH_EXECUTION_PACKED, -1, other);
-    for (size_t i = 0; i < n; i++) /* a packed pass computes the same rows in a larger batch */
-        for (int k = 0; k < 12; k++)
-            ck_assert_msg(fabsf(serial[i][k] - other[i][k]) <= MODES_TOL * (1 + fabsf(serial[i][k])), "packed case %zu",
-                          i);
-    run_session(&f, ORION_TWO_STAGES, VH_EXECUTION_PACKED, 1, other);
-    free(serial);
-    free(other);
-    free_fixture(&f);
+    driving_check_modes(&f, &orion, ORION_BACKEND, ORION_TWO_STAGES, ORION_TOL, ORION_TWO_STAGE_TOL, ORION_EXACT_MODES,
+                        MODES_TOL);
+    driving_fixture_free(&f);
 }
 END_TEST
 
@@ -321,9 +194,9 @@ START_TEST(test_bad_frames_and_seeded_noise)
 {
     fixture f;
     load_fixture(&f);
-    vh_session *s = open_session(&f, ORION_BACKEND, VH_EXECUTION_SERIAL, -1);
+    vh_session *s = driving_open_session(&f, ORION_BACKEND, VH_EXECUTION_SERIAL, -1);
     const json_t *c = json_array_get(cases(&f), 3);
-    float eps[32], can_bus[VH_CAN_BUS_FLOATS] = {0};
+    float eps[LATENT], can_bus[VH_CAN_BUS_FLOATS] = {0};
     vh_frame fr;
     struct { const char *what, *in_message; } bad[] = {
         {"no tokens", "vision tokens"}, {"wrong shape", "the model takes 529 x 64"}, {"short noise", "latent has 32"},
@@ -331,7 +204,7 @@ START_TEST(test_bad_frames_and_seeded_noise)
         {"NaN can_bus", "frame->can_bus"}, {"tokens without data", "frame->vision_tokens"}, {"NaN token", "not finite"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        frame_of_case(&f, c, eps, &fr);
+        driving_frame_of_case(&f, &orion, c, eps, &fr);
         float *tokens = NULL;
         switch (i) {
         case 0: fr.vision_tokens = NULL; fr.n_vision_tokens = fr.vision_token_width = 0; break;
@@ -354,39 +227,15 @@ START_TEST(test_bad_frames_and_seeded_noise)
         free(tokens);
     }
     /* the session goes on */
-    frame_of_case(&f, c, eps, &fr);
+    driving_frame_of_case(&f, &orion, c, eps, &fr);
     ck_assert_int_eq(vh_submit_frame(s, &fr, NULL), VH_OK);
     vh_action a;
     vh_action_init(&a);
     ck_assert_int_eq(vh_poll_action(s, &a, -1), VH_OK);
-    check_action(&f, c, &a, "after bad frames");
-
-    /* without noise: drawn from the seed and the sequence, the same on every run */
-    float first[2][12];
-    for (int run = 0; run < 2; run++)
-        for (int seq = 0; seq < 2; seq++) {
-            frame_of_case(&f, c, eps, &fr);
-            fr.noise = NULL;
-            fr.n_noise = 0;
-            fr.sequence = 100 + seq;
-            ck_assert_int_eq(vh_submit_frame(s, &fr, NULL), VH_OK);
-            vh_action_init(&a);
-            ck_assert_int_eq(vh_poll_action(s, &a, -1), VH_OK);
-            ck_assert_int_eq(a.status, VH_OK);
-            if (run == 0) memcpy(first[seq], a.trajectory, sizeof first[seq]);
-            else ck_assert_msg(!memcmp(first[seq], a.trajectory, sizeof first[seq]), "seeded noise not reproducible");
-        }
-    ck_assert_msg(memcmp(first[0], first[1], sizeof first[0]), "two sequences drew the same noise");
-    /* ... and it is the documented draw: the same frame with that noise given explicitly */
-    vh_driving_seeded_noise(0, 100, eps, 32);
-    frame_of_case(&f, c, (float[32]){0}, &fr);
-    fr.noise = eps;
-    ck_assert_int_eq(vh_submit_frame(s, &fr, NULL), VH_OK);
-    vh_action_init(&a);
-    ck_assert_int_eq(vh_poll_action(s, &a, -1), VH_OK);
-    ck_assert_msg(!memcmp(first[0], a.trajectory, sizeof first[0]), "seeded noise differs from its documented draw");
+    check_action(c, &a, "after bad frames");
+    driving_check_seeded_noise(s, &f, &orion, c);
     vh_session_destroy(s);
-    free_fixture(&f);
+    driving_fixture_free(&f);
 }
 END_TEST
 
