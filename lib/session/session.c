@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "family/family.h"
-#include "model/model.h"
+#include "family/model_load.h"
 #include "pipeline/frame_runner.h"
 #include "pipeline/stage_pipeline.h"
 #include "plan/plan.h"

@@ -15,7 +15,7 @@
 
 #include "family/driving/driving_noise.h"
 #include "family/minddrive/minddrive_family.h"
-#include "model/model.h"
+#include "family/model_load.h"
 #include "pipeline/frame_runner.h"
 #include "reference_json.h"
 #include "test_support.h"

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "image_file.h"
+#include "family/model_load.h"
 #include "family/openvla/openvla_model.h"
 #include "pipeline/frame_runner.h"
 #include "test_support.h"

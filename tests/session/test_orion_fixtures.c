@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "family/driving/driving_noise.h"
+#include "family/model_load.h"
 #include "family/orion/orion_family.h"
-#include "model/model.h"
 #include "pipeline/frame_runner.h"
 #include "reference_json.h"
 #include "test_support.h"
