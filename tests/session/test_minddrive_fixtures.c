@@ -258,7 +258,7 @@ START_TEST(test_cases_one_by_one)
             for (uint32_t s = 0; s < plan.n_stages; s++)
                 ck_assert_msg(vh_frame_job_run_stage(&runner.job, s, &err) == VH_OK, "%s", err.message);
         } while (vh_frame_job_advance(&runner.job));
-        const float *hidden = vh_minddrive_job_hidden(&runner.job);
+        const float *hidden = vh_minddrive_frame_hidden(&runner.job.frame);
         static const char *const rows[4] = {"decision_feature", "decision_feature", "speed_feature", "path_feature"};
         for (int r = 0; r < 4; r++) {
             const double e = reference_rel_error(hidden + (size_t)r * f.hidden, get(c, rows[r]), f.hidden);

@@ -202,7 +202,7 @@ static void cases_one_by_one(const char *model)
         } while (vh_frame_job_advance(&runner.job));
         vh_frame_result r;
         vh_frame_job_result(&runner.job, &r);
-        const double e = reference_rel_error(vh_orion_job_feature(&runner.job), json_object_get(c, "feature"), f.hidden);
+        const double e = reference_rel_error(vh_orion_frame_feature(&runner.job.frame), json_object_get(c, "feature"), f.hidden);
         ck_assert_msg(e <= ORION_TOL, "%s: feature off by %g", json_string_value(json_object_get(c, "name")), e);
         worst_feature = fmax(worst_feature, e);
         vh_action a;
