@@ -4,13 +4,13 @@
 #include <string.h>
 
 vh_status vh_pass_batch_init(vh_pass_batch *b, uint32_t max_requests, uint32_t max_segments, uint32_t max_rows,
-                             uint32_t hidden, vh_error *err)
+                             uint32_t hidden_dim, vh_error *err)
 {
     memset(b, 0, sizeof *b);
     b->max_requests = max_requests;
     b->max_segments = max_segments;
     b->max_rows = max_rows;
-    b->hidden = hidden;
+    b->hidden_dim = hidden_dim;
     b->requests = calloc(max_requests, sizeof *b->requests);
     b->first_segment = calloc(max_requests + 1, sizeof *b->first_segment);
     b->first_row = calloc(max_requests + 1, sizeof *b->first_row);
@@ -100,6 +100,7 @@ static uint32_t segment_options(const vh_pass_batch *b, int plans)
 
 vh_status vh_pass_batch_close(vh_pass_batch *b, vh_error *err)
 {
+    if (b->n == 0) return vh_error_set(err, VH_ERR_INTERNAL, "pass batch of no request");
     const vh_pass_request *r0 = b->requests[0];
     const int tokens = r0->out_tokens != NULL, hidden = r0->n_hidden_rows > 0, plans = r0->out_plan != NULL;
     uint32_t n_hidden = 0;
@@ -107,12 +108,12 @@ vh_status vh_pass_batch_close(vh_pass_batch *b, vh_error *err)
         const vh_pass_request *r = b->requests[i];
         if ((r->out_tokens != NULL) != tokens || (r->n_hidden_rows > 0) != hidden || (r->out_plan != NULL) != plans ||
             r->plan_noise_stride != r0->plan_noise_stride || r->plan_out_stride != r0->plan_out_stride)
-            return vh_error_set(err, VH_ERR_INTERNAL, "packed pass: frames ask for different outputs");
+            return vh_error_set(err, VH_ERR_INTERNAL, "pass batch: the frames ask for different outputs");
         n_hidden += r->n_hidden_rows;
     }
     const uint32_t S = b->first_segment[b->n];
     if ((hidden && (!reserve((void **)&b->hidden_rows, &b->hidden_cap, n_hidden, sizeof *b->hidden_rows) ||
-                    !reserve((void **)&b->out_hidden, &b->out_hidden_cap, (size_t)n_hidden * b->hidden, sizeof(float)))) ||
+                    !reserve((void **)&b->out_hidden, &b->out_hidden_cap, (size_t)n_hidden * b->hidden_dim, sizeof(float)))) ||
         (plans && (!reserve((void **)&b->plan_noise, &b->noise_cap, (size_t)S * r0->plan_noise_stride, sizeof(float)) ||
                    !reserve((void **)&b->out_plan, &b->plan_cap, (size_t)S * r0->plan_out_stride, sizeof(float)))))
         return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (pass batch)");
@@ -151,7 +152,7 @@ void vh_pass_batch_return(const vh_pass_batch *b)
         const uint32_t s0 = b->first_segment[i];
         for (uint32_t k = 0; batch->out_tokens && k < r->n_segments; k++) r->out_tokens[k] = b->out_tokens[s0 + k];
         if (r->n_hidden_rows)
-            memcpy(r->out_hidden, b->out_hidden + (size_t)h * b->hidden, sizeof(float) * r->n_hidden_rows * b->hidden);
+            memcpy(r->out_hidden, b->out_hidden + (size_t)h * b->hidden_dim, sizeof(float) * r->n_hidden_rows * b->hidden_dim);
         h += r->n_hidden_rows;
         /* the plans of the segments planned; the others' rows are left as they are */
         for (uint32_t k = 0; batch->out_plan && k < r->n_segments; k++)

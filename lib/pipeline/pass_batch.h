@@ -14,7 +14,8 @@
 #include "vlahybrid/backend.h"
 
 typedef struct vh_pass_batch {
-    uint32_t max_requests, max_segments, max_rows, hidden; /* hidden: the LLM's width */
+    uint32_t max_requests, max_segments, max_rows;
+    uint32_t hidden_dim;               /* the LLM's width */
     uint32_t n;                        /* requests added */
     const vh_pass_request **requests;  /* [max_requests] */
     uint32_t *first_segment;           /* [max_requests + 1] request i's segments: [first_segment[i], [i + 1]) */
@@ -31,9 +32,9 @@ typedef struct vh_pass_batch {
 } vh_pass_batch;
 
 /* Room for max_requests requests of max_segments segments and max_rows rows in all, of an LLM of
- * width `hidden`. */
+ * width `hidden_dim`. */
 vh_status vh_pass_batch_init(vh_pass_batch *b, uint32_t max_requests, uint32_t max_segments, uint32_t max_rows,
-                             uint32_t hidden, vh_error *err);
+                             uint32_t hidden_dim, vh_error *err);
 void vh_pass_batch_free(vh_pass_batch *b);
 
 /* Start an empty batch. */
