@@ -75,7 +75,7 @@ vh_status vh_packed_pass_begin(vh_packed_pass *p, vh_frame_job *const *jobs, uin
 {
     uint32_t prefills = 0;
     for (uint32_t i = 0; i < n; i++) prefills += vh_frame_job_pass(jobs[i]) == VH_PASS_PREFILL;
-    /* the prefills' patch embeddings are those of stage 0's last vision batch (image i, i-th prefill) */
+    /* the prefills' patch embeddings are those of stage 0's last vision batch (each its packed_image) */
     if (n == 0 || n > p->max_jobs || prefills > p->max_images || vh_packed_pass_rows(jobs, n) > p->max_rows)
         return vh_error_set(err, VH_ERR_INTERNAL, "packed pass of %u frames (%u prefills), %u rows (at most %u, %u, "
                             "%u)", n, prefills, vh_packed_pass_rows(jobs, n), p->max_jobs, p->max_images, p->max_rows);
@@ -83,7 +83,8 @@ vh_status vh_packed_pass_begin(vh_packed_pass *p, vh_frame_job *const *jobs, uin
     vh_pass_batch_clear(&p->batch);
     for (uint32_t i = 0; i < n; i++) {
         p->jobs[i] = jobs[i];
-        vh_status st = vh_pass_batch_add(&p->batch, &jobs[i]->frame.pass, jobs[i]->sequence, jobs[i]->packed_image, err);
+        const vh_frame_job *job = jobs[i];
+        vh_status st = vh_pass_batch_add(&p->batch, &job->frame.pass, job->sequence, job->packed_image, err);
         if (st) return st;
     }
     p->n = n;

@@ -112,8 +112,9 @@ vh_status vh_pass_batch_close(vh_pass_batch *b, vh_error *err)
         n_hidden += r->n_hidden_rows;
     }
     const uint32_t S = b->first_segment[b->n];
+    const size_t hidden_floats = (size_t)n_hidden * b->hidden_dim;
     if ((hidden && (!reserve((void **)&b->hidden_rows, &b->hidden_cap, n_hidden, sizeof *b->hidden_rows) ||
-                    !reserve((void **)&b->out_hidden, &b->out_hidden_cap, (size_t)n_hidden * b->hidden_dim, sizeof(float)))) ||
+                    !reserve((void **)&b->out_hidden, &b->out_hidden_cap, hidden_floats, sizeof(float)))) ||
         (plans && (!reserve((void **)&b->plan_noise, &b->noise_cap, (size_t)S * r0->plan_noise_stride, sizeof(float)) ||
                    !reserve((void **)&b->out_plan, &b->plan_cap, (size_t)S * r0->plan_out_stride, sizeof(float)))))
         return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (pass batch)");
@@ -124,7 +125,8 @@ vh_status vh_pass_batch_close(vh_pass_batch *b, vh_error *err)
             memcpy(b->plan_noise + (size_t)b->first_segment[i] * r->plan_noise_stride, r->plan_noise,
                    sizeof(float) * r->n_segments * r->plan_noise_stride);
     }
-    const uint32_t options = segment_options(b, plans) | (hidden ? VH_BATCH_HIDDEN_ROWS : 0) | (plans ? VH_BATCH_PLAN : 0);
+    const uint32_t options =
+        segment_options(b, plans) | (hidden ? VH_BATCH_HIDDEN_ROWS : 0) | (plans ? VH_BATCH_PLAN : 0);
     b->batch = (vh_batch){.struct_size = sizeof(vh_batch), .options = options, .n_segments = S,
                           .segments = b->segments, .n_rows = b->first_row[b->n], .tokens = b->tokens,
                           .out_tokens = tokens ? b->out_tokens : NULL};
@@ -152,13 +154,14 @@ void vh_pass_batch_return(const vh_pass_batch *b)
         const uint32_t s0 = b->first_segment[i];
         for (uint32_t k = 0; batch->out_tokens && k < r->n_segments; k++) r->out_tokens[k] = b->out_tokens[s0 + k];
         if (r->n_hidden_rows)
-            memcpy(r->out_hidden, b->out_hidden + (size_t)h * b->hidden_dim, sizeof(float) * r->n_hidden_rows * b->hidden_dim);
+            memcpy(r->out_hidden, b->out_hidden + (size_t)h * b->hidden_dim,
+                   sizeof(float) * r->n_hidden_rows * b->hidden_dim);
         h += r->n_hidden_rows;
         /* the plans of the segments planned; the others' rows are left as they are */
         for (uint32_t k = 0; batch->out_plan && k < r->n_segments; k++)
             if (vh_batch_plans_segment(batch, s0 + k))
-                memcpy(r->out_plan + (size_t)k * r->plan_out_stride, b->out_plan + (size_t)(s0 + k) * r->plan_out_stride,
-                       sizeof(float) * r->plan_out_stride);
+                memcpy(r->out_plan + (size_t)k * r->plan_out_stride,
+                       b->out_plan + (size_t)(s0 + k) * r->plan_out_stride, sizeof(float) * r->plan_out_stride);
     }
 }
 

@@ -244,8 +244,9 @@ static vh_status prepare(vh_family_frame *frame, const vh_frame_input *in, vh_er
     memcpy(frame->tokens + IMAGE_POSITION + n_image, oj->prompt + IMAGE_POSITION,
            sizeof(int32_t) * (oj->n_prompt - IMAGE_POSITION));
     /* one prompt, the image's patch embeddings at its image rows; the head's chosen id out */
-    frame->pass = (vh_pass_request){.kind = VH_PASS_PREFILL, .n_segments = 1, .segments = {{.n_rows = oj->prefill_rows}},
-                                    .tokens = frame->tokens, .out_tokens = &oj->next_token};
+    frame->pass = (vh_pass_request){.kind = VH_PASS_PREFILL, .n_segments = 1,
+                                    .segments = {{.n_rows = oj->prefill_rows}}, .tokens = frame->tokens,
+                                    .out_tokens = &oj->next_token};
     return VH_OK;
 }
 
