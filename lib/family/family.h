@@ -8,31 +8,31 @@
  *   - its config: detection (model_type) and parsing, tensor names, the block list with its
  *     phases (lib/model/model.h says which phases two stages may split);
  *   - its tokenizer and prompt;
- *   - the per-frame program: prepare a frame job from a frame's inputs (the vision planes and the
- *     prefill rows), decide after each pass whether another follows (and set it up), and turn a
- *     finished job into a result;
+ *   - the per-frame program: prepare a frame (family_frame.h) from a frame's inputs (the vision
+ *     planes, the prefill rows and the first pass's request), decide after each pass whether
+ *     another follows (and set its request up), and turn a finished frame into a result;
  *   - episode state: what a frame carries to later frames of its episode. Each frame's inputs
  *     name its episode (vh_session_reset starts a new one); a family that keeps state starts
  *     afresh at a frame of a new episode.
- * The core owns the passes themselves: it runs the vision blocks and the rows of each pass on the
- * plan's stages, serially, pipelined or packed with other frames' rows (lib/pipeline/).
+ * The core owns the passes themselves: it turns each pass request (pass_request.h) into batches
+ * and runs the vision blocks and the rows on the plan's stages, serially, pipelined or packed with
+ * other frames' rows (lib/pipeline/). A family includes nothing of lib/pipeline or lib/plan.
  *
  * Adding a family is a folder lib/family/<name>/ with one file defining a `vh_family`, and one
  * entry in family_table.c (doc/architecture.md, "Model families").
  *
  * Threading: load / unload and program_create / program_free run in the session's creating
- * thread. The job functions run in whichever pipeline thread holds the job (one at a time per
- * job, jobs of one session possibly at once): they may read the program but not change it.
+ * thread. The frame functions run in whichever pipeline thread holds the frame (one at a time per
+ * frame, frames of one session possibly at once): they may read the program but not change it.
  * (warmup_input runs in the creating thread before any frame.)
  */
 #ifndef VH_FAMILY_FAMILY_H
 #define VH_FAMILY_FAMILY_H
 
+#include "family/family_frame.h"
 #include "model/model.h"
 #include "queue/frame_io.h"
 #include "util/error.h"
-
-struct vh_frame_job;
 
 /* A family's per-session state (statistics chosen by the session's parameters, episode state):
  * defined by each family. */
@@ -87,18 +87,18 @@ typedef struct vh_family {
      * cannot use wrongly). VH_ERR_BAD_FRAME with a message naming the field. Any thread. */
     vh_status (*check_frame)(const vh_program *program, const vh_frame *frame, vh_error *err);
 
-    /* A job's own state (job->family_job), made once per job of the pipeline. */
-    vh_status (*job_init)(const vh_program *program, struct vh_frame_job *job, vh_error *err);
-    void (*job_free)(struct vh_frame_job *job);
-    /* Start a frame: fill the job's vision planes and prefill rows (job->pixels, job->tokens,
-     * job->n_rows) from the inputs and call vh_frame_job_begin_prefill. VH_ERR_BAD_FRAME when the
-     * inputs cannot make a frame (the message says why). */
-    vh_status (*prepare)(struct vh_frame_job *job, const vh_frame_input *in, vh_error *err);
-    /* After the last stage of a pass (job->next_token holds the head's token): 1 when another pass
-     * follows (set up with vh_frame_job_begin_step), 0 when the frame is done. */
-    int (*advance)(struct vh_frame_job *job);
-    /* The action of a finished job (timings are the core's). */
-    void (*result)(const struct vh_frame_job *job, vh_frame_result *out);
+    /* A frame's own state (frame->state), made once per job of the pipeline. */
+    vh_status (*job_init)(const vh_program *program, vh_family_frame *frame, vh_error *err);
+    void (*job_free)(vh_family_frame *frame);
+    /* Start a frame: fill its vision planes and prefill rows (frame->pixels, frame->tokens) from
+     * the inputs and set frame->pass to the prefill. VH_ERR_BAD_FRAME when the inputs cannot make
+     * a frame (the message says why). */
+    vh_status (*prepare)(vh_family_frame *frame, const vh_frame_input *in, vh_error *err);
+    /* After the last stage of a pass (its outputs where frame->pass asked for them): 1 when another
+     * pass follows (frame->pass set up for it), 0 when the frame is done. */
+    int (*advance)(vh_family_frame *frame);
+    /* The action of a finished frame (timings are the core's). */
+    void (*result)(const vh_family_frame *frame, vh_frame_result *out);
 
     /* A typical frame for the session's warm-up, as a caller would submit it (its buffers the
      * program's): 1; 0 when the model

@@ -1,10 +1,8 @@
 /*
- * A loaded model: the checkpoint folder's weights (memory-mapped), the block list the backends
- * run, and the family that knows what the blocks mean (lib/family/family.h).
- *
- * The core reads only the generic parts: the block list (include/vlahybrid/backend.h) and its
- * phases below. Everything else a family parsed (its config, tokenizer, statistics) stays behind
- * `family_model`, opaque to the core.
+ * A loaded model, generic: the checkpoint folder's weights (memory-mapped), the block list the
+ * backends run and its phases. This layer knows no family: a family (lib/family/family.h) fills
+ * the model as it loads it (lib/family/model_load.h), and what else it parsed (its config,
+ * tokenizer, statistics) stays behind `family_model`, opaque here and to the core.
  *
  * Phases of the block list, in order:
  *   [0, llm_embed_block)             the vision side: run once per frame on the first stage
@@ -36,7 +34,7 @@ typedef struct vh_model_block {
 } vh_model_block;
 
 typedef struct vh_model {
-    const struct vh_family *family;    /* what the blocks mean; never NULL once loaded */
+    const struct vh_family *family;    /* the family that loaded it (lib/family), opaque here */
     void *family_model;                /* the family's own (config, tokenizer): opaque to the core */
     vh_checkpoint *checkpoint;
     vh_model_desc desc;                /* desc.blocks points to `blocks` */
@@ -46,10 +44,9 @@ typedef struct vh_model {
     uint32_t max_positions;            /* the LLM's context (max_position_embeddings) */
 } vh_model;
 
-/* Read dir/config.json, find the family that claims its model_type (lib/family/family_table.c)
- * and let it load the folder. On failure *model is NULL and err names the file and tensor. */
-vh_status vh_model_load(const char *dir, vh_model **model, vh_error *err);
-void vh_model_free(vh_model *model);
+/* Frees the generic parts (the block list, the checkpoint) and m itself; the family freed
+ * family_model before (lib/family/model_load.h: vh_model_free). NULL-safe. */
+void vh_model_release(vh_model *model);
 
 /* The blocks the first stage always runs before the LLM rows (the vision side). */
 static inline uint32_t vh_model_vision_blocks(const vh_model *m) { return m->llm_embed_block; }

@@ -13,7 +13,7 @@
 
 typedef struct vh_frame_runner {
     vh_job_context ctx;
-    vh_frame_job job;                  /* job.pixels, job.step_logits: the last frame's */
+    vh_frame_job job;                  /* job.frame.pixels, job.step_logits: the last frame's */
 } vh_frame_runner;
 
 /* A runner for `program` (the model's family's, made for these frames), its frames of one segment. */

@@ -7,6 +7,8 @@
  * gives one token per segment (only each segment's last row goes through the final norm and the
  * LM head). Frames of any prompt length mix.
  *
+ * The pass knows no family: it lays the frames' pass requests side by side (pass_batch.h).
+ *
  * A pass runs in steps (begin / each stage / end), so two passes, each with its own buffers, can
  * overlap across two stages in different threads (packed_rounds.c); a stage before the last may
  * run the pass's segments in parts (the new frames' prefills early, the decode rows once their
@@ -21,21 +23,11 @@
 typedef struct vh_packed_pass {
     const vh_job_context *ctx;
     uint32_t max_jobs, max_images, max_rows;
-    uint32_t max_segments;             /* max_jobs * the frames' segments_per_frame */
-    vh_segment *segments;              /* [max_segments] the frames' segments in order */
-    uint32_t *first_segment;           /* [max_jobs + 1] job i's segments: [first_segment[i], [i + 1]) */
-    uint8_t *segment_adapters, *plan_segments; /* [max_segments] gathered when the frames give them */
     const float **planes;              /* [max_images * towers] a vision batch's pixels, image-major */
-    int32_t *tokens;                   /* [max_rows] the packed rows' tokens */
-    int32_t *out_tokens;               /* [max_segments] */
     float *hidden;                     /* [max_rows, Dl] the packed rows between stages */
     vh_frame_job **jobs;               /* [max_jobs] the current pass's frames */
-    /* the frames' own outputs gathered for one pass (hidden rows, plans: Orion's); grown on first use */
-    uint32_t *hidden_rows;
-    float *out_hidden, *plan_noise, *out_plan;
-    size_t hidden_cap, out_hidden_cap, noise_cap, plan_cap;
     uint32_t n;
-    vh_batch batch;                    /* the current pass */
+    vh_pass_batch batch;               /* the current pass: the frames' requests side by side */
     char name[48];                     /* its name in the trace */
     uint64_t count;                    /* passes run */
     vh_rows_timing stage_time[VH_MAX_STAGES]; /* all passes */
@@ -56,8 +48,8 @@ vh_status vh_packed_pass_run_vision(vh_packed_pass *p, vh_frame_job *const *jobs
 /* One pass over jobs[0..n), in steps (the stages may run in different threads): begin builds the
  * batch (first the new frames of the last vision batch, prefills in its order, then frames at a
  * decode step; the rows must fit: vh_packed_pass_rows <= max_rows), each stage in order runs it
- * (the rows cross through the pass's own buffer), end sets every job's next_token; then call
- * vh_frame_job_advance on each. */
+ * (the rows cross through the pass's own buffer), end hands every frame its request's outputs;
+ * then call vh_frame_job_advance on each. */
 vh_status vh_packed_pass_begin(vh_packed_pass *p, vh_frame_job *const *jobs, uint32_t n, vh_error *err);
 vh_status vh_packed_pass_stage(vh_packed_pass *p, uint32_t stage, vh_error *err);
 /* Segments [first, first + count) of the pass (their rows only) on a stage before the last; the

@@ -54,7 +54,7 @@ static int can_admit(const vh_stage_pipeline *p, const packed_round *r, uint32_t
 {
     if (!p->n_waiting[0] || r->n_staged + n_new >= p->max_new) return 0;
     const uint32_t decode_rows = p->cfg.action_tokens > 1 ? p->n_jobs - r->n_staged - n_new - p->n_waiting[0] : 0;
-    return rows + p->waiting[0][0]->n_rows + decode_rows <= r->pass.max_rows;
+    return rows + vh_frame_job_rows(p->waiting[0][0]) + decode_rows <= r->pass.max_rows;
 }
 
 /* Take the waiting frames that may join r's pass into r->in_pass after those there, and run their
@@ -67,7 +67,7 @@ static uint32_t take_new_frames(vh_stage_pipeline *p, packed_round *r)
     while (can_admit(p, r, n_new, rows)) {
         vh_frame_job *job = vh_pipeline_pop_waiting(p, 0);
         r->in_pass[first + n_new++] = job;
-        rows += job->n_rows;
+        rows += vh_frame_job_rows(job);
     }
     if (!n_new) return 0;
     pthread_mutex_unlock(&p->lock);

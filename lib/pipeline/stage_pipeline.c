@@ -30,7 +30,7 @@ vh_frame_job *vh_pipeline_pop_waiting(vh_stage_pipeline *p, uint32_t stage)
     uint32_t pick = 0;
     if (stage == 0)
         for (uint32_t i = 0; i < p->n_waiting[0]; i++)
-            if (p->waiting[0][i]->pass == VH_PASS_DECODE) {
+            if (vh_frame_job_pass(p->waiting[0][i]) == VH_PASS_DECODE) {
                 pick = i;
                 break;
             }

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "family/family.h"
-#include "model/model.h"
+#include "family/model_load.h"
 #include "pipeline/frame_runner.h"
 #include "pipeline/stage_pipeline.h"
 #include "plan/plan.h"
@@ -228,9 +228,9 @@ static vh_status load_session(vh_session *s, const vh_session_params *p, vh_erro
     s->max_context = s->shape.max_context;
     const uint32_t passes = s->shape.passes_per_frame;
     const uint32_t segments = s->shape.segments_per_frame ? s->shape.segments_per_frame : 1;
-    if (segments > VH_MAX_FRAME_SEGMENTS)
+    if (segments > VH_PASS_MAX_SEGMENTS)
         return vh_error_set(err, VH_ERR_INTERNAL, "the model's frames have %u segments (at most %d)", segments,
-                            VH_MAX_FRAME_SEGMENTS);
+                            VH_PASS_MAX_SEGMENTS);
 
     const char *trace_path = p->trace_path ? p->trace_path : vh_knob_trace_path();
     if (trace_path && *trace_path && (st = vh_trace_open(trace_path, &s->trace, err))) return st;

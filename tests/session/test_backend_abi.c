@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "backend/plugin_loader.h"
-#include "model/model.h"
+#include "family/model_load.h"
 #include "test_support.h"
 
 typedef struct fixture {

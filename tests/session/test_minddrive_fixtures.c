@@ -15,7 +15,7 @@
 
 #include "driving_fixture_harness.h"
 #include "family/minddrive/minddrive_family.h"
-#include "model/model.h"
+#include "family/model_load.h"
 #include "pipeline/frame_runner.h"
 #include "reference_json.h"
 #include "test_support.h"
@@ -219,7 +219,7 @@ START_TEST(test_cases_one_by_one)
                              .command = (int32_t)json_integer_value(get(c, "command"))};
         vh_action a;
         driving_run_frame(&runner, &plan, i, &in, &a);
-        const float *hidden = vh_minddrive_job_hidden(&runner.job);
+        const float *hidden = vh_minddrive_frame_hidden(&runner.job.frame);
         static const char *const rows[4] = {"decision_feature", "decision_feature", "speed_feature", "path_feature"};
         for (int r = 0; r < 4; r++) {
             const double e = reference_rel_error(hidden + (size_t)r * f.hidden, get(c, rows[r]), f.hidden);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "image_file.h"
+#include "family/model_load.h"
 #include "family/openvla/openvla_model.h"
 #include "pipeline/frame_runner.h"
 #include "test_support.h"
@@ -133,7 +134,7 @@ static void check_pixels(const loaded *L, const json_t *ref, const json_t *image
             const json_t *idx = json_array_get(samples, i);
             size_t c = (size_t)json_integer_value(json_array_get(idx, 0)), y = (size_t)json_integer_value(json_array_get(idx, 1)),
                    x = (size_t)json_integer_value(json_array_get(idx, 2));
-            float got = L->runner.job.pixels[t][c * S * S + y * S + x];
+            float got = L->runner.job.frame.pixels[t][c * S * S + y * S + x];
             double w = json_real_value(json_array_get(want, i));
             ck_assert_msg((double)got == w, "tower %u pixel (%zu,%zu,%zu): %.9g, torchvision %.9g", t, c, y, x, got, w);
         }

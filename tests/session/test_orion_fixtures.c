@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "driving_fixture_harness.h"
+#include "family/model_load.h"
 #include "family/orion/orion_family.h"
-#include "model/model.h"
 #include "pipeline/frame_runner.h"
 #include "reference_json.h"
 #include "test_support.h"
@@ -150,7 +150,7 @@ static void cases_one_by_one(const char *model)
                              .command = (int32_t)json_integer_value(json_object_get(c, "command"))};
         vh_action a;
         driving_run_frame(&runner, &plan, i, &in, &a);
-        const double e = reference_rel_error(vh_orion_job_feature(&runner.job), json_object_get(c, "feature"), f.hidden);
+        const double e = reference_rel_error(vh_orion_frame_feature(&runner.job.frame), json_object_get(c, "feature"), f.hidden);
         ck_assert_msg(e <= ORION_TOL, "%s: feature off by %g", driving_case_name(c), e);
         worst_feature = fmax(worst_feature, e);
         check_action(c, &a, "runner");

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "family/model_load.h"
 #include "family/openvla/openvla_model.h"
 #include "plan/plan.h"
 #include "test_support.h"

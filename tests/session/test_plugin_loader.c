@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "backend/plugin_loader.h"
-#include "model/model.h"
+#include "family/model_load.h"
 #include "plan/plan.h"
 #include "test_support.h"
 

@@ -26,8 +26,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "family/model_load.h"
 #include "family/orion/orion_family.h"
-#include "model/model.h"
 #include "synth_support.h"
 #include "test_support.h"
 #include "vlahybrid/vlahybrid.h"

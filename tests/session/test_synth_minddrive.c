@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "family/minddrive/minddrive_family.h"
-#include "model/model.h"
+#include "family/model_load.h"
 #include "synth_support.h"
 #include "test_support.h"
 #include "vlahybrid/vlahybrid.h"

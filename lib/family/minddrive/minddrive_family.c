@@ -10,11 +10,10 @@
 #include "family/driving/planner_result.h"
 #include "family/minddrive/minddrive_model.h"
 #include "family/minddrive/minddrive_prompt.h"
-#include "pipeline/frame_job.h"
 #include "util/knobs.h"
 
-/* what every pass asks of the backends: the rounds' vision rows given, hidden rows out, each
- * segment's LoRA set, the planners on the action round only */
+/* what every pass asks of the backends (its request: set_pass): the rounds' vision rows given,
+ * hidden rows out, each segment's LoRA set, the planners on the action round only */
 #define BATCH_OPTIONS (VH_BATCH_HIDDEN_ROWS | VH_BATCH_SEGMENT_EMBEDS | VH_BATCH_PLAN | VH_BATCH_SEGMENT_ADAPTERS | \
                        VH_BATCH_PLAN_SEGMENTS)
 #define HIDDEN_ROWS 4    /* per frame: the decision row twice (a planner needs as many rows per
@@ -50,7 +49,6 @@ typedef struct minddrive_job {
     float *noise;                      /* [2][noise_floats]: the decision segment's stays zero */
     float *plan;                       /* [2][plan_out] */
     uint32_t hidden_rows[HIDDEN_ROWS];
-    uint8_t adapters[2], plan_segments[2];
     int32_t command;
     const float *vision_tokens;        /* the frame's (its record's copy, alive for the job's passes) */
 } minddrive_job;
@@ -228,21 +226,21 @@ static vh_status check_frame(const vh_program *p, const vh_frame *f, vh_error *e
     return VH_OK;
 }
 
-static void job_free(vh_frame_job *job)
+static void job_free(vh_family_frame *frame)
 {
-    minddrive_job *mj = job->family_job;
+    minddrive_job *mj = frame->state;
     free(mj->hidden);
     free(mj->noise);
     free(mj->plan);
     free(mj);
-    job->family_job = NULL;
+    frame->state = NULL;
 }
 
-static vh_status job_init(const vh_program *p, vh_frame_job *job, vh_error *err)
+static vh_status job_init(const vh_program *p, vh_family_frame *frame, vh_error *err)
 {
     minddrive_job *mj = calloc(1, sizeof *mj);
     if (!mj) return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (frame buffers)");
-    job->family_job = mj;
+    frame->state = mj;
     mj->hidden = malloc(sizeof(float) * HIDDEN_ROWS * p->config->llm.hidden);
     mj->noise = calloc(2 * (size_t)p->noise_floats, sizeof(float));
     mj->plan = calloc(2 * (size_t)p->plan_out, sizeof(float));
@@ -251,7 +249,7 @@ static vh_status job_init(const vh_program *p, vh_frame_job *job, vh_error *err)
     return VH_OK;
 }
 
-/* A round's rows at job->tokens + at: [text before the image | the vision tokens | the rest]. */
+/* A round's rows at `tokens`: [text before the image | the vision tokens | the rest]. */
 static uint32_t put_round(int32_t *tokens, const round_prompt *r, uint32_t n_vision)
 {
     memcpy(tokens, r->ids, sizeof(int32_t) * r->image_index);
@@ -260,69 +258,59 @@ static uint32_t put_round(int32_t *tokens, const round_prompt *r, uint32_t n_vis
     return r->rows;
 }
 
-static void set_batch(vh_frame_job *job, uint32_t first);
+/* The pass of rounds [first, first + n), each a segment on its own KV slot with its own LoRA set,
+ * its rows[] at frame->tokens: both rounds side by side, or with sequential rounds the one of this
+ * pass (`first` is then also its first hidden row, plan and noise). */
+static void set_pass(vh_family_frame *frame, uint32_t first, uint32_t n, const uint32_t *rows)
+{
+    const vh_program *p = frame->program;
+    const vh_minddrive_config *c = p->config;
+    minddrive_job *mj = frame->state;
+    const vh_minddrive_round *round[2] = {[DECISION] = &c->decision, [ACTION] = &c->action};
+    frame->pass = (vh_pass_request){
+        .kind = VH_PASS_PREFILL, .n_segments = n, .tokens = frame->tokens,
+        .n_hidden_rows = HIDDEN_ROWS / 2 * n, .hidden_rows = mj->hidden_rows + 2 * first,
+        .out_hidden = mj->hidden + (size_t)2 * first * c->llm.hidden,
+        .plan_noise = mj->noise + (size_t)first * p->noise_floats, .plan_noise_stride = p->noise_floats,
+        .out_plan = mj->plan + (size_t)first * p->plan_out, .plan_out_stride = p->plan_out};
+    for (uint32_t k = 0; k < n; k++) {
+        const uint32_t r = first + k;
+        frame->pass.segments[k] = (vh_pass_segment){.slot = r, .n_rows = rows[k], .vision_rows = mj->vision_tokens,
+                                                    .adapter_set = round[r]->lora_set, .plans = r == ACTION};
+    }
+}
 
-static vh_status prepare(vh_frame_job *job, const vh_frame_input *in, vh_error *err)
+static vh_status prepare(vh_family_frame *frame, const vh_frame_input *in, vh_error *err)
 {
     (void)err;
-    const vh_program *p = job->ctx->program;
+    const vh_program *p = frame->program;
     const vh_minddrive_config *c = p->config;
-    minddrive_job *mj = job->family_job;
+    minddrive_job *mj = frame->state;
     uint32_t rows[2];
-    rows[DECISION] = put_round(job->tokens, &p->round[DECISION], c->n_vision_tokens);
-    rows[ACTION] = p->sequential ? 0 : put_round(job->tokens + rows[DECISION], &p->round[ACTION], c->n_vision_tokens);
+    rows[DECISION] = put_round(frame->tokens, &p->round[DECISION], c->n_vision_tokens);
+    rows[ACTION] = p->sequential ? 0 : put_round(frame->tokens + rows[DECISION], &p->round[ACTION], c->n_vision_tokens);
     mj->command = in->command;
     mj->vision_tokens = in->vision_tokens;
     float *noise = mj->noise + p->noise_floats; /* the action segment's */
     if (in->noise) memcpy(noise, in->noise, sizeof(float) * p->noise_floats);
     else vh_driving_seeded_noise(p->seed, in->sequence, noise, p->noise_floats);
-    /* batch rows: the action round follows the decision round in one pass, or has its own */
+    /* request rows: the action round follows the decision round in one pass, or has its own */
     const uint32_t action_row0 = p->sequential ? 0 : rows[DECISION];
     mj->hidden_rows[0] = mj->hidden_rows[1] = rows[DECISION] - 1;
     mj->hidden_rows[2] = action_row0 + p->speed_row;
     mj->hidden_rows[3] = action_row0 + p->path_row;
-    mj->adapters[DECISION] = (uint8_t)c->decision.lora_set;
-    mj->adapters[ACTION] = (uint8_t)c->action.lora_set;
-    mj->plan_segments[DECISION] = 0;
-    mj->plan_segments[ACTION] = 1;
-    vh_frame_job_begin_prefill_segments(job, p->sequential ? 1 : 2, rows);
-    set_batch(job, 0);
+    set_pass(frame, DECISION, p->sequential ? 1 : 2, rows);
     return VH_OK;
 }
 
-/* The batch's options and outputs for the job's current segments (both rounds, or with sequential
- * rounds the one of this pass: `first` is its first hidden row, plan and noise segment). */
-static void set_batch(vh_frame_job *job, uint32_t first)
+static int advance(vh_family_frame *frame)
 {
-    const vh_program *p = job->ctx->program;
-    minddrive_job *mj = job->family_job;
-    for (uint32_t r = 0; r < job->n_segments; r++) {
-        job->segments[r].image = -1;
-        job->segments[r].embeds = mj->vision_tokens;
-    }
-    vh_batch *b = &job->batch;
-    b->options = BATCH_OPTIONS;
-    b->out_tokens = NULL;
-    b->n_hidden_rows = HIDDEN_ROWS / 2 * job->n_segments;
-    b->hidden_rows = mj->hidden_rows + 2 * first;
-    b->out_hidden = mj->hidden + (size_t)2 * first * p->config->llm.hidden;
-    b->plan_noise = mj->noise + (size_t)first * p->noise_floats;
-    b->plan_noise_stride = p->noise_floats;
-    b->out_plan = mj->plan + (size_t)first * p->plan_out;
-    b->plan_out_stride = p->plan_out;
-    b->segment_adapters = mj->adapters + first;
-    b->plan_segments = mj->plan_segments + first;
-}
-
-static int advance(vh_frame_job *job)
-{
-    const vh_program *p = job->ctx->program;
-    if (!p->sequential || job->n_passes > 1) return 0; /* the planners ran after the head */
-    /* sequential rounds: the action round as a second pass, on the job's second KV slot */
-    uint32_t rows = put_round(job->tokens, &p->round[ACTION], p->config->n_vision_tokens);
-    vh_frame_job_begin_prefill_segments(job, 1, &rows);
-    job->segments[0].sequence = job->sequence + ACTION; /* the round's own KV slot, as in one pass */
-    set_batch(job, ACTION);
+    const vh_program *p = frame->program;
+    /* the planners ran after the head, unless the action round is still to come */
+    if (!p->sequential || frame->pass.segments[0].slot == ACTION) return 0;
+    /* sequential rounds: the action round as a second pass, on its own KV slot as in one pass */
+    const uint32_t rows = put_round(frame->tokens, &p->round[ACTION], p->config->n_vision_tokens);
+    set_pass(frame, ACTION, 1, &rows);
     return 1;
 }
 
@@ -345,11 +333,11 @@ static uint32_t decide_speed(const vh_program *p, const float *row, double *log_
     return best;
 }
 
-static void result(const vh_frame_job *job, vh_frame_result *out)
+static void result(const vh_family_frame *frame, vh_frame_result *out)
 {
-    const vh_program *p = job->ctx->program;
+    const vh_program *p = frame->program;
     const vh_minddrive_config *c = p->config;
-    const minddrive_job *mj = job->family_job;
+    const minddrive_job *mj = frame->state;
     const float *plan = mj->plan + p->plan_out; /* the action segment's */
     double log_probs[VH_MINDDRIVE_MAX_SPEEDS];
     const uint32_t speed = decide_speed(p, mj->hidden, log_probs);
@@ -368,9 +356,9 @@ static void result(const vh_frame_job *job, vh_frame_result *out)
                               out->trajectory);
 }
 
-const float *vh_minddrive_job_hidden(const vh_frame_job *job)
+const float *vh_minddrive_frame_hidden(const vh_family_frame *frame)
 {
-    return ((const minddrive_job *)job->family_job)->hidden;
+    return ((const minddrive_job *)frame->state)->hidden;
 }
 
 static int warmup_input(vh_program *p, vh_frame *frame)

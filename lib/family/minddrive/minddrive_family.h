@@ -14,13 +14,11 @@
 
 #include "family/family.h"
 
-struct vh_frame_job;
-
 extern const vh_family vh_family_minddrive;
 
-/* A finished job's final-normed hidden rows, for tests: [4][hidden] = the decision row (twice),
+/* A finished frame's final-normed hidden rows, for tests: [4][hidden] = the decision row (twice),
  * the speed planner's feature, the path planner's feature. */
-const float *vh_minddrive_job_hidden(const struct vh_frame_job *job);
+const float *vh_minddrive_frame_hidden(const vh_family_frame *frame);
 /* A round's prompt ids (the vision rows not included; the decision round without its final speed
  * token) and where the vision rows go. round 0: decision, 1: action. */
 const int32_t *vh_minddrive_program_prompt(const vh_program *program, int round, size_t *n_ids, size_t *image_index);

@@ -9,7 +9,6 @@
 #include "family/openvla/openvla_prompt.h"
 #include "image/bicubic_resize.h"
 #include "image/normalize.h"
-#include "pipeline/frame_job.h"
 #include "text/text_tokenizer.h"
 
 /* KV positions reserved for the prompt's text beyond the image tokens and the action. */
@@ -38,11 +37,14 @@ struct vh_program {
     uint8_t *warmup_rgb;               /* made on first use */
 };
 
-/* One frame's OpenVLA state (job->family_job). */
+/* One frame's OpenVLA state (frame->state). */
 typedef struct openvla_job {
     uint8_t *resized[VH_MAX_TOWERS];   /* [S, S, 3] per tower */
     int32_t *prompt;                   /* the prompt's ids (malloc'd per frame) */
     size_t n_prompt;
+    uint32_t prefill_rows;             /* the prompt's and the image's */
+    int32_t next_token;                /* the head's chosen id of the pass just run */
+    int32_t step_token;                /* the decode pass's row */
     uint32_t n_generated;
     int32_t generated[VH_MAX_ACTION_DIM];
     const vh_action_decoder *decoder;  /* the frame's dataset's (its unnorm_key, else the session's) */
@@ -162,11 +164,11 @@ static vh_status check_frame(const vh_program *p, const vh_frame *f, vh_error *e
     return VH_OK;
 }
 
-static vh_status job_init(const vh_program *p, vh_frame_job *job, vh_error *err)
+static vh_status job_init(const vh_program *p, vh_family_frame *frame, vh_error *err)
 {
     openvla_job *oj = calloc(1, sizeof *oj);
     if (!oj) return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (frame buffers)");
-    job->family_job = oj;
+    frame->state = oj;
     for (uint32_t t = 0; t < p->model->desc.n_towers; t++) {
         size_t s = p->model->desc.towers[t].image_size;
         if (!(oj->resized[t] = malloc(s * s * 3)))
@@ -175,13 +177,13 @@ static vh_status job_init(const vh_program *p, vh_frame_job *job, vh_error *err)
     return VH_OK;
 }
 
-static void job_free(vh_frame_job *job)
+static void job_free(vh_family_frame *frame)
 {
-    openvla_job *oj = job->family_job;
+    openvla_job *oj = frame->state;
     for (uint32_t t = 0; t < VH_MAX_TOWERS; t++) free(oj->resized[t]);
     free(oj->prompt);
     free(oj);
-    job->family_job = NULL;
+    frame->state = NULL;
 }
 
 /* Whether a prompt of n_prompt tokens, the image tokens and the action fit the context. */
@@ -192,10 +194,10 @@ static int prompt_fits(const vh_program *p, size_t n_prompt)
 
 /* Resize the frame for each tower (Pillow's bicubic, as the processor's TVF.resize does) and
  * normalise it with that tower's mean and std. Towers of one size share the resize. */
-static vh_status preprocess(const vh_program *p, vh_frame_job *job, const vh_frame_input *in, vh_error *err)
+static vh_status preprocess(const vh_program *p, vh_family_frame *frame, const vh_frame_input *in, vh_error *err)
 {
     const vh_model *m = p->model;
-    openvla_job *oj = job->family_job;
+    openvla_job *oj = frame->state;
     for (uint32_t t = 0; t < m->desc.n_towers; t++) {
         const uint32_t S = m->desc.towers[t].image_size;
         const vh_vision_tower_config *tc = &p->config->towers[t];
@@ -208,16 +210,16 @@ static vh_status preprocess(const vh_program *p, vh_frame_job *job, const vh_fra
         vh_image_norm norm;
         memcpy(norm.mean, tc->mean, sizeof norm.mean);
         memcpy(norm.std, tc->std, sizeof norm.std);
-        vh_status st = vh_image_normalize_rgb8(oj->resized[t], S, S, 0, &norm, job->pixels[t], err);
+        vh_status st = vh_image_normalize_rgb8(oj->resized[t], S, S, 0, &norm, frame->pixels[t], err);
         if (st) return st;
     }
     return VH_OK;
 }
 
-static vh_status prepare(vh_frame_job *job, const vh_frame_input *in, vh_error *err)
+static vh_status prepare(vh_family_frame *frame, const vh_frame_input *in, vh_error *err)
 {
-    const vh_program *p = job->ctx->program;
-    openvla_job *oj = job->family_job;
+    const vh_program *p = frame->program;
+    openvla_job *oj = frame->state;
     const uint32_t dim = p->stats->dim, n_image = p->model->desc.n_image_tokens;
     oj->n_generated = 0;
     free(oj->prompt);
@@ -227,7 +229,7 @@ static vh_status prepare(vh_frame_job *job, const vh_frame_input *in, vh_error *
     if (dataset < 0) /* check_frame refused it at submit; a frame that gets here has a known key */
         return vh_error_set(err, VH_ERR_INTERNAL, "frame unnorm_key '%s' unknown after submit", in->unnorm_key);
     oj->decoder = &p->decoders[dataset];
-    vh_status st = preprocess(p, job, in, err);
+    vh_status st = preprocess(p, frame, in, err);
     if (st) return st;
     /* prompt rows: [BOS | image patches | the rest of the prompt] */
     if ((st = vh_openvla_prompt_ids(p->tokenizer, p->bos_id, in->instruction, &oj->prompt, &oj->n_prompt, err)))
@@ -236,33 +238,41 @@ static vh_status prepare(vh_frame_job *job, const vh_frame_input *in, vh_error *
         return vh_error_set(err, VH_ERR_BAD_FRAME, "the instruction is too long: %zu prompt tokens + %u image "
                             "tokens + %u action tokens exceed the context of %u", oj->n_prompt, n_image, dim,
                             p->max_context);
-    job->n_rows = (uint32_t)(oj->n_prompt + n_image);
-    memcpy(job->tokens, oj->prompt, sizeof(int32_t) * IMAGE_POSITION);
-    for (uint32_t i = 0; i < n_image; i++) job->tokens[IMAGE_POSITION + i] = VH_TOKEN_IMAGE;
-    memcpy(job->tokens + IMAGE_POSITION + n_image, oj->prompt + IMAGE_POSITION,
+    oj->prefill_rows = (uint32_t)(oj->n_prompt + n_image);
+    memcpy(frame->tokens, oj->prompt, sizeof(int32_t) * IMAGE_POSITION);
+    for (uint32_t i = 0; i < n_image; i++) frame->tokens[IMAGE_POSITION + i] = VH_TOKEN_IMAGE;
+    memcpy(frame->tokens + IMAGE_POSITION + n_image, oj->prompt + IMAGE_POSITION,
            sizeof(int32_t) * (oj->n_prompt - IMAGE_POSITION));
-    vh_frame_job_begin_prefill(job);
+    /* one prompt, the image's patch embeddings at its image rows; the head's chosen id out */
+    frame->pass = (vh_pass_request){.kind = VH_PASS_PREFILL, .n_segments = 1,
+                                    .segments = {{.n_rows = oj->prefill_rows}}, .tokens = frame->tokens,
+                                    .out_tokens = &oj->next_token};
     return VH_OK;
 }
 
-static int advance(vh_frame_job *job)
+static int advance(vh_family_frame *frame)
 {
-    const vh_program *p = job->ctx->program;
-    openvla_job *oj = job->family_job;
+    const vh_program *p = frame->program;
+    openvla_job *oj = frame->state;
     /* greedy decoding, one token a pass, as transformers' generate: it stops early at EOS and the
      * action is then read from the last `dim` ids of prompt + generated tokens */
-    oj->generated[oj->n_generated++] = job->next_token;
-    if (oj->n_generated >= p->stats->dim || job->next_token == p->eos_id) return 0;
+    oj->generated[oj->n_generated++] = oj->next_token;
+    if (oj->n_generated >= p->stats->dim || oj->next_token == p->eos_id) return 0;
     const uint32_t n_image = p->model->desc.n_image_tokens;
     const int32_t rope_delta = p->decode_positions == VH_DECODE_POSITIONS_OPENVLA_HF440 ? -(int32_t)n_image : 0;
-    vh_frame_job_begin_step(job, job->next_token, job->n_rows + oj->n_generated - 1, rope_delta);
+    /* the token just chosen, one row after the rows before it (RoPE position + rope_delta) */
+    oj->step_token = oj->next_token;
+    frame->pass = (vh_pass_request){
+        .kind = VH_PASS_DECODE, .n_segments = 1,
+        .segments = {{.n_rows = 1, .position = oj->prefill_rows + oj->n_generated - 1, .rope_delta = rope_delta}},
+        .tokens = &oj->step_token, .out_tokens = &oj->next_token};
     return 1;
 }
 
-static void result(const vh_frame_job *job, vh_frame_result *out)
+static void result(const vh_family_frame *frame, vh_frame_result *out)
 {
-    const vh_program *p = job->ctx->program;
-    const openvla_job *oj = job->family_job;
+    const vh_program *p = frame->program;
+    const openvla_job *oj = frame->state;
     const uint32_t dim = p->stats->dim;
     out->action_dim = dim;
     /* the last `dim` ids of prompt + generated */

@@ -10,12 +10,12 @@
 #include "family/driving/planner_result.h"
 #include "family/orion/orion_model.h"
 #include "family/orion/orion_prompt.h"
-#include "pipeline/frame_job.h"
 #include "text/bpe_tokenizer.h"
 #include "util/file_read.h"
 
 #define MAX_ADDED_TOKENS 64
-/* what every pass asks of the backends: the vision tokens given, the hidden row out, the planner */
+/* what every pass asks of the backends (its request below): the vision tokens given, the hidden
+ * row out, the planner */
 #define BATCH_OPTIONS (VH_BATCH_HIDDEN_ROWS | VH_BATCH_SEGMENT_EMBEDS | VH_BATCH_PLAN)
 
 struct vh_program {
@@ -174,11 +174,11 @@ static vh_status check_frame(const vh_program *p, const vh_frame *f, vh_error *e
     return VH_OK;
 }
 
-static vh_status job_init(const vh_program *p, vh_frame_job *job, vh_error *err)
+static vh_status job_init(const vh_program *p, vh_family_frame *frame, vh_error *err)
 {
     orion_job *oj = calloc(1, sizeof *oj);
     if (!oj) return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (frame buffers)");
-    job->family_job = oj;
+    frame->state = oj;
     oj->feature = malloc(sizeof(float) * p->config->hidden);
     oj->plan = malloc(sizeof(float) * p->plan_out);
     oj->noise = malloc(sizeof(float) * p->config->latent_dim);
@@ -187,66 +187,61 @@ static vh_status job_init(const vh_program *p, vh_frame_job *job, vh_error *err)
     return VH_OK;
 }
 
-static void job_free(vh_frame_job *job)
+static void job_free(vh_family_frame *frame)
 {
-    orion_job *oj = job->family_job;
+    orion_job *oj = frame->state;
     free(oj->feature);
     free(oj->plan);
     free(oj->noise);
     free(oj);
-    job->family_job = NULL;
+    frame->state = NULL;
 }
 
-static vh_status prepare(vh_frame_job *job, const vh_frame_input *in, vh_error *err)
+static vh_status prepare(vh_family_frame *frame, const vh_frame_input *in, vh_error *err)
 {
     (void)err;
-    const vh_program *p = job->ctx->program;
+    const vh_program *p = frame->program;
     const vh_orion_config *c = p->config;
-    orion_job *oj = job->family_job;
+    orion_job *oj = frame->state;
     /* rows: [text before the image | the vision tokens | the rest of the text] */
-    memcpy(job->tokens, p->prompt, sizeof(int32_t) * p->image_index);
-    for (uint32_t i = 0; i < c->n_vision_tokens; i++) job->tokens[p->image_index + i] = VH_TOKEN_IMAGE;
-    memcpy(job->tokens + p->image_index + c->n_vision_tokens, p->prompt + p->image_index,
+    memcpy(frame->tokens, p->prompt, sizeof(int32_t) * p->image_index);
+    for (uint32_t i = 0; i < c->n_vision_tokens; i++) frame->tokens[p->image_index + i] = VH_TOKEN_IMAGE;
+    memcpy(frame->tokens + p->image_index + c->n_vision_tokens, p->prompt + p->image_index,
            sizeof(int32_t) * (p->n_prompt - p->image_index));
-    job->n_rows = p->n_rows;
     oj->command = in->command;
     oj->readout = p->readout_row;
     if (in->noise) memcpy(oj->noise, in->noise, sizeof(float) * c->latent_dim);
     else vh_driving_seeded_noise(p->seed, in->sequence, oj->noise, c->latent_dim);
-    vh_frame_job_begin_prefill(job);
-    job->segments[0].image = -1;
-    job->segments[0].embeds = in->vision_tokens; /* the record's copy: it outlives the job's passes */
-    job->batch.options = BATCH_OPTIONS;
-    job->batch.out_tokens = NULL;
-    job->batch.n_hidden_rows = 1;
-    job->batch.hidden_rows = &oj->readout;
-    job->batch.out_hidden = oj->feature;
-    job->batch.plan_noise = oj->noise;
-    job->batch.plan_noise_stride = c->latent_dim;
-    job->batch.out_plan = oj->plan;
-    job->batch.plan_out_stride = p->plan_out;
+    /* one prefill, the vision tokens given (the record's copy: it outlives the frame's passes); out:
+     * the hidden row at <waypoint_ego> and the planner's plan */
+    frame->pass = (vh_pass_request){
+        .kind = VH_PASS_PREFILL, .n_segments = 1,
+        .segments = {{.n_rows = p->n_rows, .vision_rows = in->vision_tokens, .plans = 1}}, .tokens = frame->tokens,
+        .n_hidden_rows = 1, .hidden_rows = &oj->readout, .out_hidden = oj->feature,
+        .plan_noise = oj->noise, .plan_noise_stride = c->latent_dim, .out_plan = oj->plan,
+        .plan_out_stride = p->plan_out};
     return VH_OK;
 }
 
-static int advance(vh_frame_job *job)
+static int advance(vh_family_frame *frame)
 {
-    (void)job;
+    (void)frame;
     return 0; /* one prefill: the planner ran after the head */
 }
 
-static void result(const vh_frame_job *job, vh_frame_result *out)
+static void result(const vh_family_frame *frame, vh_frame_result *out)
 {
-    const vh_orion_config *c = job->ctx->program->config;
-    const orion_job *oj = job->family_job;
+    const vh_orion_config *c = frame->program->config;
+    const orion_job *oj = frame->state;
     out->kind = VH_ACTION_TRAJECTORY;
     out->n_points = c->n_steps;
     vh_driving_planner_result(out, oj->plan, c->n_modes, c->n_steps, c->latent_dim, (uint32_t)oj->command,
                               "mode_trajectories", "mu", "log_sigma", out->trajectory);
 }
 
-const float *vh_orion_job_feature(const vh_frame_job *job)
+const float *vh_orion_frame_feature(const vh_family_frame *frame)
 {
-    return ((const orion_job *)job->family_job)->feature;
+    return ((const orion_job *)frame->state)->feature;
 }
 
 static int warmup_input(vh_program *p, vh_frame *frame)

@@ -12,12 +12,10 @@
 
 #include "family/family.h"
 
-struct vh_frame_job;
-
 extern const vh_family vh_family_orion;
 
-/* The final-normed hidden state at <waypoint_ego> of a finished job ([hidden] floats), for tests. */
-const float *vh_orion_job_feature(const struct vh_frame_job *job);
+/* The final-normed hidden state at <waypoint_ego> of a finished frame ([hidden] floats), for tests. */
+const float *vh_orion_frame_feature(const vh_family_frame *frame);
 /* The prompt's ids (the image's rows not included) and where the image's rows go. */
 const int32_t *vh_orion_program_prompt(const vh_program *program, size_t *n_ids, size_t *image_index);
 
