@@ -47,7 +47,7 @@ fi
 if [ ! -f build-aarch64/build.ninja ]; then
     meson setup build-aarch64 --cross-file cross/aarch64-linux-gnu.ini --buildtype=release -Db_ndebug=false \
         -Dcuda=disabled -Dpython=disabled -Dserve=disabled -Dcpu_generic=enabled -Dtests=enabled \
-        -Dexamples=enabled
+        -Dexamples=enabled -Dbench=disabled
 fi
 # Build what runs below (VH_AARCH64_TESTS=all or named tests: everything): the unit suite's and the
 # named tests' programs and what they depend on, vh-run and the cpu_generic plugin.

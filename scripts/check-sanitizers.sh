@@ -10,7 +10,7 @@
 #   scripts/check-sanitizers.sh [asan|tsan]   (default: both)
 set -eu
 cd "$(dirname "$0")/.."
-common="-Dcuda=disabled -Dcpu_amx=disabled -Dexamples=disabled -Db_lundef=false --buildtype=debugoptimized"
+common="-Dcuda=disabled -Dcpu_amx=disabled -Dexamples=disabled -Dbench=disabled -Db_lundef=false --buildtype=debugoptimized"
 what=${1:-all}
 if [ "$what" = all ] || [ "$what" = asan ]; then
   # shellcheck disable=SC2086
