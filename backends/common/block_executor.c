@@ -15,15 +15,48 @@ vh_status vh_block_executor_read_params(const char *backend, const vh_executor_p
     return VH_OK;
 }
 
+/* The graph around block `index` is one this executor runs: slots and states it names exist, a
+ * tower's block reads and writes that tower's slots, the MLP chain reads every tower in order, a
+ * decoder layer owns a KV cache. */
+static vh_status check_wiring(const char *backend, const vh_model_desc *m, const vh_block_desc *d, uint32_t index,
+                              const vh_block_variant *v, char *err, size_t err_size)
+{
+    const uint32_t tower = m->slots[d->inputs[0]].tower;
+    int ok = 1;
+    if (v->in_tower) ok = tower < m->n_towers && m->slots[d->output].tower == tower && d->n_inputs == 1;
+    if (v->projects) {
+        ok = d->n_inputs == m->n_towers;
+        for (uint32_t i = 0; ok && i < d->n_inputs; i++) ok = m->slots[d->inputs[i]].tower == i;
+    }
+    if (!ok)
+        return vh_backend_fail(err, err_size, VH_ERR_UNSUPPORTED, "%s: block %u (%s) reads slot '%s' and writes "
+                               "'%s': not the slots of one tower (or, for the chain, every tower in order)", backend,
+                               index, vh_block_kind_name(d->kind), m->slots[d->inputs[0]].name ? m->slots[d->inputs[0]].name : "?",
+                               m->slots[d->output].name ? m->slots[d->output].name : "?");
+    if (v->has_state != (d->state != VH_NO_STATE) ||
+        (v->has_state && (d->state >= m->n_states || m->states[d->state].kind != VH_STATE_KV_CACHE)))
+        return vh_backend_fail(err, err_size, VH_ERR_UNSUPPORTED, "%s: block %u (%s) %s", backend, index,
+                               vh_block_kind_name(d->kind), v->has_state ? "owns no KV cache state"
+                                                                         : "owns a state it does not keep");
+    return VH_OK;
+}
+
 vh_status vh_block_executor_check_blocks(const char *backend, const vh_executor_params *params, char *err,
                                          size_t err_size)
 {
     const vh_model_desc *m = params->model;
+    if (m && (m->n_slots == 0 || !m->slots || (m->n_states && !m->states) || m->n_towers > VH_MAX_TOWERS))
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: the model has %u slots, %u states, %u "
+                               "towers", backend, m->n_slots, m->n_states, m->n_towers);
     for (uint32_t i = 0; m && i < params->n_blocks && params->first_block + i < m->n_blocks; i++) {
         const uint32_t index = params->first_block + i;
-        if (!vh_block_check(backend, vh_block_variant_support, VH_N_BLOCK_VARIANTS, &m->blocks[index], index, err,
-                            err_size))
+        if (!vh_block_check(backend, vh_block_variant_support, VH_N_BLOCK_VARIANTS, m, index, err, err_size))
             return VH_ERR_UNSUPPORTED;
+        const vh_block_desc *d = &m->blocks[index];
+        const vh_block_variant *v = &vh_block_variants[vh_block_variant_of(m, d)];
+        vh_status st = check_wiring(backend, m, d, index, v, err, err_size);
+        if (st) return st;
+        if (!vh_block_variant_tensors_present(v, d, index, backend, err, err_size)) return VH_ERR_UNSUPPORTED;
     }
     return VH_OK;
 }

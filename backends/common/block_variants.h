@@ -1,8 +1,10 @@
 /*
- * The block kinds the executors run, one table for every backend: what a plugin tells the core
- * (vh_kind_support: roles, parameters, options, wiring) and what an executor needs to know of
- * each kind to validate a batch and size its buffers. A backend's own kind table (the function
- * of its kind file that runs each) follows this table's order.
+ * The blocks the executors run, one table for every backend: the vocabulary's kinds and feature
+ * sets they implement (vh_kind_support: roles, parameters, slot kinds, features, what the core is
+ * told) and what an executor needs to know of each to validate a batch and size its buffers. A
+ * transformer layer is one kind with two implementations here (a tower's layer on image tokens,
+ * a decoder layer on the rows with a KV cache), told apart by its features. A backend's own kind
+ * table (the function of its kind file that runs each) follows this table's order.
  */
 #ifndef VH_BLOCK_VARIANTS_H
 #define VH_BLOCK_VARIANTS_H
@@ -11,32 +13,52 @@
 
 #define VH_N_BLOCK_VARIANTS 7
 #define VH_BLOCK_VARIANT_BATCH_OPTIONS (VH_BATCH_HIDDEN_ROWS | VH_BATCH_SEGMENT_EMBEDS | VH_BATCH_PLAN | \
-                                        VH_BATCH_SEGMENT_ADAPTERS | VH_BATCH_PLAN_SEGMENTS)
+                                        VH_BATCH_SEGMENT_ADAPTERS | VH_BATCH_SEGMENT_PLANS)
+/* LoRA sets a decoder layer may hold here (of VH_TF_MAX_LORA_SETS in the vocabulary). */
+#define VH_BLOCK_VARIANT_LORA_SETS 2
 
 typedef struct vh_block_variant {
     uint32_t kind;                     /* vh_block_kind */
     int uses_images, uses_pixels, uses_rows; /* the parts of a batch it reads */
-    int in_tower;                      /* a vision tower's block: vh_vit_params (tower, layer), its tokens */
-    int projects;                      /* the projector: the towers' tokens to patch embeddings */
-    int llm_layer;                     /* an LLM layer: vh_llm_params (layer, LoRA scale), LoRA pairs by set */
-    int attends;                       /* has attention: an LLM layer's over its KV cache, a ViT block's over
-                                          its tower's tokens */
-    int has_state;                     /* keeps a KV cache (state slot) */
-    int is_head;                       /* writes the batch's outputs */
-    int is_planner;                    /* reads the head's hidden rows, writes the plans */
+    int in_tower;                      /* a vision tower's block: its slot's tower, its tokens */
+    int projects;                      /* the MLP chain: the towers' tokens to image embeddings */
+    int llm_layer;                     /* a decoder layer on the rows: its LoRA pairs by set */
+    int attends;                       /* has attention: a decoder layer's over its KV cache, a tower
+                                          layer's over its image's tokens */
+    int has_state;                     /* keeps a KV cache (its state) */
+    int is_head;                       /* writes the batch's outputs (the read-out) */
+    int is_planner;                    /* reads the read-out's rows, writes the plans */
 } vh_block_variant;
 
-/* The same kinds in the same order: what the plugin table (vh_backend_iface.kinds) lists. */
+/* The same entries in the same order: what the plugin table (vh_backend_iface.kinds) lists. */
 extern const vh_kind_support vh_block_variant_support[VH_N_BLOCK_VARIANTS];
 extern const vh_block_variant vh_block_variants[VH_N_BLOCK_VARIANTS];
 
-/* The kind's index in the tables, or -1. */
-int vh_block_variant_index(uint32_t kind);
+/* The entry that runs block d of model m (the first of the table that matches its kind, slot
+ * kinds and features, as vh_block_check picks it), or -1. */
+int vh_block_variant_of(const vh_model_desc *m, const vh_block_desc *d);
 
-/* What an executor keeps of a block's parameters (its kind's: the descriptor was checked by
- * vh_block_check): the tower and layer of a tower's block, the layer and LoRA scale of an LLM
- * layer, a planner's parameters; fields of other kinds are left as they are. */
-void vh_block_variant_read_params(const vh_block_variant *v, const vh_block_desc *d, uint32_t *tower,
-                                  uint32_t *layer, float *lora_scale, vh_planner_params *plan);
+/* What an executor keeps of a block's parameters (the descriptor was checked by vh_block_check). */
+typedef struct vh_block_info {
+    uint32_t tower;                    /* a tower's block: the tower of its token slot */
+    uint32_t layer;                    /* a transformer layer's index in its chain */
+    float norm_eps;                    /* a transformer layer's norms */
+    float rope_theta;                  /* a decoder layer's positions */
+    float lora_scale;                  /* a decoder layer's LoRA adapters' alpha / r (every set) */
+    uint32_t chain_layers;             /* the MLP chain's linear layers */
+    uint32_t patch_flags;              /* the patch embedding's VH_PATCH_* */
+    vh_planner_params plan;            /* a planner's parameters */
+} vh_block_info;
+
+void vh_block_variant_read_params(const vh_model_desc *m, const vh_block_desc *d, vh_block_info *info);
+
+/* The variants' flags OR-ed over blocks [first, first + n) of m (a vh_block_variant whose int
+ * fields are 1 where any block has them). */
+vh_block_variant vh_block_variants_held(const vh_model_desc *m, uint32_t first, uint32_t n);
+
+/* The tensors block `index` (variant v) needs for the features it was given are there: a tower's
+ * layer its fused q|k|v and biases, a decoder layer its seven projections; else 0 with why. */
+int vh_block_variant_tensors_present(const vh_block_variant *v, const vh_block_desc *d, uint32_t index,
+                                     const char *backend, char *why, size_t why_size);
 
 #endif

@@ -34,14 +34,14 @@ static void attention_needs(const vh_executor_params *p, int64_t *keys, int64_t 
     const vh_model_desc *m = p->model;
     for (uint32_t i = p->first_block; i < p->first_block + p->n_blocks && i < m->n_blocks; i++) {
         const vh_block_desc *d = &m->blocks[i];
-        const int index = vh_block_variant_index(d->kind);
+        const int index = vh_block_variant_of(m, d);
         if (index < 0 || !vh_block_variants[index].attends) continue;
         int64_t k = 0, w = 0;
         if (vh_block_variants[index].llm_layer) {
             k = p->max_context;
             w = (int64_t)m->llm.n_kv_heads * m->llm.head_dim;
         } else {
-            const uint32_t t = ((const vh_vit_params *)d->params)->tower;
+            const uint32_t t = m->slots[d->inputs[0]].tower;
             if (t >= m->n_towers) continue;
             k = (int64_t)m->towers[t].n_prefix + m->towers[t].n_patches;
             w = m->towers[t].embed_dim;

@@ -39,9 +39,9 @@ static int fusable(const vh_executor *e, const cpu_block *cb)
  * the block code multiplies through both.) */
 static vh_status check_lora_pairs(const vh_executor *e, cpu_block *cb, char *err, size_t err_size)
 {
-    for (uint32_t set = 0; set < VH_LLM_LORA_SETS; set++)
+    for (uint32_t set = 0; set < VH_BLOCK_VARIANT_LORA_SETS; set++)
         for (uint32_t proj = 0; proj < 4; proj++) {
-            const uint32_t a = vh_llm_lora_role(set, proj);
+            const uint32_t a = vh_tf_lora_role(set, proj);
             const vh_tensor_view *A = &cb->t[a], *B = &cb->t[a + 1];
             if (!A->data != !B->data || (A->data && (A->ndim != 2 || B->ndim != 2 || A->shape[0] != B->shape[1])))
                 return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: LoRA role %u (set %u) without "
@@ -57,14 +57,14 @@ static vh_status stack_qkv_bias(vh_executor *e, cpu_block *cb, char *err, size_t
 {
     const vh_llm_desc *l = &e->model->llm;
     const uint64_t q_dim = (uint64_t)l->n_heads * l->head_dim, kv_dim = (uint64_t)l->n_kv_heads * l->head_dim;
-    if (!cb->vec[VH_LLM_Q_BIAS] && !cb->vec[VH_LLM_K_BIAS] && !cb->vec[VH_LLM_V_BIAS]) return VH_OK;
+    if (!cb->vec[VH_TF_Q_B] && !cb->vec[VH_TF_K_B] && !cb->vec[VH_TF_V_B]) return VH_OK;
     cb->qkv_bias = alloc_floats(q_dim + 2 * kv_dim, 1, 1, &e->weight_bytes);
     if (!cb->qkv_bias)
         return vh_backend_fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "%s: out of memory for biases", e->ops->backend);
     const uint64_t offset[3] = {0, q_dim, q_dim + kv_dim}, width[3] = {q_dim, kv_dim, kv_dim};
     for (int i = 0; i < 3; i++)
-        if (cb->vec[VH_LLM_Q_BIAS + i])
-            memcpy(cb->qkv_bias + offset[i], cb->vec[VH_LLM_Q_BIAS + i], sizeof(float) * width[i]);
+        if (cb->vec[VH_TF_Q_B + i])
+            memcpy(cb->qkv_bias + offset[i], cb->vec[VH_TF_Q_B + i], sizeof(float) * width[i]);
     return VH_OK;
 }
 
@@ -73,23 +73,23 @@ static vh_status stack_qkv_bias(vh_executor *e, cpu_block *cb, char *err, size_t
  * the backend, and its 1-D tensors in fp32. The descriptor was checked (vh_block_check). */
 static vh_status prepare_block(vh_executor *e, cpu_block *cb, const vh_block_desc *d, char *err, size_t err_size)
 {
-    const int index = vh_block_variant_index(d->kind);
+    const int index = vh_block_variant_of(e->model, d);
     cb->desc = d;
     cb->variant = &vh_block_variants[index];
     cb->kind = &cpu_kinds[index];
-    cb->state = d->state_slot;
-    vh_block_variant_read_params(cb->variant, d, &cb->tower, &cb->layer, &cb->lora_scale, &cb->plan);
+    cb->state = d->state;
+    vh_block_variant_read_params(e->model, d, &cb->info);
     if (cb->variant->is_planner) {
-        const vh_planner_params *pp = &cb->plan;
+        const vh_planner_params *pp = &cb->info.plan;
         if (!vh_planner_params_valid(pp, e->model->llm.hidden))
             return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: planner of feature %u (the LLM's "
                                    "hidden size is %u), %u GRU layers of %u", e->ops->backend, pp->feature_dim,
                                    e->model->llm.hidden, pp->gru_layers, pp->gru_hidden);
     }
-    if (cb->tower >= e->model->n_towers && cb->variant->in_tower)
+    if (cb->info.tower >= e->model->n_towers && cb->variant->in_tower)
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: block of tower %u; the model has %u",
-                               e->ops->backend, cb->tower, e->model->n_towers);
-    if (cb->variant->has_state && d->state_slot == VH_NO_STATE)
+                               e->ops->backend, cb->info.tower, e->model->n_towers);
+    if (cb->variant->has_state && d->state == VH_NO_STATE)
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: a %s block without a state slot",
                                e->ops->backend, vh_block_kind_name(d->kind));
     for (uint32_t i = 0; i < d->n_tensors; i++) cb->t[d->tensors[i].role] = d->tensors[i];
@@ -105,8 +105,8 @@ static vh_status prepare_block(vh_executor *e, cpu_block *cb, const vh_block_des
             cb->mat[r] = *t;
             cb->mat[r].ndim = 2;
             for (uint32_t k = 2; k < t->ndim; k++) cb->mat[r].shape[1] *= t->shape[k];
-            const int in_fused = fuse && (r == VH_LLM_Q || r == VH_LLM_K || r == VH_LLM_V || r == VH_LLM_GATE ||
-                                          r == VH_LLM_UP);
+            const int in_fused = fuse && (r == VH_TF_Q_W || r == VH_TF_K_W || r == VH_TF_V_W || r == VH_TF_GATE_W ||
+                                          r == VH_TF_UP_W);
             vh_status st = in_fused ? VH_OK : e->ops->prepare(e->linear, &cb->mat[r], &cb->prepared[r],
                                                               &e->weight_bytes, err, err_size);
             if (st) return st;
@@ -120,8 +120,8 @@ static vh_status prepare_block(vh_executor *e, cpu_block *cb, const vh_block_des
     if (!fuse) return VH_OK;
     vh_status bias_st = stack_qkv_bias(e, cb, err, err_size);
     if (bias_st) return bias_st;
-    const vh_tensor_view *qkv[3] = {&cb->mat[VH_LLM_Q], &cb->mat[VH_LLM_K], &cb->mat[VH_LLM_V]};
-    const vh_tensor_view *gate_up[2] = {&cb->mat[VH_LLM_GATE], &cb->mat[VH_LLM_UP]};
+    const vh_tensor_view *qkv[3] = {&cb->mat[VH_TF_Q_W], &cb->mat[VH_TF_K_W], &cb->mat[VH_TF_V_W]};
+    const vh_tensor_view *gate_up[2] = {&cb->mat[VH_TF_GATE_W], &cb->mat[VH_TF_UP_W]};
     vh_status st = e->ops->prepare_fused(e->linear, qkv, 3, CPU_FUSE_STACK, &cb->fused_qkv, &e->weight_bytes, err,
                                          err_size);
     if (!st) st = e->ops->prepare_fused(e->linear, gate_up, 2, CPU_FUSE_GATED, &cb->fused_gate_up, &e->weight_bytes,
@@ -152,9 +152,9 @@ static uint64_t max_lora_rank(const vh_executor *e)
 {
     uint64_t r = 1;
     for (uint32_t i = 0; i < e->params.n_blocks; i++)
-        for (uint32_t set = 0; e->blocks[i].variant->llm_layer && set < VH_LLM_LORA_SETS; set++)
+        for (uint32_t set = 0; e->blocks[i].variant->llm_layer && set < VH_BLOCK_VARIANT_LORA_SETS; set++)
             for (uint32_t proj = 0; proj < 4; proj++) {
-                const vh_tensor_view *A = &e->blocks[i].t[vh_llm_lora_role(set, proj)];
+                const vh_tensor_view *A = &e->blocks[i].t[vh_tf_lora_role(set, proj)];
                 if (A->data && (uint64_t)A->shape[0] > r) r = (uint64_t)A->shape[0];
             }
     return r;
@@ -174,13 +174,10 @@ static vh_status allocate_buffers(vh_executor *e, char *err, size_t err_size)
 {
     const vh_executor_params *p = &e->params;
     const vh_model_desc *m = e->model;
-    int has_vit = 0, has_projector = 0, has_llm = 0;
+    const vh_block_variant held = vh_block_variants_held(m, p->first_block, p->n_blocks);
+    const int has_vit = held.in_tower, has_projector = held.projects, has_llm = held.uses_rows;
     for (uint32_t i = 0; i < p->n_blocks; i++) {
-        const vh_block_variant *v = e->blocks[i].variant;
-        has_vit |= v->in_tower;
-        has_projector |= v->projects;
-        has_llm |= v->uses_rows;
-        if (v->has_state) {
+        if (e->blocks[i].variant->has_state) {
             if (e->n_layers_held == 0) e->first_state = e->blocks[i].state;
             e->n_layers_held++;
         }
@@ -432,7 +429,7 @@ static vh_status check_segment_adapters(const vh_executor *e, const vh_batch *ba
     vh_status st = VH_OK;
     for (uint32_t i = 0; i < n_blocks && !st; i++)
         if (blocks[i].variant->llm_layer)
-            st = vh_block_executor_check_adapters(e->ops->backend, batch, blocks[i].lora_sets, blocks[i].layer,
+            st = vh_block_executor_check_adapters(e->ops->backend, batch, blocks[i].lora_sets, blocks[i].info.layer,
                                                   e->params.first_block + (uint32_t)(&blocks[i] - e->blocks), err,
                                                   err_size);
     return st;
@@ -451,10 +448,10 @@ vh_status cpu_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first
         needs_images |= k->uses_images;
         needs_rows |= k->uses_rows;
         if (k->is_head &&
-            (st = vh_block_executor_check_head(e->ops->backend, batch, blocks[i].t[VH_LLM_HEAD_LM].data != NULL, err,
+            (st = vh_block_executor_check_head(e->ops->backend, batch, blocks[i].t[VH_READOUT_VOCAB].data != NULL, err,
                                                err_size)))
             return st;
-        if (k->is_planner && !vh_planner_batch_valid(&blocks[i].plan, batch))
+        if (k->is_planner && !vh_planner_batch_valid(&blocks[i].info.plan, batch))
             return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: a planner block needs the batch's "
                                        "plan noise and outputs (VH_BATCH_PLAN, strides that hold them) and each "
                                    "segment's feature among its hidden rows", e->ops->backend);

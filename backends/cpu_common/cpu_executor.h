@@ -14,7 +14,7 @@
 #include "thread_pool.h"
 #include "vlahybrid/backend.h"
 
-#define CPU_MAX_ROLES 48
+#define CPU_MAX_ROLES VH_MAX_ROLES
 
 struct cpu_kind;
 
@@ -25,10 +25,8 @@ typedef struct cpu_block {
     const vh_block_desc *desc;
     const vh_block_variant *variant;          /* what the executor knows of its kind */
     const struct cpu_kind *kind;              /* how this backend runs it */
-    uint32_t tower, layer;                    /* from the kind's parameters */
-    uint32_t state;                           /* desc->state_slot */
-    vh_planner_params plan;                   /* VAE_GRU_PLANNER: its parameters */
-    float lora_scale;                         /* LLM: its LoRA adapters' alpha / r (both sets) */
+    vh_block_info info;                       /* what it keeps of the kind's parameters */
+    uint32_t state;                           /* desc->state */
     uint32_t lora_sets;                       /* LLM: bit s set where it holds a pair of LoRA set s */
     float *scratch;                           /* a kind's own scratch (the planner's), or NULL */
     vh_tensor_view t[CPU_MAX_ROLES];          /* [role] */

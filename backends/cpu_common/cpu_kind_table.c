@@ -5,23 +5,21 @@
 #include "cpu_executor.h"
 
 #define BIT(role) (1ull << (role))
+/* roles first .. last */
+#define ROLES(first, last) ((BIT(last) << 1) - BIT(first))
 
 /* In the order of vh_block_variants. Matrices: the roles that are linear-layer weights (position,
  * class and register embeddings are added, the embedding table is looked up). */
 const cpu_kind cpu_kinds[VH_N_BLOCK_VARIANTS] = {
-    {.matrix_roles = BIT(VH_VIT_EMBED_PATCH_W), .run = cpu_vit_embed},
-    {.matrix_roles = BIT(VH_VIT_QKV_W) | BIT(VH_VIT_PROJ_W) | BIT(VH_VIT_FC1_W) | BIT(VH_VIT_FC2_W),
+    {.matrix_roles = BIT(VH_PATCH_EMBED_W), .run = cpu_vit_embed},
+    {.matrix_roles = BIT(VH_TF_QKV_W) | BIT(VH_TF_O_W) | BIT(VH_TF_UP_W) | BIT(VH_TF_DOWN_W),
      .run = cpu_vit_block},
-    {.matrix_roles = BIT(VH_PROJ_FC1_W) | BIT(VH_PROJ_FC2_W) | BIT(VH_PROJ_FC3_W), .run = cpu_projector},
+    {.matrix_roles = BIT(VH_CHAIN_FC1_W) | BIT(VH_CHAIN_FC2_W) | BIT(VH_CHAIN_FC3_W), .run = cpu_projector},
     {.matrix_roles = 0, .run = cpu_llm_embed},
-    {.matrix_roles = BIT(VH_LLM_Q) | BIT(VH_LLM_K) | BIT(VH_LLM_V) | BIT(VH_LLM_O) | BIT(VH_LLM_GATE) |
-                     BIT(VH_LLM_UP) | BIT(VH_LLM_DOWN) | BIT(VH_LLM_Q_LORA_A) | BIT(VH_LLM_Q_LORA_B) |
-                     BIT(VH_LLM_K_LORA_A) | BIT(VH_LLM_K_LORA_B) | BIT(VH_LLM_V_LORA_A) | BIT(VH_LLM_V_LORA_B) |
-                     BIT(VH_LLM_O_LORA_A) | BIT(VH_LLM_O_LORA_B) | BIT(VH_LLM_LORA1_Q_A) | BIT(VH_LLM_LORA1_Q_B) |
-                     BIT(VH_LLM_LORA1_K_A) | BIT(VH_LLM_LORA1_K_B) | BIT(VH_LLM_LORA1_V_A) | BIT(VH_LLM_LORA1_V_B) |
-                     BIT(VH_LLM_LORA1_O_A) | BIT(VH_LLM_LORA1_O_B),
+    {.matrix_roles = BIT(VH_TF_Q_W) | BIT(VH_TF_K_W) | BIT(VH_TF_V_W) | BIT(VH_TF_O_W) | BIT(VH_TF_GATE_W) |
+                     BIT(VH_TF_UP_W) | BIT(VH_TF_DOWN_W) | ROLES(VH_TF_LORA, VH_TF_LORA_ROLE(VH_BLOCK_VARIANT_LORA_SETS - 1, 3) + 1),
      .run = cpu_llm_block},
-    {.matrix_roles = BIT(VH_LLM_HEAD_LM), .run = cpu_llm_head},
+    {.matrix_roles = BIT(VH_READOUT_VOCAB), .run = cpu_llm_head},
     {.matrix_roles = BIT(VH_PLAN_ENC1_W) | BIT(VH_PLAN_ENC2_W) | BIT(VH_PLAN_ENC3_W) | BIT(VH_PLAN_DIST_W) |
                      BIT(VH_PLAN_GRU0) | BIT(VH_PLAN_GRU0 + 1) | BIT(VH_PLAN_GRU0 + 4) | BIT(VH_PLAN_GRU0 + 5) |
                      BIT(VH_PLAN_GRU0 + 8) | BIT(VH_PLAN_GRU0 + 9) | BIT(VH_PLAN_GRU0 + 12) | BIT(VH_PLAN_GRU0 + 13) |

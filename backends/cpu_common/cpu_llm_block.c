@@ -1,10 +1,12 @@
 /*
- * VH_BLOCK_LLM on the CPU: a Llama (or Qwen2) decoder block over a packed batch of segments
- * (vh_batch), each row at its own position of its own sequence's KV cache (the block's state slot):
+ * A decoder layer on the CPU (VH_BLOCK_TRANSFORMER: pre-norm RMSNorm, causal attention over the
+ * KV cache with half-rotation RoPE, SiLU-gated MLP, optional q/k/v biases, LoRA kept apart; Llama's
+ * and Qwen2's blocks are instances) over a packed batch of segments (vh_batch), each row at its own
+ * position of its own sequence's KV cache (the block's state):
  *
  *   x += o_proj(attention(rope(q_proj(rmsnorm(x))), rope(k_proj(..)), v_proj(..)))
  *        (each of q/k/v/o_proj with its LoRA adapter added when the block keeps one apart, of the
- *        set each segment names (VH_BATCH_SEGMENT_ADAPTERS); q/k/v with Qwen2's biases)
+ *        set each segment names (VH_BATCH_SEGMENT_ADAPTERS); q/k/v with their biases when it has them)
  *   x += down_proj(silu(gate_proj(rmsnorm(x))) * up_proj(rmsnorm(x)))
  */
 #include <math.h>
@@ -32,7 +34,7 @@ static void lora_rows(vh_executor *e, const cpu_block *b, uint32_t a_role, const
     cpu_linear(e, b, (int)a_role + 1, s->lora_a, r, R, NULL, s->lora_b, out);
     if (e->failed) return;
     for (int64_t i = 0; i < R; i++)
-        for (int64_t c = 0; c < out; c++) y[i * out + c] += s->lora_b[i * out + c] * b->lora_scale;
+        for (int64_t c = 0; c < out; c++) y[i * out + c] += s->lora_b[i * out + c] * b->info.lora_scale;
 }
 
 /* Projection `proj` (0 q, 1 k, 2 v, 3 o)'s LoRA delta for every row, each segment's rows with its
@@ -43,7 +45,7 @@ static void lora(vh_executor *e, const cpu_block *b, const vh_batch *batch, uint
 {
     if (!b->lora_sets) return;
     for (uint32_t g = 0, row = 0, set, n; vh_batch_adapter_run(batch, &g, &set, &n); row += n) {
-        const uint32_t a = vh_llm_lora_role(set, proj);
+        const uint32_t a = vh_tf_lora_role(set, proj);
         if (b->t[a].data) lora_rows(e, b, a, x + (size_t)row * in, in, n, y + (size_t)row * out, out);
     }
 }
@@ -108,25 +110,25 @@ static void llm_block_fused(vh_executor *e, const cpu_block *b, const vh_batch *
 
     cpu_profile_begin(prof, (uint64_t)R);
     cpu_linear_fused(e, &(cpu_linear_call){.x = s->x, .x_stride = Dl, .rows = R, .in = Dl,
-                                           .rms_weight = b->vec[VH_LLM_ATTN_NORM], .rms_eps = l->rms_eps,
+                                           .rms_weight = b->vec[VH_TF_ATTN_NORM_W], .rms_eps = b->info.norm_eps,
                                            .prepared = b->fused_qkv, .bias = b->qkv_bias,
                                            .epilogue = CPU_EPILOGUE_STORE, .y = s->qkv, .y_stride = width});
     cpu_profile_mark(prof, CPU_PROF_QKV);
-    vhk_rope(e->pool, s->qkv, width, R, l->n_heads, l->head_dim, s->positions, l->rope_theta);
-    vhk_rope(e->pool, s->qkv + q_dim, width, R, l->n_kv_heads, l->head_dim, s->positions, l->rope_theta);
+    vhk_rope(e->pool, s->qkv, width, R, l->n_heads, l->head_dim, s->positions, b->info.rope_theta);
+    vhk_rope(e->pool, s->qkv + q_dim, width, R, l->n_kv_heads, l->head_dim, s->positions, b->info.rope_theta);
     cpu_profile_mark(prof, CPU_PROF_ROPE);
     attend(e, b, batch, s->qkv, width, s->qkv + q_dim, s->qkv + q_dim + kv_dim, width); /* (marks its own) */
     cpu_linear_fused(e, &(cpu_linear_call){.x = s->attn, .x_stride = q_dim, .rows = R, .in = q_dim,
-                                           .prepared = b->prepared[VH_LLM_O], .epilogue = CPU_EPILOGUE_ADD,
+                                           .prepared = b->prepared[VH_TF_O_W], .epilogue = CPU_EPILOGUE_ADD,
                                            .y = s->x, .y_stride = Dl});
     cpu_profile_mark(prof, CPU_PROF_O);
     cpu_linear_fused(e, &(cpu_linear_call){.x = s->x, .x_stride = Dl, .rows = R, .in = Dl,
-                                           .rms_weight = b->vec[VH_LLM_MLP_NORM], .rms_eps = l->rms_eps,
+                                           .rms_weight = b->vec[VH_TF_MLP_NORM_W], .rms_eps = b->info.norm_eps,
                                            .prepared = b->fused_gate_up, .epilogue = CPU_EPILOGUE_SILU_MUL,
                                            .y = s->gate, .y_stride = F});
     cpu_profile_mark(prof, CPU_PROF_GATE_UP);
     cpu_linear_fused(e, &(cpu_linear_call){.x = s->gate, .x_stride = F, .rows = R, .in = F,
-                                           .prepared = b->prepared[VH_LLM_DOWN], .epilogue = CPU_EPILOGUE_ADD,
+                                           .prepared = b->prepared[VH_TF_DOWN_W], .epilogue = CPU_EPILOGUE_ADD,
                                            .y = s->x, .y_stride = Dl});
     cpu_profile_mark(prof, CPU_PROF_DOWN);
 }
@@ -145,30 +147,30 @@ void cpu_llm_block(vh_executor *e, const cpu_block *b, const vh_batch *batch)
 
     /* attention */
     cpu_profile_begin(prof, (uint64_t)R);
-    vhk_rmsnorm(e->pool, s->x, s->norm, R, Dl, b->vec[VH_LLM_ATTN_NORM], l->rms_eps);
-    cpu_linear(e, b, VH_LLM_Q, s->norm, Dl, R, b->vec[VH_LLM_Q_BIAS], s->q, q_dim);
-    cpu_linear(e, b, VH_LLM_K, s->norm, Dl, R, b->vec[VH_LLM_K_BIAS], s->k, kv_dim);
-    cpu_linear(e, b, VH_LLM_V, s->norm, Dl, R, b->vec[VH_LLM_V_BIAS], s->v, kv_dim);
+    vhk_rmsnorm(e->pool, s->x, s->norm, R, Dl, b->vec[VH_TF_ATTN_NORM_W], b->info.norm_eps);
+    cpu_linear(e, b, VH_TF_Q_W, s->norm, Dl, R, b->vec[VH_TF_Q_B], s->q, q_dim);
+    cpu_linear(e, b, VH_TF_K_W, s->norm, Dl, R, b->vec[VH_TF_K_B], s->k, kv_dim);
+    cpu_linear(e, b, VH_TF_V_W, s->norm, Dl, R, b->vec[VH_TF_V_B], s->v, kv_dim);
     lora(e, b, batch, 0, s->norm, Dl, s->q, q_dim);
     lora(e, b, batch, 1, s->norm, Dl, s->k, kv_dim);
     lora(e, b, batch, 2, s->norm, Dl, s->v, kv_dim);
     cpu_profile_mark(prof, CPU_PROF_QKV);
-    vhk_rope(e->pool, s->q, q_dim, R, l->n_heads, l->head_dim, s->positions, l->rope_theta);
-    vhk_rope(e->pool, s->k, kv_dim, R, l->n_kv_heads, l->head_dim, s->positions, l->rope_theta);
+    vhk_rope(e->pool, s->q, q_dim, R, l->n_heads, l->head_dim, s->positions, b->info.rope_theta);
+    vhk_rope(e->pool, s->k, kv_dim, R, l->n_kv_heads, l->head_dim, s->positions, b->info.rope_theta);
 
     attend(e, b, batch, s->q, q_dim, s->k, s->v, kv_dim);
-    cpu_linear(e, b, VH_LLM_O, s->attn, q_dim, R, NULL, s->norm, Dl);
+    cpu_linear(e, b, VH_TF_O_W, s->attn, q_dim, R, NULL, s->norm, Dl);
     lora(e, b, batch, 3, s->attn, q_dim, s->norm, Dl);
     vhk_add(e->pool, s->x, s->norm, R * Dl);
     cpu_profile_mark(prof, CPU_PROF_O);
 
     /* MLP */
-    vhk_rmsnorm(e->pool, s->x, s->norm, R, Dl, b->vec[VH_LLM_MLP_NORM], l->rms_eps);
-    cpu_linear(e, b, VH_LLM_GATE, s->norm, Dl, R, NULL, s->gate, F);
-    cpu_linear(e, b, VH_LLM_UP, s->norm, Dl, R, NULL, s->up, F);
+    vhk_rmsnorm(e->pool, s->x, s->norm, R, Dl, b->vec[VH_TF_MLP_NORM_W], b->info.norm_eps);
+    cpu_linear(e, b, VH_TF_GATE_W, s->norm, Dl, R, NULL, s->gate, F);
+    cpu_linear(e, b, VH_TF_UP_W, s->norm, Dl, R, NULL, s->up, F);
     vhk_silu_mul(e->pool, s->gate, s->up, s->gate, R * F);
     cpu_profile_mark(prof, CPU_PROF_GATE_UP);
-    cpu_linear(e, b, VH_LLM_DOWN, s->gate, F, R, NULL, s->norm, Dl);
+    cpu_linear(e, b, VH_TF_DOWN_W, s->gate, F, R, NULL, s->norm, Dl);
     vhk_add(e->pool, s->x, s->norm, R * Dl);
     cpu_profile_mark(prof, CPU_PROF_DOWN);
 }

@@ -1,5 +1,5 @@
 /*
- * VH_BLOCK_LLM_EMBED on the CPU: each row's token embedding, or for VH_TOKEN_IMAGE rows the next
+ * VH_BLOCK_EMBED_LOOKUP on the CPU: each row's token embedding, or for VH_TOKEN_IMAGE rows the next
  * patch embedding of the segment's image (or the next row of the segment's own embeddings,
  * VH_BATCH_SEGMENT_EMBEDS: precomputed vision tokens).
  */
@@ -22,7 +22,7 @@ void cpu_llm_embed(vh_executor *e, const cpu_block *b, const vh_batch *batch)
             if (tok == VH_TOKEN_IMAGE)
                 memcpy(x, patches + (size_t)next_patch++ * Dl, sizeof(float) * Dl);
             else
-                vhk_embed_rows(&b->t[VH_LLM_EMBED_TOKENS], &tok, 1, x);
+                vhk_embed_rows(&b->t[VH_EMBED_LOOKUP_TABLE], &tok, 1, x);
         }
     }
 }

@@ -1,5 +1,5 @@
 /*
- * VH_BLOCK_LLM_HEAD on the CPU: the final RMSNorm, then the LM head and greedy argmax over each
+ * VH_BLOCK_READOUT on the CPU: the final RMSNorm, then the LM head and greedy argmax over each
  * segment's last row, and/or the normed hidden state of the rows a batch asks for
  * (VH_BATCH_HIDDEN_ROWS).
  */
@@ -17,15 +17,15 @@ void cpu_llm_head(vh_executor *e, const cpu_block *b, const vh_batch *batch)
     if (batch->options & VH_BATCH_HIDDEN_ROWS)
         for (uint32_t i = 0; i < batch->n_hidden_rows; i++)
             vhk_rmsnorm(e->pool, s->x + (size_t)batch->hidden_rows[i] * Dl, batch->out_hidden + (size_t)i * Dl, 1, Dl,
-                        b->vec[VH_LLM_HEAD_NORM], l->rms_eps);
+                        b->vec[VH_READOUT_NORM], l->rms_eps);
     if (!batch->out_tokens) return;
     uint32_t row = 0;
     for (uint32_t g = 0; g < batch->n_segments; g++) {
         row += batch->segments[g].n_rows;
         memcpy(s->head_in + (size_t)g * Dl, s->x + (size_t)(row - 1) * Dl, sizeof(float) * Dl);
     }
-    vhk_rmsnorm(e->pool, s->head_in, s->head_in, S, Dl, b->vec[VH_LLM_HEAD_NORM], l->rms_eps);
-    cpu_linear(e, b, VH_LLM_HEAD_LM, s->head_in, Dl, S, NULL, s->logits, V);
+    vhk_rmsnorm(e->pool, s->head_in, s->head_in, S, Dl, b->vec[VH_READOUT_NORM], l->rms_eps);
+    cpu_linear(e, b, VH_READOUT_VOCAB, s->head_in, Dl, S, NULL, s->logits, V);
     for (uint32_t g = 0; g < batch->n_segments; g++) {
         const float *logits = s->logits + (size_t)g * V;
         batch->out_tokens[g] = vhk_argmax(logits, V);

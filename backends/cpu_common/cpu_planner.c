@@ -12,7 +12,7 @@
  *   y_t      = the last layer's output at step t, every step's input z     [steps, G]
  *   g_t      = mlp3(relu(mlp2(relu(mlp1(y_t)))))                           [steps, F]
  *   preds[m][t] = dec3(relu(dec2(relu(dec1([f, g_t])))))[2m .. 2m + 2)      [M, steps, 2]
- * With VH_BATCH_PLAN_SEGMENTS only the segments marked are planned (packed into the first rows of
+ * With VH_BATCH_SEGMENT_PLANS only the segments marked are planned (packed into the first rows of
  * the scratch); the others' noise is not read and their plan rows are not written.
  * The linear layers go through the backend's linear ops (its weights' own form); the pointwise
  * steps and the GRU's gates are plain loops over a few thousand floats.
@@ -32,10 +32,10 @@ static float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 /* The scratch one planner block needs for up to S segments (floats). */
 uint64_t cpu_planner_scratch_floats(const vh_executor *e, const cpu_block *b)
 {
-    const vh_planner_params *p = &b->plan;
+    const vh_planner_params *p = &b->info.plan;
     const uint64_t S = e->max_segments, F = p->feature_dim, G = p->gru_hidden, L = p->latent_dim,
                    T = p->n_steps, M = p->n_modes;
-    return S /* the segments planned (VH_BATCH_PLAN_SEGMENTS), as uint32_t */
+    return S /* the segments planned (VH_BATCH_SEGMENT_PLANS), as uint32_t */
            + S * (2 * F + 2 * F + F / 2 + 2 * L + L) /* encoder, distribution, z */
            + S * p->gru_layers * G + 2 * S * 3 * G /* GRU state, gates */
            + S * T * (G + 2 * G + 4 * G + F + 2 * F + 2 * F + 2 * F + 2 * M); /* steps */
@@ -43,7 +43,7 @@ uint64_t cpu_planner_scratch_floats(const vh_executor *e, const cpu_block *b)
 
 void cpu_planner(vh_executor *e, const cpu_block *b, const vh_batch *batch)
 {
-    const vh_planner_params *p = &b->plan;
+    const vh_planner_params *p = &b->info.plan;
     const int64_t F = p->feature_dim, G = p->gru_hidden, L = p->latent_dim, T = p->n_steps, M = p->n_modes,
                   per_segment = batch->n_hidden_rows / batch->n_segments;
     /* the segments planned, packed: plan row s below is batch segment planned[s] */

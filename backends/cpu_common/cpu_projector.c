@@ -1,5 +1,5 @@
 /*
- * VH_BLOCK_PROJECTOR on the CPU: Prismatic's MLP projector from the towers' patch tokens to the
+ * VH_BLOCK_MLP_CHAIN on the CPU: Prismatic's MLP projector from the towers' patch tokens to the
  * LLM's patch embeddings.
  */
 #include <string.h>
@@ -23,14 +23,14 @@ void cpu_projector(vh_executor *e, const cpu_block *b, const vh_batch *batch)
             col += v->embed_dim;
         }
         float *out = e->patch_embeds + (size_t)i * N * Dl;
-        cpu_linear(e, b, VH_PROJ_FC1_W, e->proj_in, Dv, N, b->vec[VH_PROJ_FC1_B], e->proj_hidden, H1);
+        cpu_linear(e, b, VH_CHAIN_FC1_W, e->proj_in, Dv, N, b->vec[VH_CHAIN_FC1_B], e->proj_hidden, H1);
         vhk_gelu_exact(e->pool, e->proj_hidden, N * H1);
-        if (m->projector_layers == 3) {
-            cpu_linear(e, b, VH_PROJ_FC2_W, e->proj_hidden, H1, N, b->vec[VH_PROJ_FC2_B], e->proj_out, Dl);
+        if (b->info.chain_layers == 3) {
+            cpu_linear(e, b, VH_CHAIN_FC2_W, e->proj_hidden, H1, N, b->vec[VH_CHAIN_FC2_B], e->proj_out, Dl);
             vhk_gelu_exact(e->pool, e->proj_out, N * Dl);
-            cpu_linear(e, b, VH_PROJ_FC3_W, e->proj_out, Dl, N, b->vec[VH_PROJ_FC3_B], out, Dl);
+            cpu_linear(e, b, VH_CHAIN_FC3_W, e->proj_out, Dl, N, b->vec[VH_CHAIN_FC3_B], out, Dl);
         } else {
-            cpu_linear(e, b, VH_PROJ_FC2_W, e->proj_hidden, H1, N, b->vec[VH_PROJ_FC2_B], out, Dl);
+            cpu_linear(e, b, VH_CHAIN_FC2_W, e->proj_hidden, H1, N, b->vec[VH_CHAIN_FC2_B], out, Dl);
         }
     }
 }

@@ -49,9 +49,9 @@ static vh_status allocate_host_mirrors(vh_executor *e, char *err, size_t err_siz
 /* An LLM block's LoRA pairs: both matrices or neither, 2-D, ranks that agree; notes the sets held. */
 static int check_lora_pairs(cuda_block *b)
 {
-    for (uint32_t set = 0; set < VH_LLM_LORA_SETS; set++)
+    for (uint32_t set = 0; set < VH_BLOCK_VARIANT_LORA_SETS; set++)
         for (uint32_t p = 0; p < 4; p++) {
-            const vh_tensor_view *A = &b->t[vh_llm_lora_role(set, p)], *B = &b->t[vh_llm_lora_role(set, p) + 1];
+            const vh_tensor_view *A = &b->t[vh_tf_lora_role(set, p)], *B = &b->t[vh_tf_lora_role(set, p) + 1];
             if (!A->data != !B->data || (A->data && (A->ndim != 2 || B->ndim != 2 || A->shape[0] != B->shape[1])))
                 return 0;
             if (A->data) b->lora_sets |= 1u << set;
@@ -60,6 +60,14 @@ static int check_lora_pairs(cuda_block *b)
 }
 
 /* (cuda_executor.h) */
+/* The first of blocks [0, upto] that is a decoder layer (upto itself when none before it is). */
+static uint32_t first_llm_block(const vh_executor *e, uint32_t upto)
+{
+    for (uint32_t i = 0; i < upto; i++)
+        if (e->blocks[i].variant->llm_layer) return i;
+    return upto;
+}
+
 vh_status cuda_executor_describe(const vh_executor_params *params, vh_executor **out, char *err, size_t err_size)
 {
     *out = NULL;
@@ -88,14 +96,14 @@ vh_status cuda_executor_describe(const vh_executor_params *params, vh_executor *
     for (uint32_t i = 0; i < params->n_blocks; i++) {
         cuda_block *b = &e->blocks[i];
         const vh_block_desc *d = &m->blocks[params->first_block + i];
-        const int index = vh_block_variant_index(d->kind);
+        const int index = vh_block_variant_of(m, d);
         b->desc = d;
         b->variant = &vh_block_variants[index];
         b->kind = &cuda_kinds[index];
-        b->state = d->state_slot;
-        vh_block_variant_read_params(b->variant, d, &b->tower, &b->layer, &b->lora_scale, &b->plan);
+        b->state = d->state;
+        vh_block_variant_read_params(m, d, &b->info);
         if (b->variant->is_planner) {
-            const vh_planner_params *pp = &b->plan;
+            const vh_planner_params *pp = &b->info.plan;
             if (!vh_planner_params_valid(pp, m->llm.hidden) ||
                 2ull * pp->n_modes * pp->n_steps + 2ull * pp->latent_dim > CUDA_PLAN_STRIDE_MAX) {
                 free(e->blocks);
@@ -113,12 +121,18 @@ vh_status cuda_executor_describe(const vh_executor_params *params, vh_executor *
             return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: block %u: a LoRA matrix without its "
                                    "pair, or A and B of ranks that differ", params->first_block + i);
         }
-        if ((b->variant->has_state && d->state_slot == VH_NO_STATE) ||
-            (b->variant->in_tower && b->tower >= m->n_towers)) {
+        if ((b->variant->has_state && d->state == VH_NO_STATE) ||
+            (b->variant->in_tower && b->info.tower >= m->n_towers)) {
             free(e->blocks);
             free(e);
             return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: block %u: no state slot, or a "
                                    "tower the model lacks", params->first_block + i);
+        }
+        if (b->variant->llm_layer && b->info.rope_theta != e->blocks[first_llm_block(e, i)].info.rope_theta) {
+            free(e->blocks);
+            free(e);
+            return vh_backend_fail(err, err_size, VH_ERR_UNSUPPORTED, "cuda: block %u: decoder layers of one executor "
+                                   "share one RoPE table; this one's theta differs", params->first_block + i);
         }
         if (b->variant->has_state) {
             if (e->n_layers_held == 0) e->first_state = b->state;

@@ -13,7 +13,7 @@
 #include "block_variants.h"
 #include "vlahybrid/backend.h"
 
-#define CUDA_MAX_ROLES 48
+#define CUDA_MAX_ROLES VH_MAX_ROLES
 
 struct cuda_block;
 struct cuda_arena;
@@ -45,8 +45,8 @@ typedef struct cuda_block {
     const vh_block_desc *desc;
     const vh_block_variant *variant;   /* what the executor knows of its kind */
     const cuda_kind *kind;             /* how this backend holds and runs it */
-    uint32_t tower, layer, state;      /* from the parameters and the state slot */
-    vh_planner_params plan;            /* VAE_GRU_PLANNER */
+    vh_block_info info;                /* what it keeps of the kind's parameters */
+    uint32_t state;                    /* desc->state */
     vh_tensor_view t[CUDA_MAX_ROLES];
     vhc_bf16 *mat[CUDA_MAX_ROLES];
     float *vec[CUDA_MAX_ROLES];
@@ -56,15 +56,14 @@ typedef struct cuda_block {
     /* LLM: LoRA kept apart, set s, projection p (q, k, v, o): A as [r8, in] (rows past r zero), B
      * pre-scaled by lora_scale as [out, r8] (columns past r zero), r8 = the rank rounded up to 8
      * (lora_ld): rows 16-byte aligned for the GEMV kernel and cuBLASLt. NULL where absent. */
-    vhc_bf16 *lora_a[VH_LLM_LORA_SETS][4], *lora_b[VH_LLM_LORA_SETS][4];
-    int64_t lora_ld[VH_LLM_LORA_SETS][4];
+    vhc_bf16 *lora_a[VH_BLOCK_VARIANT_LORA_SETS][4], *lora_b[VH_BLOCK_VARIANT_LORA_SETS][4];
+    int64_t lora_ld[VH_BLOCK_VARIANT_LORA_SETS][4];
     /* A set adapting q, k and v with one rank runs them as one pair: its three A one after the other
      * ([3 r8, Dl]: lora_a[set][0] is its start) and qkv_lora_b, the three B block-diagonal
      * ([(Hq + 2 Hkv) hd, 3 r8], pre-scaled), so x A^T and t B^T are one GEMM each for the fused
      * q|k|v output instead of three (they were launch-bound: 0.5B's three pairs took 5x the q|k|v
      * GEMM itself). NULL: the set's q/k/v pairs run one by one. */
-    vhc_bf16 *qkv_lora_b[VH_LLM_LORA_SETS];
-    float lora_scale;
+    vhc_bf16 *qkv_lora_b[VH_BLOCK_VARIANT_LORA_SETS];
     uint32_t lora_sets;                /* bit s: the block holds a pair of set s */
 } cuda_block;
 

@@ -13,14 +13,14 @@
 /* In the order of vh_block_variants. */
 const cuda_kind cuda_kinds[VH_N_BLOCK_VARIANTS] = {
     /* position / class / register embeddings are added, never multiplied: kept fp32 */
-    {.fp32_roles = ~BIT(VH_VIT_EMBED_PATCH_W), .patch_roles = BIT(VH_VIT_EMBED_PATCH_W), .run = cuda_vit_embed},
+    {.fp32_roles = ~BIT(VH_PATCH_EMBED_W), .patch_roles = BIT(VH_PATCH_EMBED_W), .run = cuda_vit_embed},
     {.run = cuda_vit_block},
     {.run = cuda_projector},
     {.run = cuda_llm_embed},
     /* q/k/v and gate/up concatenated, the q/k/v biases stacked into one vector, the LoRA pairs padded */
-    {.packed_roles = BIT(VH_LLM_Q) | BIT(VH_LLM_K) | BIT(VH_LLM_V) | BIT(VH_LLM_GATE) | BIT(VH_LLM_UP) |
-                     BIT(VH_LLM_Q_BIAS) | BIT(VH_LLM_K_BIAS) | BIT(VH_LLM_V_BIAS) |
-                     ROLES(VH_LLM_Q_LORA_A, VH_LLM_O_LORA_B) | ROLES(VH_LLM_LORA1_Q_A, VH_LLM_LORA1_O_B),
+    {.packed_roles = BIT(VH_TF_Q_W) | BIT(VH_TF_K_W) | BIT(VH_TF_V_W) | BIT(VH_TF_GATE_W) | BIT(VH_TF_UP_W) |
+                     BIT(VH_TF_Q_B) | BIT(VH_TF_K_B) | BIT(VH_TF_V_B) |
+                     ROLES(VH_TF_LORA, VH_TF_LORA_ROLE(VH_BLOCK_VARIANT_LORA_SETS - 1, 3) + 1),
      .plan_packed = cuda_llm_pack_plan, .upload_packed = cuda_llm_pack_upload, .run = cuda_llm_block},
     {.run = cuda_llm_head},
     {.run = cuda_planner},

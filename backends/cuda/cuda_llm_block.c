@@ -1,8 +1,9 @@
 /*
- * VH_BLOCK_LLM on the GPU: a Llama (or Qwen2) decoder block over a packed batch (per-row metadata
- * in e->llm.rows), its KV cache the block's state slot:
+ * A decoder layer on the GPU (VH_BLOCK_TRANSFORMER: pre-norm RMSNorm, causal attention over the
+ * KV cache with half-rotation RoPE, SiLU-gated MLP, optional q/k/v biases, LoRA kept apart) over a
+ * packed batch (per-row metadata in e->llm.rows), its KV cache the block's state:
  *
- *   q|k|v = xn [Wq; Wk; Wv]^T (+ each segment's LoRA deltas, + Qwen2's biases)  (one GEMM, fp32 out)
+ *   q|k|v = xn [Wq; Wk; Wv]^T (+ each segment's LoRA deltas, + the biases)  (one GEMM, fp32 out)
  *   x += o_proj(attention(rope(q), rope(k) -> cache, v -> cache))     (GEMM accumulates into x)
  *        attention: prefill segments on tensor cores, decode rows on the row kernel
  *   x += down_proj(silu(gate) * up)                                    (GEMM accumulates into x)
@@ -130,7 +131,7 @@ vh_status cuda_llm_block(vh_executor *e, const cuda_block *b, const vh_batch *ba
     vh_status st;
 
     VHC_MARK(e, "llm.norm", R);
-    vhc_rmsnorm_bf16(e->stream, s->x, b->vec[VH_LLM_ATTN_NORM], s->xn, R, Dl, l->rms_eps, NULL);
+    vhc_rmsnorm_bf16(e->stream, s->x, b->vec[VH_TF_ATTN_NORM_W], s->xn, R, Dl, b->info.norm_eps, NULL);
     VHC_MARK(e, "llm.qkv", R);
     if ((st = vhc_linear(e->gemm, s->xn, Dl, R, Dl, b->qkv_w, qkv_dim, s->qkv, qkv_dim, 0, err, err_size)))
         return st;
@@ -149,19 +150,19 @@ vh_status cuda_llm_block(vh_executor *e, const cuda_block *b, const vh_batch *ba
     VHC_MARK(e, "llm.attention", R);
     llm_attention(e, batch, k_cache, v_cache);
     VHC_MARK(e, "llm.o_proj", R);
-    if ((st = vhc_linear(e->gemm, s->attn, q_dim, R, q_dim, b->mat[VH_LLM_O], Dl, s->x, Dl, 1, err, err_size)))
+    if ((st = vhc_linear(e->gemm, s->attn, q_dim, R, q_dim, b->mat[VH_TF_O_W], Dl, s->x, Dl, 1, err, err_size)))
         return st;
     if (b->lora_sets) VHC_MARK(e, "llm.o_lora", R);
     if ((st = lora(e, b, batch, 3, s->attn, q_dim, s->x, Dl, Dl, err, err_size))) return st;
 
     VHC_MARK(e, "llm.norm", R);
-    vhc_rmsnorm_bf16(e->stream, s->x, b->vec[VH_LLM_MLP_NORM], s->xn, R, Dl, l->rms_eps, NULL);
+    vhc_rmsnorm_bf16(e->stream, s->x, b->vec[VH_TF_MLP_NORM_W], s->xn, R, Dl, b->info.norm_eps, NULL);
     VHC_MARK(e, "llm.gate_up", R);
     if ((st = vhc_linear(e->gemm, s->xn, Dl, R, Dl, b->gate_up_w, 2 * F, s->gate_up, 2 * F, 0, err, err_size)))
         return st;
     VHC_MARK(e, "llm.silu_mul", R);
     vhc_silu_mul_bf16(e->stream, s->gate_up, s->act, R, F);
     VHC_MARK(e, "llm.down", R);
-    return vhc_linear(e->gemm, s->act, F, R, F, b->mat[VH_LLM_DOWN], Dl, s->x, Dl, 1, err, err_size);
+    return vhc_linear(e->gemm, s->act, F, R, F, b->mat[VH_TF_DOWN_W], Dl, s->x, Dl, 1, err, err_size);
 }
 

@@ -42,7 +42,7 @@ void cuda_memory_plan_weights(vh_executor *e, cuda_arena *a)
                     }
             if (shared) continue;
             if (cuda_is_patch_weight(b, t))
-                b->mat[t] = cuda_arena_take(a, (size_t)v->shape[0] * VHC_PATCH_LD(m->towers[b->tower].patch_size) * 2);
+                b->mat[t] = cuda_arena_take(a, (size_t)v->shape[0] * VHC_PATCH_LD(m->towers[b->info.tower].patch_size) * 2);
             else if (cuda_is_fp32_tensor(b, t)) b->vec[t] = cuda_arena_take(a, (size_t)cuda_n_elements(v) * 4);
             else b->mat[t] = cuda_arena_take(a, (size_t)cuda_n_elements(v) * 2);
         }
@@ -63,7 +63,7 @@ static void plan_head(vh_executor *e, cuda_arena *a)
         const cuda_block *b = &e->blocks[i];
         has_head |= b->variant->is_head;
         if (!b->variant->is_planner) continue;
-        const vh_planner_params *pp = &b->plan;
+        const vh_planner_params *pp = &b->info.plan;
         F = max64(F, pp->feature_dim);
         G = max64(G, pp->gru_hidden);
         L = max64(L, pp->latent_dim);
@@ -99,13 +99,8 @@ void cuda_memory_plan_work(vh_executor *e, cuda_arena *a)
 {
     const vh_model_desc *m = e->model;
     const vh_executor_params *p = &e->params;
-    int has_vit = 0, has_proj = 0, has_llm = 0;
-    for (uint32_t i = 0; i < p->n_blocks; i++) {
-        const vh_block_variant *v = e->blocks[i].variant;
-        has_vit |= v->in_tower;
-        has_proj |= v->projects;
-        has_llm |= v->uses_rows;
-    }
+    const vh_block_variant held = vh_block_variants_held(m, p->first_block, p->n_blocks);
+    const int has_vit = held.in_tower, has_proj = held.projects, has_llm = held.uses_rows;
     const uint64_t images = p->max_images ? p->max_images : 1;
     if (has_vit) {
         uint64_t T = 0, D = 0, H = 0, PP3 = 0, NP = 0;

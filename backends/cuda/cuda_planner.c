@@ -18,7 +18,7 @@
 
 vh_status cuda_planner(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size)
 {
-    const vh_planner_params *p = &b->plan;
+    const vh_planner_params *p = &b->info.plan;
     head_buffers *h = &e->head;
     const int S = (int)batch->n_segments, F = (int)p->feature_dim, G = (int)p->gru_hidden, L = (int)p->latent_dim,
               T = (int)p->n_steps, M = (int)p->n_modes, R = S * T;

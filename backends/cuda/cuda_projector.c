@@ -1,5 +1,5 @@
 /*
- * VH_BLOCK_PROJECTOR on the GPU: Prismatic's MLP projector from the towers' patch tokens to the
+ * VH_BLOCK_MLP_CHAIN on the GPU: Prismatic's MLP projector from the towers' patch tokens to the
  * LLM's patch embeddings.
  */
 #include <math.h>
@@ -29,20 +29,20 @@ vh_status cuda_projector(vh_executor *e, const cuda_block *b, const vh_batch *ba
     }
     float *out = p->patch_embeds;
     VHC_MARK(e, "projector gemms", R);
-    if ((st = vhc_linear(e->gemm, p->in, Dv, R, Dv, b->mat[VH_PROJ_FC1_W], H1, p->h1, H1, 0, err, err_size)))
+    if ((st = vhc_linear(e->gemm, p->in, Dv, R, Dv, b->mat[VH_CHAIN_FC1_W], H1, p->h1, H1, 0, err, err_size)))
         return st;
-    vhc_bias_gelu_bf16(e->stream, p->h1, b->vec[VH_PROJ_FC1_B], p->h1_bf16, R, H1);
-    if (m->projector_layers == 3) {
-        if ((st = vhc_linear(e->gemm, p->h1_bf16, H1, R, H1, b->mat[VH_PROJ_FC2_W], Dl, p->h2, Dl, 0, err, err_size)))
+    vhc_bias_gelu_bf16(e->stream, p->h1, b->vec[VH_CHAIN_FC1_B], p->h1_bf16, R, H1);
+    if (b->info.chain_layers == 3) {
+        if ((st = vhc_linear(e->gemm, p->h1_bf16, H1, R, H1, b->mat[VH_CHAIN_FC2_W], Dl, p->h2, Dl, 0, err, err_size)))
             return st;
-        vhc_bias_gelu_bf16(e->stream, p->h2, b->vec[VH_PROJ_FC2_B], p->h2_bf16, R, Dl);
-        if ((st = vhc_linear(e->gemm, p->h2_bf16, Dl, R, Dl, b->mat[VH_PROJ_FC3_W], Dl, out, Dl, 0, err, err_size)))
+        vhc_bias_gelu_bf16(e->stream, p->h2, b->vec[VH_CHAIN_FC2_B], p->h2_bf16, R, Dl);
+        if ((st = vhc_linear(e->gemm, p->h2_bf16, Dl, R, Dl, b->mat[VH_CHAIN_FC3_W], Dl, out, Dl, 0, err, err_size)))
             return st;
-        vhc_bias_add_f32(e->stream, out, b->vec[VH_PROJ_FC3_B], out, R, Dl);
+        vhc_bias_add_f32(e->stream, out, b->vec[VH_CHAIN_FC3_B], out, R, Dl);
     } else {
-        if ((st = vhc_linear(e->gemm, p->h1_bf16, H1, R, H1, b->mat[VH_PROJ_FC2_W], Dl, out, Dl, 0, err, err_size)))
+        if ((st = vhc_linear(e->gemm, p->h1_bf16, H1, R, H1, b->mat[VH_CHAIN_FC2_W], Dl, out, Dl, 0, err, err_size)))
             return st;
-        vhc_bias_add_f32(e->stream, out, b->vec[VH_PROJ_FC2_B], out, R, Dl);
+        vhc_bias_add_f32(e->stream, out, b->vec[VH_CHAIN_FC2_B], out, R, Dl);
     }
     return VH_OK;
 }

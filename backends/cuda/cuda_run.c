@@ -84,7 +84,7 @@ static vh_status validate_and_stage_rows(vh_executor *e, const vh_batch *b, char
     return VH_OK;
 }
 
-/* Runs of consecutive segments the planners run on (every segment without VH_BATCH_PLAN_SEGMENTS):
+/* Runs of consecutive segments the planners run on (every segment without VH_BATCH_SEGMENT_PLANS):
  * calls fn(e, batch, first, n) for each; stops at the first error. */
 static cudaError_t for_planned_runs(vh_executor *e, const vh_batch *batch,
                                     cudaError_t (*fn)(vh_executor *, const vh_batch *, uint32_t, uint32_t))
@@ -117,12 +117,12 @@ static cudaError_t copy_plan_run(vh_executor *e, const vh_batch *b, uint32_t fir
                            sizeof(float) * n * b->plan_out_stride, cudaMemcpyDeviceToHost, e->stream);
 }
 
-/* The planned segments' noise (VH_BATCH_PLAN_SEGMENTS: only theirs is read). The planners compute
+/* The planned segments' noise (VH_BATCH_SEGMENT_PLANS: only theirs is read). The planners compute
  * every segment's rows in one batch all the same (a few small GEMMs): the others' noise is zeros
  * and their plans are never copied out. */
 static cudaError_t upload_noise(vh_executor *e, const vh_batch *batch)
 {
-    if ((batch->options & VH_BATCH_PLAN_SEGMENTS)) {
+    if ((batch->options & VH_BATCH_SEGMENT_PLANS)) {
         cudaError_t ce = cudaMemsetAsync(e->head.noise, 0, sizeof(float) * batch->n_segments * batch->plan_noise_stride,
                                          e->stream);
         if (ce != cudaSuccess) return ce;
@@ -190,7 +190,7 @@ static vh_status run_blocks(vh_executor *e, const vh_batch *batch, uint32_t firs
     const cuda_block *blocks = &e->blocks[first_block - p->first_block];
     for (uint32_t i = 0; i < n_blocks; i++)
         if (blocks[i].variant->llm_layer &&
-            (st = vh_block_executor_check_adapters("cuda", batch, blocks[i].lora_sets, blocks[i].layer, first_block + i,
+            (st = vh_block_executor_check_adapters("cuda", batch, blocks[i].lora_sets, blocks[i].info.layer, first_block + i,
                                                    err, err_size)))
             return st;
     cudaSetDevice(e->device);
@@ -206,7 +206,7 @@ static vh_status run_blocks(vh_executor *e, const vh_batch *batch, uint32_t firs
         if (!k->is_planner) continue;
         /* a planner reads this run's hidden rows: the head runs in the same call */
         has_planner = 1;
-        if (!has_head || !vh_planner_batch_valid(&blocks[i].plan, batch) ||
+        if (!has_head || !vh_planner_batch_valid(&blocks[i].info.plan, batch) ||
             batch->plan_noise_stride > CUDA_PLAN_STRIDE_MAX || batch->plan_out_stride > CUDA_PLAN_STRIDE_MAX)
             return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: a planner block needs the head in the "
                                    "same run, the batch's plan noise and outputs (VH_BATCH_PLAN, strides that hold "
@@ -216,7 +216,7 @@ static vh_status run_blocks(vh_executor *e, const vh_batch *batch, uint32_t firs
     const int hidden_rows = has_head && (batch->options & VH_BATCH_HIDDEN_ROWS);
     if (needs_images && (st = vh_block_executor_check_images("cuda", p, batch, err, err_size))) return st;
     if (has_head &&
-        (st = vh_block_executor_check_head("cuda", batch, head->t[VH_LLM_HEAD_LM].data != NULL, err, err_size)))
+        (st = vh_block_executor_check_head("cuda", batch, head->t[VH_READOUT_VOCAB].data != NULL, err, err_size)))
         return st;
     if (hidden_rows) {
         if (batch->n_hidden_rows > e->head.max_hidden || !vh_batch_hidden_rows_valid(batch))

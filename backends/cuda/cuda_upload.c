@@ -124,7 +124,7 @@ vh_status cuda_upload_weights(vh_executor *e, char *err, size_t err_size)
             if (cuda_is_patch_weight(b, t)) {
                 const int64_t cols = cuda_n_elements(v) / v->shape[0];
                 st = cuda_upload_padded_rows(&u, v, v->shape[0], cols,
-                                             VHC_PATCH_LD(e->model->towers[b->tower].patch_size), 1.0f, b->mat[t],
+                                             VHC_PATCH_LD(e->model->towers[b->info.tower].patch_size), 1.0f, b->mat[t],
                                              err, err_size);
                 continue;
             }
@@ -144,9 +144,12 @@ vh_status cuda_upload_rope_table(vh_executor *e, char *err, size_t err_size)
 {
     if (!e->llm.x) return VH_OK;
     const vh_llm_desc *l = &e->model->llm;
+    float theta = 0.0f; /* every decoder layer held has the same (cuda_executor.c) */
+    for (uint32_t i = 0; i < e->params.n_blocks && theta == 0.0f; i++)
+        if (e->blocks[i].variant->llm_layer) theta = e->blocks[i].info.rope_theta;
     float *inv_freq = malloc(sizeof(float) * (l->head_dim / 2 + 1));
     if (!inv_freq) return vh_backend_fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "cuda: out of host memory");
-    vhc_rope_inv_freq(l->rope_theta, (int)l->head_dim, inv_freq);
+    vhc_rope_inv_freq(theta, (int)l->head_dim, inv_freq);
     cudaError_t ce =
         cudaMemcpy(e->llm.rope_inv_freq, inv_freq, sizeof(float) * (l->head_dim / 2), cudaMemcpyHostToDevice);
     free(inv_freq);

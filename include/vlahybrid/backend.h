@@ -7,12 +7,12 @@
  * fields and the core reads only what both sides know. A table that is too short for its own
  * version, or of another major version, is refused with a message naming both versions.
  *
- * ABI 2.0: every argument struct carries its size; a block is described by its kind, a
- * size-tagged parameter struct for that kind, its tensors tagged by role, the activation slots it
- * reads and writes and its state slot; a plugin lists the kinds, roles, parameters, options and
- * wiring it knows (vh_kind_support) and the batch options it honours, and refuses anything else
- * with a message naming it (vh_block_check below): it never computes a block it does not fully
- * understand.
+ * ABI 3.0: the model is a block graph of a model-neutral vocabulary (kinds described by features,
+ * named slots and states, see "The model" below); every argument struct carries its size; a plugin
+ * lists the kinds and feature sets, roles, parameters, options and slot kinds it runs
+ * (vh_kind_support) and the batch options it honours, and refuses anything else with a message
+ * naming it (vh_block_check below): it never computes a block it does not fully understand. A
+ * plugin of ABI 2 (whose kinds named model architectures) is refused with both versions named.
  *
  * The table describes a *block executor*. The core owns the model description (which blocks,
  * which tensors), the scheduling, and the threads between stages; the backend owns its memory,
@@ -40,8 +40,8 @@
 extern "C" {
 #endif
 
-#define VH_BACKEND_ABI_MAJOR 2
-#define VH_BACKEND_ABI_MINOR 3
+#define VH_BACKEND_ABI_MAJOR 3
+#define VH_BACKEND_ABI_MINOR 0
 #define VH_BACKEND_ENTRY_SYMBOL "vh_backend_entry"
 
 #if defined(__GNUC__)
@@ -106,95 +106,100 @@ static inline float vh_f16_to_f32(uint16_t h)
 }
 
 /* ------------------------------------------------------------------------------------------------
- * The model, as the core describes it to backends: model-wide sizes (vh_model_desc) and a list of
- * blocks. Shapes and dtypes have been validated by the core before a backend sees them.
+ * The model, as the core describes it to backends: a block graph. Named slots hold activations
+ * (an image's pixels, a tower's tokens, the hidden rows of the batch, its outputs); named states
+ * hold what a stream keeps between runs (a KV cache); each block reads its input slots, writes its
+ * output slot and may own one state. Every block is an instance of a small vocabulary of kinds,
+ * described by features (a transformer layer: its norm, attention, positions, MLP, biases, LoRA
+ * sets), never by the model it comes from. Shapes and dtypes have been validated by the core before
+ * a backend sees them.
  *
- * Block kinds and tensor roles are numbered for good: a kind or a role is never renumbered or
- * reused; new ones are appended. A plugin built before a kind or role existed does not know it
- * and refuses blocks that use it (vh_block_check), so it can never ignore a tensor it does not
- * understand.
+ * A plugin says what it runs per kind and feature set (vh_kind_support below); the core places a
+ * block only on a plugin that supports it, and both refuse anything else with a message naming the
+ * block, the feature and the backend (vh_block_check). Kinds, roles, features and flags are
+ * numbered for good within a major version: never renumbered or reused; new ones are appended.
  */
 typedef enum vh_block_kind {
-    VH_BLOCK_VIT_EMBED = 1,  /* pixels [3,S,S] -> tokens [prefix + patches, D] of tower t */
-    VH_BLOCK_VIT = 2,        /* pre-norm ViT block on tower t's tokens */
-    VH_BLOCK_PROJECTOR = 3,  /* towers' patch tokens, channel-concatenated -> patch embeddings */
-    VH_BLOCK_LLM_EMBED = 4,  /* token ids and patch embeddings -> LLM hidden rows */
-    VH_BLOCK_LLM = 5,        /* Llama decoder block with KV cache */
-    VH_BLOCK_LLM_HEAD = 6,   /* final RMSNorm, LM head, greedy argmax over all logits; and/or the
-                                normed hidden state of chosen rows (VH_BATCH_HIDDEN_ROWS) */
-    VH_BLOCK_VAE_GRU_PLANNER = 7 /* a driving planner on each segment's feature (a hidden row the
-                                head returned): a Gaussian latent (VAE encoder), a GRU over the
-                                future steps from it, and a decoder to waypoints per mode
-                                (Orion's, MindDrive's) */
+    VH_BLOCK_PATCH_EMBED = 1,   /* pixels [3,S,S] -> tokens [prefix + patches, D]: a stride-P patch
+                                   projection, prefix (class, register) tokens, added positions */
+    VH_BLOCK_TRANSFORMER = 2,   /* one transformer layer, described by its features
+                                   (vh_transformer_params): on a tower's tokens or on the rows */
+    VH_BLOCK_MLP_CHAIN = 3,     /* linear layers with GELU between them, on the concatenated
+                                   channels of its input slots (a projector) */
+    VH_BLOCK_EMBED_LOOKUP = 4,  /* token ids (and image embeddings for VH_TOKEN_IMAGE rows) -> rows */
+    VH_BLOCK_READOUT = 5,       /* final RMSNorm; greedy argmax over the vocabulary's logits; and/or
+                                   the normed rows chosen by the batch (VH_BATCH_HIDDEN_ROWS) */
+    VH_BLOCK_VAE_GRU_PLANNER = 6 /* a trajectory planner on each segment's feature (a row the
+                                   read-out returned): a Gaussian latent (VAE encoder), a GRU over the
+                                   future steps from it, a decoder to waypoints per mode */
 } vh_block_kind;
 
 static inline const char *vh_block_kind_name(uint32_t kind)
 {
-    static const char *const names[] = {"?", "VIT_EMBED", "VIT", "PROJECTOR", "LLM_EMBED", "LLM", "LLM_HEAD",
+    static const char *const names[] = {"?", "PATCH_EMBED", "TRANSFORMER", "MLP_CHAIN", "EMBED_LOOKUP", "READOUT",
                                         "VAE_GRU_PLANNER"};
     return kind < sizeof names / sizeof names[0] ? names[kind] : "unknown";
 }
 
+/* Every role of every kind is below this (a block lists each at most once). */
+#define VH_MAX_ROLES 64
+
 /* Tensor roles, per kind. */
-enum { /* VH_BLOCK_VIT_EMBED roles */
-    VH_VIT_EMBED_PATCH_W = 0, /* [D, 3, P, P] */
-    VH_VIT_EMBED_PATCH_B,     /* [D] */
-    VH_VIT_EMBED_POS,         /* [1, L, D]: L = patches, or prefix + patches (pos_embed_prefix) */
-    VH_VIT_EMBED_CLS,         /* [1, 1, D], optional */
-    VH_VIT_EMBED_REG,         /* [1, R, D], optional */
-    VH_VIT_EMBED_N_TENSORS
+enum { /* VH_BLOCK_PATCH_EMBED roles */
+    VH_PATCH_EMBED_W = 0,     /* [D, 3, P, P] */
+    VH_PATCH_EMBED_B,         /* [D] */
+    VH_PATCH_EMBED_POS,       /* [1, L, D]: L = patches, or prefix + patches (VH_PATCH_POS_PREFIX) */
+    VH_PATCH_EMBED_CLS,       /* [1, 1, D], optional */
+    VH_PATCH_EMBED_REG,       /* [1, R, D], optional */
+    VH_PATCH_EMBED_N_ROLES
 };
-enum { /* VH_BLOCK_VIT roles: x += ls1 * proj(attn(norm1(x))); x += ls2 * fc2(gelu(fc1(norm2(x)))) */
-    VH_VIT_NORM1_W = 0, VH_VIT_NORM1_B, /* [D] */
-    VH_VIT_QKV_W, VH_VIT_QKV_B,         /* [3D, D], [3D] */
-    VH_VIT_PROJ_W, VH_VIT_PROJ_B,       /* [D, D], [D] */
-    VH_VIT_LS1,                         /* [D], optional (no LayerScale) */
-    VH_VIT_NORM2_W, VH_VIT_NORM2_B,     /* [D] */
-    VH_VIT_FC1_W, VH_VIT_FC1_B,         /* [H, D], [H] */
-    VH_VIT_FC2_W, VH_VIT_FC2_B,         /* [D, H], [D] */
-    VH_VIT_LS2,                         /* [D], optional */
-    VH_VIT_N_TENSORS
+
+/* VH_BLOCK_TRANSFORMER roles. With width D, Hq query heads and Hkv key/value heads of hd, MLP
+ * hidden F: pre-norm  x += ls1 * o(attn(norm1(x)));  x += ls2 * mlp(norm2(x))
+ *           post-norm x = norm1(x + o(attn(x)));     x = norm2(x + mlp(x))
+ * mlp: GELU   down(gelu(up(x)))          (up [F, D] with bias, down [D, F] with bias)
+ *      SILU_GATED  down(silu(gate(x)) * up(x))   (gate, up [F, D], down [D, F], no biases)
+ * Projections are q, k, v (or one fused q|k|v [(Hq + 2 Hkv) hd, D]) and o [D, Hq hd]. */
+enum {
+    VH_TF_ATTN_NORM_W = 0, VH_TF_ATTN_NORM_B, /* [D]: norm1 (LayerNorm's bias only) */
+    VH_TF_QKV_W, VH_TF_QKV_B,           /* fused: [(Hq + 2 Hkv) hd, D], [(Hq + 2 Hkv) hd] */
+    VH_TF_Q_W, VH_TF_K_W, VH_TF_V_W,    /* [Hq hd, D], [Hkv hd, D], [Hkv hd, D] */
+    VH_TF_Q_B, VH_TF_K_B, VH_TF_V_B,    /* [Hq hd], [Hkv hd], [Hkv hd]: added after q/k/v (and their
+                                           LoRA deltas) */
+    VH_TF_O_W, VH_TF_O_B,               /* [D, Hq hd], [D] */
+    VH_TF_LS1,                          /* [D], VH_TF_LAYER_SCALE */
+    VH_TF_MLP_NORM_W, VH_TF_MLP_NORM_B, /* [D]: norm2 */
+    VH_TF_UP_W, VH_TF_UP_B,             /* [F, D], [F] */
+    VH_TF_GATE_W,                       /* [F, D], SILU_GATED */
+    VH_TF_DOWN_W, VH_TF_DOWN_B,         /* [D, F], [D] */
+    VH_TF_LS2,                          /* [D], VH_TF_LAYER_SCALE */
+    VH_TF_BASE_ROLES,                   /* 21 */
+    /* LoRA kept apart, in sets on the same base weights: y = W x + lora_scale * B (A x) with set s's
+     * pair of projection p (0 q, 1 k, 2 v, 3 o) at vh_tf_lora_role(s, p) (A [r, in]) and the role
+     * after it (B [out, r]); both or neither. A segment picks its set (VH_BATCH_SEGMENT_ADAPTERS). */
+    VH_TF_LORA = 24,
+    VH_TF_N_ROLES = VH_TF_LORA + 8 * 4
 };
-enum { /* VH_BLOCK_PROJECTOR roles: fc1 -> GELU -> fc2 [-> GELU -> fc3] */
-    VH_PROJ_FC1_W = 0, VH_PROJ_FC1_B,   /* [H1, Dv], [H1] */
-    VH_PROJ_FC2_W, VH_PROJ_FC2_B,       /* [Dl, H1], [Dl] */
-    VH_PROJ_FC3_W, VH_PROJ_FC3_B,       /* [Dl, Dl], [Dl], absent for the 2-layer projector */
-    VH_PROJ_N_TENSORS
+#define VH_TF_MAX_LORA_SETS 4
+/* Set s's A of projection p (a constant expression where s and p are). */
+#define VH_TF_LORA_ROLE(s, p) ((uint32_t)VH_TF_LORA + 8u * (s) + 2u * (p))
+
+static inline uint32_t vh_tf_lora_role(uint32_t set, uint32_t proj) { return VH_TF_LORA_ROLE(set, proj); }
+
+enum { /* VH_BLOCK_MLP_CHAIN roles: layer i's weight at 2 i, its bias at 2 i + 1 */
+    VH_CHAIN_FC1_W = 0, VH_CHAIN_FC1_B, /* [H1, sum of the inputs' widths], [H1] */
+    VH_CHAIN_FC2_W, VH_CHAIN_FC2_B,     /* [Dl, H1], [Dl] */
+    VH_CHAIN_FC3_W, VH_CHAIN_FC3_B,     /* [Dl, Dl], [Dl], absent in a chain of two */
+    VH_CHAIN_N_ROLES
 };
-enum { /* VH_BLOCK_LLM_EMBED roles */
-    VH_LLM_EMBED_TOKENS = 0,            /* [V, Dl] */
-    VH_LLM_EMBED_N_TENSORS
+enum { /* VH_BLOCK_EMBED_LOOKUP roles */
+    VH_EMBED_LOOKUP_TABLE = 0,          /* [V, Dl] */
+    VH_EMBED_LOOKUP_N_ROLES
 };
-enum { /* VH_BLOCK_LLM roles (Llama) */
-    VH_LLM_ATTN_NORM = 0,               /* [Dl] input_layernorm */
-    VH_LLM_Q, VH_LLM_K, VH_LLM_V,       /* [Hq*hd, Dl], [Hkv*hd, Dl], [Hkv*hd, Dl] */
-    VH_LLM_O,                           /* [Dl, Hq*hd] */
-    VH_LLM_MLP_NORM,                    /* [Dl] post_attention_layernorm */
-    VH_LLM_GATE, VH_LLM_UP,             /* [F, Dl] */
-    VH_LLM_DOWN,                        /* [Dl, F] */
-    VH_LLM_BASE_TENSORS,                /* 9: the roles of a plain Llama block */
-    /* LoRA kept apart (peft: y = W x + scale * B (A x), scale = vh_llm_params.lora_scale); a pair
-     * per adapted projection, both or neither: A [r, in], B [out, r] */
-    VH_LLM_Q_LORA_A = VH_LLM_BASE_TENSORS, VH_LLM_Q_LORA_B,
-    VH_LLM_K_LORA_A, VH_LLM_K_LORA_B,
-    VH_LLM_V_LORA_A, VH_LLM_V_LORA_B,
-    VH_LLM_O_LORA_A, VH_LLM_O_LORA_B,
-    /* ABI 2.2: Qwen2's attention biases, added after q/k/v (their LoRA deltas included) */
-    VH_LLM_Q_BIAS, VH_LLM_K_BIAS, VH_LLM_V_BIAS, /* [Hq*hd], [Hkv*hd], [Hkv*hd] */
-    /* ABI 2.2: a second LoRA set on the same base weights (MindDrive's two experts): set 1's pair of
-     * projection p (q, k, v, o) at VH_LLM_LORA1_Q_A + 2 p (A) and + 1 (B), the same scale; a
-     * segment picks its set with VH_BATCH_SEGMENT_ADAPTERS (set 0 = the roles above) */
-    VH_LLM_LORA1_Q_A, VH_LLM_LORA1_Q_B,
-    VH_LLM_LORA1_K_A, VH_LLM_LORA1_K_B,
-    VH_LLM_LORA1_V_A, VH_LLM_LORA1_V_B,
-    VH_LLM_LORA1_O_A, VH_LLM_LORA1_O_B,
-    VH_LLM_N_TENSORS
-};
-#define VH_LLM_LORA_SETS 2
-enum { /* VH_BLOCK_LLM_HEAD roles */
-    VH_LLM_HEAD_NORM = 0,               /* [Dl] */
-    VH_LLM_HEAD_LM,                     /* [V, Dl]; optional: without it the head gives hidden rows only */
-    VH_LLM_HEAD_N_TENSORS
+enum { /* VH_BLOCK_READOUT roles */
+    VH_READOUT_NORM = 0,                /* [Dl] */
+    VH_READOUT_VOCAB,                   /* [V, Dl]; optional: without it the read-out gives rows only */
+    VH_READOUT_N_ROLES
 };
 
 enum { /* VH_BLOCK_VAE_GRU_PLANNER roles (F: feature width, G: GRU hidden, L: latent, M: modes):
@@ -217,28 +222,93 @@ enum { /* VH_BLOCK_VAE_GRU_PLANNER roles (F: feature width, G: GRU hidden, L: la
 };
 #define VH_PLAN_MAX_GRU_LAYERS 4
 
+/* The features of a transformer layer. Each enum's 0 is "not given" (a plugin refuses it). */
+typedef enum vh_norm_kind {
+    VH_NORM_LAYER = 1,         /* LayerNorm: weight and bias, eps */
+    VH_NORM_RMS = 2            /* RMSNorm: weight, eps */
+} vh_norm_kind;
+typedef enum vh_norm_placement {
+    VH_NORM_PRE = 1,           /* normalise each sub-layer's input, add its output to the residual */
+    VH_NORM_POST = 2           /* add, then normalise the sum */
+} vh_norm_placement;
+typedef enum vh_attention_kind {
+    VH_ATTN_FULL = 1,          /* every token of an image to every token of that image */
+    VH_ATTN_CAUSAL_KV = 2,     /* rows to their sequence's KV cache (the block's state), causally */
+    VH_ATTN_WINDOWED = 3,      /* full within windows of `window` x `window` tokens of the grid, the
+                                  grid zero-padded to whole windows (padded keys take part) */
+    VH_ATTN_CROSS = 4          /* queries from the input, keys and values from the second input slot */
+} vh_attention_kind;
+typedef enum vh_rope_kind {
+    VH_ROPE_NONE = 1,
+    VH_ROPE_HALF = 2,          /* rotate the two halves of each head by position * theta^(-2i/hd) */
+    VH_ROPE_2D_INTERLEAVED = 3 /* pairs of channels rotated by the token's grid row, then column */
+} vh_rope_kind;
+typedef enum vh_mlp_kind {
+    VH_MLP_GELU = 1,           /* erf GELU between up and down */
+    VH_MLP_SILU_GATED = 2,     /* down(silu(gate) * up) */
+    VH_MLP_RELU = 3
+} vh_mlp_kind;
+/* Feature flags of a transformer layer (vh_transformer_params.flags). */
+#define VH_TF_FUSED_QKV   (1u << 0) /* one q|k|v projection (VH_TF_QKV_W, its bias VH_TF_QKV_B) */
+#define VH_TF_Q_BIAS      (1u << 1) /* a bias after q (VH_TF_Q_B; within VH_TF_QKV_B when fused) */
+#define VH_TF_K_BIAS      (1u << 2) /* a bias after k */
+#define VH_TF_V_BIAS      (1u << 3) /* a bias after v */
+#define VH_TF_O_BIAS      (1u << 4) /* a bias after o */
+#define VH_TF_MLP_BIAS    (1u << 5) /* biases after up and down */
+#define VH_TF_LAYER_SCALE (1u << 6) /* ls1, ls2 scale the sub-layers' outputs */
+#define VH_TF_MLP_SUB_NORM (1u << 7) /* a LayerNorm on the MLP's hidden activations, before down */
+#define VH_TF_QK_POS      (1u << 8) /* positional terms added to queries and keys, not values */
+#define VH_TF_ATTN_MASK   (1u << 9) /* a structured mask on the attention scores */
+#define VH_TF_STATE_KEYS  (1u << 10) /* extra key/value rows from a state */
+#define VH_TF_N_FLAGS 11
+#define VH_TF_QKV_BIAS (VH_TF_Q_BIAS | VH_TF_K_BIAS | VH_TF_V_BIAS)
+
+static inline const char *vh_tf_flag_name(uint32_t bit)
+{
+    static const char *const names[VH_TF_N_FLAGS] = {"fused q|k|v", "q bias", "k bias", "v bias", "output bias",
+                                                     "MLP biases", "layer scale", "MLP sub-norm",
+                                                     "positional q/k terms", "attention mask", "keys from a state"};
+    return bit < VH_TF_N_FLAGS ? names[bit] : "unknown flag";
+}
+
 /* The parameters of a block, by kind. Each struct starts with its size; a plugin refuses a struct
  * shorter than the one it knows, and a longer one whose extra bytes are not all zero (a field it
  * does not know is set). */
-typedef struct vh_block_params {       /* PROJECTOR, LLM_EMBED, LLM_HEAD: none beyond the size */
+typedef struct vh_block_params {       /* EMBED_LOOKUP, READOUT: none beyond the size */
     uint32_t struct_size;
 } vh_block_params;
 
-typedef struct vh_vit_params {         /* VIT_EMBED, VIT */
+#define VH_PATCH_POS_PREFIX (1u << 0)  /* positions cover the prefix tokens (concatenate, then add);
+                                          without it they are added to the patches only */
+typedef struct vh_patch_embed_params { /* PATCH_EMBED; sizes: its output slot's tower */
     uint32_t struct_size;
-    uint32_t tower;                    /* which vision tower (vh_model_desc.towers) */
-    uint32_t layer;                    /* VIT: block index in its tower */
-} vh_vit_params;
+    uint32_t flags;                    /* VH_PATCH_* */
+} vh_patch_embed_params;
 
-typedef struct vh_llm_params {         /* LLM */
+typedef struct vh_transformer_params { /* TRANSFORMER; sizes: its input slot's (a tower's, or the rows') */
     uint32_t struct_size;
-    uint32_t layer;                    /* decoder layer index */
-    float lora_scale;                  /* alpha / r of the LoRA roles' adapters (0 without them) */
-} vh_llm_params;
+    uint32_t layer;                    /* its index in its chain (for messages and profiles) */
+    uint32_t norm;                     /* vh_norm_kind */
+    float norm_eps;
+    uint32_t placement;                /* vh_norm_placement */
+    uint32_t attention;                /* vh_attention_kind */
+    uint32_t window;                   /* VH_ATTN_WINDOWED: tokens per window side */
+    uint32_t rope;                     /* vh_rope_kind */
+    float rope_theta;                  /* VH_ROPE_HALF */
+    uint32_t mlp;                      /* vh_mlp_kind */
+    uint32_t flags;                    /* VH_TF_* feature flags */
+    uint32_t lora_sets;                /* LoRA sets it may hold, 0 .. VH_TF_MAX_LORA_SETS */
+    float lora_scale;                  /* alpha / r of its adapters (0 without them) */
+} vh_transformer_params;
+
+typedef struct vh_chain_params {       /* MLP_CHAIN */
+    uint32_t struct_size;
+    uint32_t n_layers;                 /* 2 or 3 linear layers, GELU between them */
+} vh_chain_params;
 
 typedef struct vh_planner_params {     /* VAE_GRU_PLANNER */
     uint32_t struct_size;
-    uint32_t feature_dim;              /* F: the head's hidden width */
+    uint32_t feature_dim;              /* F: the read-out's row width */
     uint32_t latent_dim;               /* L */
     uint32_t gru_layers;               /* 1 .. VH_PLAN_MAX_GRU_LAYERS */
     uint32_t gru_hidden;               /* G = F / gru_layers: layer l starts from f[l G .. (l + 1) G) */
@@ -251,29 +321,53 @@ typedef struct vh_planner_params {     /* VAE_GRU_PLANNER */
                                           [M][steps][2] (per-step offsets), mu [L], log_sigma [L] */
 } vh_planner_params;
 
-/* Activation slots: where a block reads its input and writes its output. A plugin runs each kind
- * only with the wiring it lists (vh_kind_support); today's graph is a chain through these. */
-typedef enum vh_slot {
-    VH_SLOT_NONE = 0,
-    VH_SLOT_PIXELS = 1,        /* the batch's image planes */
-    VH_SLOT_TOWER_TOKENS = 2,  /* each tower's tokens of each image */
-    VH_SLOT_PATCH_EMBEDS = 3,  /* each image's patch embeddings (the LLM's image rows) */
-    VH_SLOT_ROWS = 4,          /* the LLM hidden rows of the batch (what crosses executors) */
-    VH_SLOT_OUTPUTS = 5        /* the batch's outputs: tokens, logits, hidden rows, plans */
-} vh_slot;
+/* Slots: the activations blocks pass each other, named by the model. A slot's kind says what it
+ * holds and how it is laid out; a plugin runs each kind of block with the slot kinds it lists. */
+typedef enum vh_slot_kind {
+    VH_SLOT_KIND_PIXELS = 1,   /* each image's planes for a tower (batch pixels) */
+    VH_SLOT_KIND_TOKENS = 2,   /* each image's tokens of a tower [T, D] */
+    VH_SLOT_KIND_EMBEDS = 3,   /* each image's embeddings in the rows' width (the rows' image rows) */
+    VH_SLOT_KIND_ROWS = 4,     /* the hidden rows of the batch [rows, Dl] (what crosses executors) */
+    VH_SLOT_KIND_OUTPUTS = 5   /* the batch's outputs: tokens, logits, chosen rows, plans */
+} vh_slot_kind;
+
+static inline const char *vh_slot_kind_name(uint32_t kind)
+{
+    static const char *const names[] = {"?", "pixels", "tokens", "embeds", "rows", "outputs"};
+    return kind < sizeof names / sizeof names[0] ? names[kind] : "unknown";
+}
+
+typedef struct vh_slot_desc {
+    const char *name;          /* the model's name for it: "tower0.tokens", "rows" */
+    uint32_t kind;             /* vh_slot_kind */
+    uint32_t tower;            /* PIXELS, TOKENS: the tower whose sizes apply (vh_model_desc.towers) */
+} vh_slot_desc;
+
+/* States: what a stream (a sequence, vh_segment.sequence) keeps between runs, owned by one block.
+ * A KV cache's positions are written by the segments that reach them: a segment at position 0
+ * starts its sequence over (what it does not write is never read). */
+typedef enum vh_state_kind {
+    VH_STATE_KV_CACHE = 1      /* keys and values per position of each sequence */
+} vh_state_kind;
+
+typedef struct vh_state_desc {
+    const char *name;          /* "layer3.kv" */
+    uint32_t kind;             /* vh_state_kind */
+} vh_state_desc;
 
 #define VH_NO_STATE 0xffffffffu /* a block that keeps nothing between runs */
+#define VH_BLOCK_MAX_INPUTS 4
 
 typedef struct vh_block_desc {
     uint32_t struct_size;      /* sizeof(vh_block_desc) of the core */
     uint32_t kind;             /* vh_block_kind */
-    const vh_block_params *params; /* the kind's parameter struct (vh_vit_params, ...); never NULL */
+    const vh_block_params *params; /* the kind's parameter struct (vh_transformer_params, ...); never NULL */
     uint32_t n_tensors;
     const vh_tensor_view *tensors; /* [n_tensors], each role at most once; absent optional ones left out */
-    uint32_t input_slot;       /* vh_slot read */
-    uint32_t output_slot;      /* vh_slot written */
-    uint32_t state_slot;       /* the state kept between runs (LLM: its KV cache, numbered from 0 over
-                                  the model's LLM blocks), or VH_NO_STATE */
+    uint32_t n_inputs;         /* 1 .. VH_BLOCK_MAX_INPUTS */
+    uint32_t inputs[VH_BLOCK_MAX_INPUTS]; /* the slots it reads (vh_model_desc.slots), in order */
+    uint32_t output;           /* the slot it writes */
+    uint32_t state;            /* the state it owns (vh_model_desc.states), or VH_NO_STATE */
     uint32_t options;          /* behaviour bits of the kind (none defined yet); a plugin refuses bits
                                   it does not know */
 } vh_block_desc;
@@ -286,6 +380,7 @@ static inline const vh_tensor_view *vh_block_tensor(const vh_block_desc *d, uint
     return NULL;
 }
 
+/* The sizes of a vision tower: what its PIXELS and TOKENS slots hold. */
 typedef struct vh_vit_desc {
     uint32_t image_size;       /* S: input is [3, S, S] */
     uint32_t patch_size;       /* P */
@@ -295,16 +390,14 @@ typedef struct vh_vit_desc {
     uint32_t n_heads;
     uint32_t head_dim;         /* D / n_heads */
     uint32_t mlp_hidden;       /* H */
-    uint32_t n_blocks;         /* blocks computed: the checkpoint's depth - 1 (OpenVLA takes the
-                                  second-to-last block's output and never runs the last) */
+    uint32_t n_blocks;         /* transformer layers the model runs on it (may be fewer than the
+                                  checkpoint has: a model may read an earlier layer's output) */
     uint32_t has_class_token;
     uint32_t n_registers;
     uint32_t n_prefix;         /* class + register tokens; dropped after the last block */
-    uint32_t pos_embed_prefix; /* 1: pos_embed covers prefix tokens (concat, then add) */
-    uint32_t layer_scale;      /* 1: ls1/ls2 present */
-    float norm_eps;            /* LayerNorm epsilon (1e-6 in timm) */
 } vh_vit_desc;
 
+/* The sizes of the rows: what the ROWS slot and its transformer layers hold. */
 typedef struct vh_llm_desc {
     uint32_t hidden;           /* Dl */
     uint32_t intermediate;     /* F */
@@ -313,8 +406,7 @@ typedef struct vh_llm_desc {
     uint32_t n_kv_heads;       /* Hkv; Hq % Hkv == 0 */
     uint32_t head_dim;         /* hd */
     uint32_t vocab;            /* V: logits per row (the padded vocabulary) */
-    float rms_eps;
-    float rope_theta;
+    float rms_eps;             /* the read-out's RMSNorm */
 } vh_llm_desc;
 
 #define VH_MAX_TOWERS 2
@@ -323,15 +415,27 @@ typedef struct vh_model_desc {
     uint32_t struct_size;      /* sizeof(vh_model_desc) of the core */
     uint32_t n_towers;
     vh_vit_desc towers[VH_MAX_TOWERS];
-    uint32_t projector_layers; /* 3: fused-gelu-mlp (fc1, fc2, fc3); 2: gelu-mlp (fc1, fc2) */
     uint32_t vision_dim;       /* Dv: sum of the towers' embed_dim */
-    uint32_t projector_hidden; /* H1 */
-    uint32_t n_image_tokens;   /* patch embeddings per image (every tower has this many patches) */
+    uint32_t projector_hidden; /* H1: the MLP chain's first layer */
+    uint32_t n_image_tokens;   /* embeddings per image (every tower has this many patches) */
     vh_llm_desc llm;
+    uint32_t n_slots;
+    const vh_slot_desc *slots;
+    uint32_t n_states;
+    const vh_state_desc *states;
     uint32_t n_blocks;
     const vh_block_desc *blocks;
 } vh_model_desc;
 
+/* The kind of block d's input i / output slot (0 when the index is out of range). */
+static inline uint32_t vh_block_input_kind(const vh_model_desc *m, const vh_block_desc *d, uint32_t i)
+{
+    return i < d->n_inputs && d->inputs[i] < m->n_slots ? m->slots[d->inputs[i]].kind : 0;
+}
+static inline uint32_t vh_block_output_kind(const vh_model_desc *m, const vh_block_desc *d)
+{
+    return d->output < m->n_slots ? m->slots[d->output].kind : 0;
+}
 /* ------------------------------------------------------------------------------------------------
  * Batches: what one executor_run call computes.
  *
@@ -352,10 +456,10 @@ typedef struct vh_model_desc {
 #define VH_BATCH_SEGMENT_EMBEDS (1u << 1) /* segments may carry their own VH_TOKEN_IMAGE rows
                                           (vh_segment.embeds: precomputed vision tokens) */
 #define VH_BATCH_PLAN (1u << 2)   /* planner blocks read plan_noise and write out_plan */
-#define VH_BATCH_SEGMENT_ADAPTERS (1u << 3) /* ABI 2.2: segment_adapters[] picks each segment's LoRA set;
+#define VH_BATCH_SEGMENT_ADAPTERS (1u << 3) /* segment_adapters[] picks each segment's LoRA set;
                                           without it every segment uses set 0 */
-#define VH_BATCH_PLAN_SEGMENTS (1u << 4) /* ABI 2.2: with VH_BATCH_PLAN, the planners run only on the
-                                          segments whose plan_segments[] is nonzero (the others' noise
+#define VH_BATCH_SEGMENT_PLANS (1u << 4) /* with VH_BATCH_PLAN, the planners run only on the
+                                          segments whose segment_plans[] is nonzero (the others' noise
                                           is not read and their out_plan rows are left as they are) */
 
 typedef struct vh_segment {
@@ -380,7 +484,7 @@ typedef struct vh_batch {
     const vh_segment *segments;
     uint32_t n_rows;             /* sum of the segments' n_rows */
     const int32_t *tokens;       /* [n_rows] */
-    int32_t *out_tokens;         /* [n_segments]: argmax over each segment's last row (LLM_HEAD), or
+    int32_t *out_tokens;         /* [n_segments]: argmax over each segment's last row (READOUT), or
                                     NULL when the batch asks for hidden rows only */
     float *out_logits;           /* [n_segments, vocab] fp32, or NULL */
     /* VH_BATCH_HIDDEN_ROWS */
@@ -394,11 +498,11 @@ typedef struct vh_batch {
     uint32_t plan_noise_stride;
     float *out_plan;             /* [n_segments, plan_out_stride] */
     uint32_t plan_out_stride;
-    /* VH_BATCH_SEGMENT_ADAPTERS (ABI 2.2) */
-    const uint8_t *segment_adapters; /* [n_segments]: 0 .. VH_LLM_LORA_SETS - 1; a segment naming a set
+    /* VH_BATCH_SEGMENT_ADAPTERS */
+    const uint8_t *segment_adapters; /* [n_segments]: 0 .. VH_TF_MAX_LORA_SETS - 1; a segment naming a set
                                     an LLM block of the run lacks is refused */
-    /* VH_BATCH_PLAN_SEGMENTS (ABI 2.2) */
-    const uint8_t *plan_segments; /* [n_segments]: nonzero where the planners run */
+    /* VH_BATCH_SEGMENT_PLANS */
+    const uint8_t *segment_plans; /* [n_segments]: nonzero where the planners run */
 } vh_batch;
 
 /* ------------------------------------------------------------------------------------------------
@@ -433,17 +537,13 @@ typedef struct vh_executor_params {
     vh_log_fn log_fn;          /* may be NULL */
     void *log_user;
     vh_log_level log_level;
-    /* Added in ABI 2.3 (a core passes them only to a plugin of 2.3 or later; a 2.2 plugin gets the
-     * struct up to here). executor_create calls progress_fn (may be NULL) on its own thread as it
+    /* executor_create calls progress_fn (may be NULL) on its own thread as it
      * makes weights resident: `done` of `total` units (bytes of the blocks' tensors), non-decreasing,
      * the last call with done == total. A nonzero return asks it to stop: it frees everything it
      * made and returns VH_ERR_CANCELLED. */
     int (*progress_fn)(void *user, uint64_t done, uint64_t total);
     void *progress_user;
 } vh_executor_params;
-
-/* The size of a 2.2 core's vh_executor_params: a plugin accepts it (no progress then). */
-#define VH_EXECUTOR_PARAMS_V2_2_SIZE offsetof(vh_executor_params, progress_fn)
 
 typedef struct vh_memory_report {
     uint32_t struct_size;      /* set by the caller: sizeof(vh_memory_report) of the core */
@@ -454,13 +554,26 @@ typedef struct vh_memory_report {
 
 typedef struct vh_executor vh_executor; /* defined by each plugin */
 
-/* What a plugin can run of one block kind. */
+/* What a transformer layer must be for a plugin to run it: exact norm, placement, attention,
+ * positions and MLP; the flags it must have (required) and those it may have (allowed, required
+ * included); at most max_lora_sets LoRA sets. */
+typedef struct vh_transformer_support {
+    uint32_t norm, placement, attention, rope, mlp;
+    uint32_t required, allowed;        /* VH_TF_* flags */
+    uint32_t max_lora_sets;
+} vh_transformer_support;
+
+/* What a plugin can run of one block kind. A plugin may list a kind more than once, once per
+ * feature set (a TRANSFORMER on a tower's tokens and one on the rows); the core and the plugin
+ * take the first entry that matches the block. */
 typedef struct vh_kind_support {
     uint32_t kind;             /* vh_block_kind */
     uint32_t n_roles;          /* tensor roles 0 .. n_roles - 1 it reads; any other role is refused */
     uint32_t params_size;      /* the size of the kind's parameter struct it was built with */
     uint32_t options;          /* the option bits it honours */
-    uint32_t input_slot, output_slot; /* the wiring it runs */
+    uint32_t input_kind;       /* vh_slot_kind of each of its inputs */
+    uint32_t output_kind;      /* vh_slot_kind of its output */
+    const vh_transformer_support *transformer; /* TRANSFORMER: the features it runs; NULL otherwise */
 } vh_kind_support;
 
 typedef struct vh_backend_iface {
@@ -519,7 +632,7 @@ typedef struct vh_backend_iface {
      * CPU backend this hands a prefill's megabytes over without a copy. NULL: the core copies. */
     vh_status (*bind_hidden)(vh_executor *executor, float *rows, uint32_t n_rows, char *err,
                              size_t err_size);
-    /* Added in ABI 2.1. Why score() is <= 0 on this machine, as one line written into why
+    /* Why score() is <= 0 on this machine, as one line written into why
      * (NUL-terminated): "no CUDA device (cudaGetDeviceCount: no CUDA-capable device is detected)",
      * "this CPU has neither AMX-BF16 nor AVX-512 BF16". The core puts it in the
      * refusal's message. NULL: the core says only that the backend cannot run here. */
@@ -545,8 +658,7 @@ static inline int vh_struct_tail_zero(const void *s, uint32_t size, uint32_t kno
  * 0 when the size is one no version had, or a field this plugin does not know is set. */
 static inline int vh_executor_params_read(const vh_executor_params *in, vh_executor_params *out)
 {
-    if (!in || in->struct_size < VH_EXECUTOR_PARAMS_V2_2_SIZE || in->struct_size > 65536 ||
-        (in->struct_size > VH_EXECUTOR_PARAMS_V2_2_SIZE && in->struct_size < sizeof *in) ||
+    if (!in || in->struct_size < sizeof *in || in->struct_size > 65536 ||
         !vh_struct_tail_zero(in, in->struct_size, sizeof *in))
         return 0;
     memset(out, 0, sizeof *out);
@@ -555,13 +667,13 @@ static inline int vh_executor_params_read(const vh_executor_params *in, vh_execu
     return 1;
 }
 
-/* ABI 2.3: report `done` of `total` to the core; nonzero when it asks the create to stop. */
+/* report `done` of `total` to the core; nonzero when it asks the create to stop. */
 static inline int vh_executor_progress(const vh_executor_params *p, uint64_t done, uint64_t total)
 {
     return p->progress_fn ? p->progress_fn(p->progress_user, done, total) : 0;
 }
 
-/* ABI 2.3: the bytes of a block's tensors (the unit of executor_create's progress). */
+/* the bytes of a block's tensors (the unit of executor_create's progress). */
 static inline uint64_t vh_block_tensor_bytes(const vh_block_desc *d)
 {
     uint64_t bytes = 0;
@@ -574,9 +686,54 @@ static inline uint64_t vh_block_tensor_bytes(const vh_block_desc *d)
     return bytes;
 }
 
-static inline int vh_block_check(const char *backend, const vh_kind_support *kinds, uint32_t n_kinds,
-                                 const vh_block_desc *d, uint32_t index, char *why, size_t why_size)
+static inline const char *vh_feature_value_name(const char *feature, uint32_t v)
 {
+    static const char *const norm[] = {"unset", "LayerNorm", "RMSNorm"};
+    static const char *const place[] = {"unset", "pre-norm", "post-norm"};
+    static const char *const attn[] = {"unset", "full", "causal over a KV cache", "windowed", "cross"};
+    static const char *const rope[] = {"unset", "none", "half-rotation", "2-D interleaved"};
+    static const char *const mlp[] = {"unset", "GELU", "SiLU-gated", "ReLU"};
+    const char *const *names = feature[0] == 'n' ? norm : feature[0] == 'p' ? place : feature[0] == 'a' ? attn
+                               : feature[0] == 'r' ? rope : mlp;
+    const uint32_t n = feature[0] == 'n' || feature[0] == 'p' ? 3 : feature[0] == 'a' ? 5 : 4;
+    return v < n ? names[v] : "unknown";
+}
+
+/* The first feature of transformer layer p that entry s does not run, described into why (after
+ * `prefix`); 0 when s runs p. */
+static inline int vh_transformer_mismatch(const vh_transformer_support *s, const vh_transformer_params *p,
+                                          const char *prefix, char *why, size_t why_size)
+{
+    static const char *const feature[5] = {"norm", "placement", "attention", "rope", "mlp"};
+    const uint32_t want[5] = {s->norm, s->placement, s->attention, s->rope, s->mlp};
+    const uint32_t has[5] = {p->norm, p->placement, p->attention, p->rope, p->mlp};
+    for (int f = 0; f < 5; f++)
+        if (has[f] != want[f]) {
+            if (why) snprintf(why, why_size, "%s%s '%s' (it runs %s)", prefix, feature[f],
+                              vh_feature_value_name(feature[f], has[f]), vh_feature_value_name(feature[f], want[f]));
+            return 1;
+        }
+    const uint32_t missing = s->required & ~p->flags, extra = p->flags & ~s->allowed;
+    for (uint32_t bit = 0; bit < 32; bit++)
+        if ((missing | extra) >> bit & 1u) {
+            if (why) snprintf(why, why_size, "%s%s %s (it runs it %s)", prefix, vh_tf_flag_name(bit),
+                              extra >> bit & 1u ? "set" : "not set", extra >> bit & 1u ? "without" : "only with");
+            return 1;
+        }
+    if (p->lora_sets > s->max_lora_sets) {
+        if (why) snprintf(why, why_size, "%s%u LoRA sets (it runs at most %u)", prefix, p->lora_sets,
+                          s->max_lora_sets);
+        return 1;
+    }
+    return 0;
+}
+
+/* Whether plugin `backend` (its `kinds`) runs block `index` of model m; writes why into `why` and
+ * returns 0 when it does not, naming the block, its kind and the feature, slot or role. */
+static inline int vh_block_check(const char *backend, const vh_kind_support *kinds, uint32_t n_kinds,
+                                 const vh_model_desc *m, uint32_t index, char *why, size_t why_size)
+{
+    const vh_block_desc *d = index < m->n_blocks ? &m->blocks[index] : NULL;
     if (!d || d->struct_size < sizeof(vh_block_desc) || d->struct_size > 4096 ||
         !vh_struct_tail_zero(d, d->struct_size, sizeof(vh_block_desc))) {
         snprintf(why, why_size, "%s: block %u: descriptor struct_size %u, this plugin knows %zu", backend, index,
@@ -604,18 +761,53 @@ static inline int vh_block_check(const char *backend, const vh_kind_support *kin
                  d->options & ~k->options);
         return 0;
     }
-    if (d->input_slot != k->input_slot || d->output_slot != k->output_slot) {
-        snprintf(why, why_size, "%s: block %u (%s) reads slot %u and writes slot %u; this plugin runs it from slot "
-                 "%u to slot %u", backend, index, kind, d->input_slot, d->output_slot, k->input_slot, k->output_slot);
+    if (d->n_inputs < 1 || d->n_inputs > VH_BLOCK_MAX_INPUTS || vh_block_output_kind(m, d) == 0) {
+        snprintf(why, why_size, "%s: block %u (%s): %u inputs, output slot %u of %u slots", backend, index, kind,
+                 d->n_inputs, d->output, m->n_slots);
         return 0;
     }
+    for (uint32_t i = 0; i < d->n_inputs; i++)
+        if (vh_block_input_kind(m, d, i) == 0) {
+            snprintf(why, why_size, "%s: block %u (%s): input %u is slot %u of %u", backend, index, kind, i,
+                     d->inputs[i], m->n_slots);
+            return 0;
+        }
+    /* the first entry of the kind whose slot kinds and features match */
+    const vh_kind_support *wired = NULL, *match = NULL;
+    for (uint32_t i = 0; i < n_kinds && !match; i++) {
+        const vh_kind_support *e = &kinds[i];
+        int ok = e->kind == d->kind && vh_block_output_kind(m, d) == e->output_kind;
+        for (uint32_t j = 0; ok && j < d->n_inputs; j++) ok = vh_block_input_kind(m, d, j) == e->input_kind;
+        if (!ok) continue;
+        if (!wired) wired = e;
+        if (!e->transformer || (d->params->struct_size >= sizeof(vh_transformer_params) &&
+                                !vh_transformer_mismatch(e->transformer, (const vh_transformer_params *)d->params,
+                                                         "", NULL, 0)))
+            match = e;
+    }
+    if (!wired) {
+        snprintf(why, why_size, "%s: block %u (%s) reads %s slot '%s' and writes %s slot '%s'; this plugin runs it "
+                 "from %s to %s", backend, index, kind, vh_slot_kind_name(vh_block_input_kind(m, d, 0)),
+                 m->slots[d->inputs[0]].name ? m->slots[d->inputs[0]].name : "?",
+                 vh_slot_kind_name(vh_block_output_kind(m, d)), m->slots[d->output].name ? m->slots[d->output].name : "?",
+                 vh_slot_kind_name(k->input_kind), vh_slot_kind_name(k->output_kind));
+        return 0;
+    }
+    if (!match) {
+        char prefix[192];
+        snprintf(prefix, sizeof prefix, "%s: block %u (%s, layer %u): ", backend, index, kind,
+                 ((const vh_transformer_params *)d->params)->layer);
+        vh_transformer_mismatch(wired->transformer, (const vh_transformer_params *)d->params, prefix, why, why_size);
+        return 0;
+    }
+    k = match;
     uint64_t seen = 0;
     for (uint32_t t = 0; t < d->n_tensors; t++) {
         const uint32_t role = d->tensors[t].role;
-        if (role >= k->n_roles || role >= 64 || (seen >> role & 1u) || !d->tensors[t].data) {
+        if (role >= k->n_roles || role >= VH_MAX_ROLES || (seen >> role & 1u) || !d->tensors[t].data) {
             snprintf(why, why_size, "%s: block %u (%s): tensor '%s' has role %u, %s", backend, index, kind,
                      d->tensors[t].name ? d->tensors[t].name : "?", role,
-                     role >= k->n_roles || role >= 64 ? "which this plugin does not know"
+                     role >= k->n_roles || role >= VH_MAX_ROLES ? "which this plugin does not know"
                      : !d->tensors[t].data ? "without data" : "given twice");
             return 0;
         }
@@ -671,20 +863,13 @@ static inline int vh_batch_hidden_rows_valid(const vh_batch *b)
     return 1;
 }
 
-/* ABI 2.2: the LoRA role of set `set` (0 .. VH_LLM_LORA_SETS - 1) for projection `proj` (0 q, 1 k,
- * 2 v, 3 o): its A; its B is the role after it. */
-static inline uint32_t vh_llm_lora_role(uint32_t set, uint32_t proj)
-{
-    return (set ? (uint32_t)VH_LLM_LORA1_Q_A : (uint32_t)VH_LLM_Q_LORA_A) + 2 * proj;
-}
-
-/* ABI 2.2: the LoRA set segment s runs with (0 without VH_BATCH_SEGMENT_ADAPTERS). */
+/* the LoRA set segment s runs with (0 without VH_BATCH_SEGMENT_ADAPTERS). */
 static inline uint32_t vh_batch_segment_adapter(const vh_batch *b, uint32_t s)
 {
     return (b->options & VH_BATCH_SEGMENT_ADAPTERS) ? b->segment_adapters[s] : 0;
 }
 
-/* ABI 2.2: the next run of consecutive segments with one LoRA set, from segment *segment on: its set
+/* the next run of consecutive segments with one LoRA set, from segment *segment on: its set
  * and rows (*n_rows), *segment moved past it; 0 when no segment is left. A block applies each set's
  * deltas to a run's rows at once:
  *     for (uint32_t g = 0, row = 0, set, n; vh_batch_adapter_run(b, &g, &set, &n); row += n) ... */
@@ -698,15 +883,15 @@ static inline int vh_batch_adapter_run(const vh_batch *b, uint32_t *segment, uin
     return 1;
 }
 
-/* ABI 2.2: whether the planners run on segment s (all of them without VH_BATCH_PLAN_SEGMENTS). */
+/* whether the planners run on segment s (all of them without VH_BATCH_SEGMENT_PLANS). */
 static inline int vh_batch_plans_segment(const vh_batch *b, uint32_t s)
 {
-    return !(b->options & VH_BATCH_PLAN_SEGMENTS) || b->plan_segments[s];
+    return !(b->options & VH_BATCH_SEGMENT_PLANS) || b->segment_plans[s];
 }
 
-/* ABI 2.2: the per-segment arrays a batch's options promise are there (segment_adapters with
- * VH_BATCH_SEGMENT_ADAPTERS, plan_segments with VH_BATCH_PLAN_SEGMENTS, which also needs
- * VH_BATCH_PLAN) and each adapter set is below VH_LLM_LORA_SETS. Whether the blocks hold the sets
+/* the per-segment arrays a batch's options promise are there (segment_adapters with
+ * VH_BATCH_SEGMENT_ADAPTERS, segment_plans with VH_BATCH_SEGMENT_PLANS, which also needs
+ * VH_BATCH_PLAN) and each adapter set is below VH_TF_MAX_LORA_SETS. Whether the blocks hold the sets
  * named is the plugin's check. */
 static inline int vh_batch_segment_arrays_valid(const vh_batch *b, char *why, size_t why_size)
 {
@@ -715,13 +900,13 @@ static inline int vh_batch_segment_arrays_valid(const vh_batch *b, char *why, si
         return 0;
     }
     for (uint32_t s = 0; (b->options & VH_BATCH_SEGMENT_ADAPTERS) && s < b->n_segments; s++)
-        if (b->segment_adapters[s] >= VH_LLM_LORA_SETS) {
+        if (b->segment_adapters[s] >= VH_TF_MAX_LORA_SETS) {
             snprintf(why, why_size, "segment %u names LoRA set %u (sets are 0 .. %d)", s, b->segment_adapters[s],
-                     VH_LLM_LORA_SETS - 1);
+                     VH_TF_MAX_LORA_SETS - 1);
             return 0;
         }
-    if ((b->options & VH_BATCH_PLAN_SEGMENTS) && (!b->plan_segments || !(b->options & VH_BATCH_PLAN))) {
-        snprintf(why, why_size, "VH_BATCH_PLAN_SEGMENTS without plan_segments or without VH_BATCH_PLAN");
+    if ((b->options & VH_BATCH_SEGMENT_PLANS) && (!b->segment_plans || !(b->options & VH_BATCH_PLAN))) {
+        snprintf(why, why_size, "VH_BATCH_SEGMENT_PLANS without segment_plans or without VH_BATCH_PLAN");
         return 0;
     }
     return 1;

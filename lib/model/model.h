@@ -18,7 +18,8 @@
 
 struct vh_family;
 
-#define VH_MODEL_MAX_ROLES 48
+#define VH_MODEL_MAX_ROLES VH_MAX_ROLES
+#define VH_MODEL_MAX_SLOTS 16
 
 /* What a family fills for each block (vh_model_begin_block); vh_model_finish_blocks turns it into
  * the block's ABI descriptor (the present tensors, tagged with their roles). */
@@ -27,8 +28,9 @@ typedef struct vh_model_block {
     vh_tensor_view listed[VH_MODEL_MAX_ROLES];  /* the descriptor's tensors */
     union {
         vh_block_params none;
-        vh_vit_params vit;
-        vh_llm_params llm;
+        vh_patch_embed_params patch;
+        vh_transformer_params transformer;
+        vh_chain_params chain;
         vh_planner_params planner;
     } params;                          /* the kind's parameters (struct_size set by begin_block) */
 } vh_model_block;
@@ -40,6 +42,9 @@ typedef struct vh_model {
     vh_model_desc desc;                /* desc.blocks points to `blocks` */
     vh_block_desc *blocks;             /* [desc.n_blocks] */
     vh_model_block *block_data;        /* [desc.n_blocks] what the descriptors point into */
+    vh_slot_desc slots[VH_MODEL_MAX_SLOTS]; /* desc.slots: the graph's named activations */
+    vh_state_desc *states;             /* [desc.n_blocks] room; desc.states/n_states: those named */
+    char (*state_names)[24];           /* [desc.n_blocks] the states' names */
     uint32_t llm_embed_block, llm_first_block, head_block;
     uint32_t max_positions;            /* the LLM's context (max_position_embeddings) */
 } vh_model;
@@ -53,10 +58,17 @@ static inline uint32_t vh_model_vision_blocks(const vh_model *m) { return m->llm
 
 /* Room for n_blocks blocks (zeroed); desc.blocks/n_blocks follow. */
 vh_status vh_model_alloc_blocks(vh_model *m, uint32_t n_blocks, vh_error *err);
-/* Block `index`: its kind, wiring and state slot; the family then fills the returned block's
- * by_role tensors and its parameters. */
-vh_model_block *vh_model_begin_block(vh_model *m, uint32_t index, uint32_t kind, uint32_t input_slot,
-                                     uint32_t output_slot, uint32_t state_slot);
+/* The slot named `name` (a string that outlives the model, a literal), added with its kind and
+ * tower the first time; its index. */
+uint32_t vh_model_slot(vh_model *m, const char *name, uint32_t kind, uint32_t tower);
+/* A new KV-cache state for block `owner`, named "<prefix><layer>.kv"; its index. */
+uint32_t vh_model_kv_state(vh_model *m, const char *prefix, uint32_t layer);
+/* Block `index`: its kind, first input slot, output slot and state (VH_NO_STATE: none); the
+ * family then fills the returned block's by_role tensors and its parameters, and adds further
+ * inputs with vh_model_add_input. */
+vh_model_block *vh_model_begin_block(vh_model *m, uint32_t index, uint32_t kind, uint32_t input, uint32_t output,
+                                     uint32_t state);
+void vh_model_add_input(vh_model *m, uint32_t index, uint32_t slot);
 /* After every block is filled: the descriptors list each block's present tensors with their roles. */
 void vh_model_finish_blocks(vh_model *m);
 

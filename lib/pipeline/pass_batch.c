@@ -16,10 +16,10 @@ vh_status vh_pass_batch_init(vh_pass_batch *b, uint32_t max_requests, uint32_t m
     b->first_row = calloc(max_requests + 1, sizeof *b->first_row);
     b->segments = calloc(max_segments, sizeof *b->segments);
     b->adapters = calloc(max_segments, 1);
-    b->plan_segments = calloc(max_segments, 1);
+    b->segment_plans = calloc(max_segments, 1);
     b->tokens = calloc(max_rows, sizeof *b->tokens);
     b->out_tokens = calloc(max_segments, sizeof *b->out_tokens);
-    if (!b->requests || !b->first_segment || !b->first_row || !b->segments || !b->adapters || !b->plan_segments ||
+    if (!b->requests || !b->first_segment || !b->first_row || !b->segments || !b->adapters || !b->segment_plans ||
         !b->tokens || !b->out_tokens) {
         vh_pass_batch_free(b);
         return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (pass batch)");
@@ -34,7 +34,7 @@ void vh_pass_batch_free(vh_pass_batch *b)
     free(b->first_row);
     free(b->segments);
     free(b->adapters);
-    free(b->plan_segments);
+    free(b->segment_plans);
     free(b->tokens);
     free(b->out_tokens);
     free(b->hidden_rows);
@@ -66,7 +66,7 @@ vh_status vh_pass_batch_add(vh_pass_batch *b, const vh_pass_request *req, uint32
             .image = req->kind == VH_PASS_PREFILL && !g->vision_rows ? image : -1, .rope_delta = g->rope_delta,
             .embeds = g->vision_rows};
         b->adapters[s0 + k] = (uint8_t)g->adapter_set;
-        b->plan_segments[s0 + k] = (uint8_t)(g->plans != 0);
+        b->segment_plans[s0 + k] = (uint8_t)(g->plans != 0);
     }
     memcpy(b->tokens + row0, req->tokens, sizeof(int32_t) * rows);
     b->requests[b->n++] = req;
@@ -93,7 +93,7 @@ static uint32_t segment_options(const vh_pass_batch *b, int plans)
     for (uint32_t s = 0; s < b->first_segment[b->n]; s++) {
         if (b->segments[s].embeds) options |= VH_BATCH_SEGMENT_EMBEDS;
         if (b->adapters[s]) options |= VH_BATCH_SEGMENT_ADAPTERS;
-        if (plans && !b->plan_segments[s]) options |= VH_BATCH_PLAN_SEGMENTS;
+        if (plans && !b->segment_plans[s]) options |= VH_BATCH_SEGMENT_PLANS;
     }
     return options;
 }
@@ -142,7 +142,7 @@ vh_status vh_pass_batch_close(vh_pass_batch *b, vh_error *err)
         b->batch.plan_out_stride = r0->plan_out_stride;
     }
     if (options & VH_BATCH_SEGMENT_ADAPTERS) b->batch.segment_adapters = b->adapters;
-    if (options & VH_BATCH_PLAN_SEGMENTS) b->batch.plan_segments = b->plan_segments;
+    if (options & VH_BATCH_SEGMENT_PLANS) b->batch.segment_plans = b->segment_plans;
     return VH_OK;
 }
 

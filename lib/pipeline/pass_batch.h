@@ -21,7 +21,7 @@ typedef struct vh_pass_batch {
     uint32_t *first_segment;           /* [max_requests + 1] request i's segments: [first_segment[i], [i + 1]) */
     uint32_t *first_row;               /* [max_requests + 1] likewise its rows */
     vh_segment *segments;              /* [max_segments] */
-    uint8_t *adapters, *plan_segments; /* [max_segments] */
+    uint8_t *adapters, *segment_plans; /* [max_segments] */
     int32_t *tokens;                   /* [max_rows] */
     int32_t *out_tokens;               /* [max_segments] */
     /* the requests' hidden rows, noise and plans; grown on first use */

@@ -66,13 +66,13 @@ vh_status vh_plan_check_support(const vh_plugin *plugin, const vh_model *model, 
     const vh_backend_iface *be = plugin->iface;
     char why[512];
     for (uint32_t i = first_block; i < first_block + n_blocks; i++)
-        if (!vh_block_check(be->name, be->kinds, be->n_kinds, &model->blocks[i], i, why, sizeof why))
+        if (!vh_block_check(be->name, be->kinds, be->n_kinds, &model->desc, i, why, sizeof why))
             return vh_error_set(err, VH_ERR_UNSUPPORTED, "backend '%s' cannot run this model's blocks: %s", be->name,
                                 why);
     return VH_OK;
 }
 
-/* An executor's progress (ABI 2.3) passed on to the request's hook; the hook's refusal kept, for
+/* An executor's progress passed on to the request's hook; the hook's refusal kept, for
  * the plan to return once the executor has stopped. */
 typedef struct executor_progress {
     const vh_plan_request *req;
@@ -99,9 +99,7 @@ static vh_status create_executor(const vh_model *model, const vh_plan_request *r
     vh_executor_params p = executor_params(model, req, stage->first_block, stage->n_blocks);
     if (stage->device == VH_DEVICE_CPU) p.n_threads = cpu_stage_threads(req, plan);
     executor_progress progress = {.req = req, .stage = index, .n_stages = plan->n_stages, .backend = be->name};
-    if (be->abi_minor < 3) /* its struct ends before the progress hook */
-        p.struct_size = VH_EXECUTOR_PARAMS_V2_2_SIZE;
-    else if (req->executor_progress)
+    if (req->executor_progress)
         p.progress_fn = on_executor_progress, p.progress_user = &progress;
     char why[512] = "";
     vh_status st = vh_plan_check_support(stage->plugin, model, stage->first_block, stage->n_blocks, err);

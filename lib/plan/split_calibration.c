@@ -255,7 +255,7 @@ vh_status vh_split_calibrate(const vh_model *model, const vh_plan_request *req, 
         if (!st && s == 0) { /* the vision towers and the projector */
             if (model->llm_embed_block) st = probe_create(&fixed, model, req, 0, model->llm_embed_block, err);
             if (!st && model->llm_embed_block) st = time_vision(&fixed, model, &costs->fixed_ns[0], err);
-        } else if (!st && vh_block_tensor(&model->blocks[model->head_block], VH_LLM_HEAD_LM)) {
+        } else if (!st && vh_block_tensor(&model->blocks[model->head_block], VH_READOUT_VOCAB)) {
             /* the LM head, once a pass (a head that only returns hidden rows, and what follows it,
              * are left out: a few rows, small beside the blocks) */
             st = probe_create(&fixed, model, req, model->head_block, 1, err);

@@ -7,9 +7,8 @@
  * frame of its pass, or the new frames it staged): every frame is answered, OK or with the
  * backend's failure, and the session goes on. Each failed frame's action carries its own message
  * (vh_action.message, 0.5.0: the run that failed it), an answered one none.
- * Backend ABI 2.3: a plugin that says it is 2.2 (VH_FLAKY_ABI_MINOR=2, checking the parameters as a
- * 2.2 plugin does) gets the 2.2-sized vh_executor_params and loads, reporting no progress of its
- * own; the real plugin (2.3) takes that struct.
+ * Backend ABI 3.0: the plugin reports progress as it makes its weights resident; a plugin that says
+ * it is of ABI 2 (VH_FLAKY_ABI_MAJOR=2) is refused at load with both versions named.
  */
 #include <check.h>
 #include <stdio.h>
@@ -180,17 +179,25 @@ static int backend_progress_calls(const char *backends)
     return calls;
 }
 
-START_TEST(test_abi_2_2_plugin_loads)
+START_TEST(test_progress_and_abi_2_plugin_refused)
 {
-    /* 2.3 (the real plugin's version): the progress hook, several calls per stage */
+    /* the real plugin's progress hook: several calls per stage */
     ck_assert_int_gt(backend_progress_calls("flaky"), 2);
     ck_assert_int_gt(backend_progress_calls("flaky,flaky"), 4);
-    /* 2.2: the 2.2 struct (with a progress hook its check would refuse), one call per stage, the
-     * core's own as it asks for the executor */
-    setenv("VH_FLAKY_ABI_MINOR", "2", 1);
-    ck_assert_int_eq(backend_progress_calls("flaky"), 1);
-    ck_assert_int_eq(backend_progress_calls("flaky,flaky"), 2);
-    unsetenv("VH_FLAKY_ABI_MINOR");
+    /* a plugin of ABI 2.3: refused, naming its version and the library's */
+    setenv("VH_FLAKY_ABI_MAJOR", "2", 1);
+    char *model = vh_test_source_path("models/openvla-tiny");
+    vh_session_params p;
+    vh_session_params_init(&p);
+    p.model_path = model;
+    p.backends = "flaky";
+    p.n_threads = 1;
+    vh_session *s = (vh_session *)1;
+    ck_assert_int_ne(vh_session_create(&p, &s), VH_OK);
+    ck_assert_ptr_null(s);
+    ck_assert_msg(strstr(vh_last_error(), "ABI 2.3") && strstr(vh_last_error(), "3.0"), "%s", vh_last_error());
+    unsetenv("VH_FLAKY_ABI_MAJOR");
+    free(model);
 }
 END_TEST
 
@@ -204,7 +211,7 @@ int main(void)
     tcase_add_test(tc, test_serial_failure_fails_one_frame);
     tcase_add_test(tc, test_pipelined_failure_fails_one_frame);
     tcase_add_test(tc, test_packed_failure_fails_its_pass);
-    tcase_add_test(tc, test_abi_2_2_plugin_loads);
+    tcase_add_test(tc, test_progress_and_abi_2_plugin_refused);
     suite_add_tcase(suite, tc);
     return vh_test_run_suite(suite);
 }

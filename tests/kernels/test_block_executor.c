@@ -9,19 +9,25 @@
 static vh_block_params block_params = {.struct_size = sizeof(vh_block_params)};
 static vh_block_desc blocks[2];
 static vh_model_desc model;
+static const vh_slot_desc slots[] = {{"embeds", VH_SLOT_KIND_EMBEDS, 0}, {"rows", VH_SLOT_KIND_ROWS, 0},
+                                     {"t1.tokens", VH_SLOT_KIND_TOKENS, 1}, {"t1.pixels", VH_SLOT_KIND_PIXELS, 1}};
 
 static vh_executor_params valid_params(void)
 {
     memset(blocks, 0, sizeof blocks);
     for (int i = 0; i < 2; i++) {
         blocks[i].struct_size = sizeof(vh_block_desc);
-        blocks[i].kind = VH_BLOCK_LLM_EMBED;
+        blocks[i].kind = VH_BLOCK_EMBED_LOOKUP;
         blocks[i].params = &block_params;
-        blocks[i].input_slot = VH_SLOT_PATCH_EMBEDS;
-        blocks[i].output_slot = VH_SLOT_ROWS;
+        blocks[i].n_inputs = 1;
+        blocks[i].inputs[0] = 0;
+        blocks[i].output = 1;
+        blocks[i].state = VH_NO_STATE;
     }
     memset(&model, 0, sizeof model);
     model.struct_size = sizeof model;
+    model.n_slots = sizeof slots / sizeof *slots;
+    model.slots = slots;
     model.n_blocks = 2;
     model.blocks = blocks;
     model.n_towers = 2;
@@ -33,32 +39,54 @@ START_TEST(variants_match_the_support_table)
 {
     for (int i = 0; i < VH_N_BLOCK_VARIANTS; i++) {
         ck_assert_uint_eq(vh_block_variants[i].kind, vh_block_variant_support[i].kind);
-        ck_assert_int_eq(vh_block_variant_index(vh_block_variants[i].kind), i);
+        /* a transformer layer's entries say which features they run; no other kind's does */
+        ck_assert_int_eq(vh_block_variant_support[i].transformer != NULL,
+                         vh_block_variants[i].kind == VH_BLOCK_TRANSFORMER);
         /* a block reads images or rows, never both */
         ck_assert_int_eq(vh_block_variants[i].uses_images + vh_block_variants[i].uses_rows, 1);
     }
-    ck_assert_int_eq(vh_block_variant_index(9999), -1);
 }
 END_TEST
 
-START_TEST(params_read_by_kind)
+/* A transformer layer is placed on the entry its slots and features match: on a tower's tokens
+ * with a tower layer's features, on the rows with a decoder layer's; neither otherwise. */
+START_TEST(variant_of_by_slots_and_features)
 {
-    vh_vit_params vit = {.struct_size = sizeof vit, .tower = 1, .layer = 3};
-    vh_llm_params llm = {.struct_size = sizeof llm, .layer = 5, .lora_scale = 0.5f};
-    vh_block_desc d = {.struct_size = sizeof d, .params = (const vh_block_params *)&vit};
-    uint32_t tower = 0, layer = 0;
-    float scale = 0.0f;
-    vh_planner_params plan = {0};
-    vh_block_variant_read_params(&vh_block_variants[vh_block_variant_index(VH_BLOCK_VIT)], &d, &tower, &layer, &scale,
-                                 &plan);
-    ck_assert_uint_eq(tower, 1);
-    ck_assert_uint_eq(layer, 3);
-    d.params = (const vh_block_params *)&llm;
-    vh_block_variant_read_params(&vh_block_variants[vh_block_variant_index(VH_BLOCK_LLM)], &d, &tower, &layer, &scale,
-                                 &plan);
-    ck_assert_uint_eq(tower, 1); /* untouched */
-    ck_assert_uint_eq(layer, 5);
-    ck_assert_float_eq(scale, 0.5f);
+    vh_executor_params p = valid_params();
+    (void)p;
+    vh_transformer_params tower = {.struct_size = sizeof tower, .layer = 3, .norm = VH_NORM_LAYER, .norm_eps = 1e-6f,
+                                   .placement = VH_NORM_PRE, .attention = VH_ATTN_FULL, .rope = VH_ROPE_NONE,
+                                   .mlp = VH_MLP_GELU,
+                                   .flags = VH_TF_FUSED_QKV | VH_TF_QKV_BIAS | VH_TF_O_BIAS | VH_TF_MLP_BIAS};
+    vh_transformer_params decoder = {.struct_size = sizeof decoder, .layer = 5, .norm = VH_NORM_RMS,
+                                     .norm_eps = 1e-5f, .placement = VH_NORM_PRE, .attention = VH_ATTN_CAUSAL_KV,
+                                     .rope = VH_ROPE_HALF, .rope_theta = 1e4f, .mlp = VH_MLP_SILU_GATED,
+                                     .lora_sets = 2, .lora_scale = 0.5f};
+    vh_block_desc d = {.struct_size = sizeof d, .kind = VH_BLOCK_TRANSFORMER, .n_inputs = 1, .inputs = {2},
+                       .output = 2, .params = (const vh_block_params *)&tower};
+    const int t = vh_block_variant_of(&model, &d);
+    ck_assert_int_ge(t, 0);
+    ck_assert(vh_block_variants[t].in_tower && !vh_block_variants[t].llm_layer);
+    vh_block_info info;
+    vh_block_variant_read_params(&model, &d, &info);
+    ck_assert_uint_eq(info.tower, 1); /* its slot's */
+    ck_assert_uint_eq(info.layer, 3);
+    ck_assert_float_eq(info.norm_eps, 1e-6f);
+
+    d.params = (const vh_block_params *)&decoder; /* decoder features on a tower's tokens: no entry */
+    ck_assert_int_eq(vh_block_variant_of(&model, &d), -1);
+    d.inputs[0] = d.output = 1; /* on the rows */
+    const int l = vh_block_variant_of(&model, &d);
+    ck_assert_int_ge(l, 0);
+    ck_assert(vh_block_variants[l].llm_layer && vh_block_variants[l].has_state);
+    vh_block_variant_read_params(&model, &d, &info);
+    ck_assert_uint_eq(info.layer, 5);
+    ck_assert_float_eq(info.lora_scale, 0.5f);
+    ck_assert_float_eq(info.rope_theta, 1e4f);
+    decoder.rope = VH_ROPE_2D_INTERLEAVED; /* a feature no entry runs */
+    ck_assert_int_eq(vh_block_variant_of(&model, &d), -1);
+    d.kind = 9999;
+    ck_assert_int_eq(vh_block_variant_of(&model, &d), -1);
 }
 END_TEST
 
@@ -159,7 +187,7 @@ int main(void)
     Suite *s = suite_create("block_executor");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, variants_match_the_support_table);
-    tcase_add_test(tc, params_read_by_kind);
+    tcase_add_test(tc, variant_of_by_slots_and_features);
     tcase_add_test(tc, creation_checks);
     tcase_add_test(tc, run_checks);
     suite_add_tcase(s, tc);

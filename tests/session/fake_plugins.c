@@ -1,6 +1,7 @@
 /* Deliberately broken backend plugins, one per defect, built by tests/session/meson.build with
  * -DFAKE_KIND=...: the loader must refuse each with a clear message. And one that loads but is
- * older than the model: it lists the LLM kind with one role fewer than the core's (as a plugin
+ * older than the model: it lists the decoder layer (a TRANSFORMER of Llama's features) with the
+ * roles up to the MLP's down projection only, one role fewer than the core's (as a plugin
  * built before a tensor role was added would), so the core and the plugin itself refuse blocks
  * that carry that role instead of ignoring the tensor. And one that cannot run on this machine and
  * says why (unavailable_reason), as cuda does without a GPU. */
@@ -22,9 +23,14 @@
 static int32_t score(void) { return FAKE_KIND == FAKE_OLD_ROLES || FAKE_KIND == FAKE_NO_DEVICE ? 0 : 1; }
 
 #if FAKE_KIND != FAKE_NO_ENTRY
+static const vh_transformer_support decoder = {.norm = VH_NORM_RMS, .placement = VH_NORM_PRE,
+                                               .attention = VH_ATTN_CAUSAL_KV, .rope = VH_ROPE_HALF,
+                                               .mlp = VH_MLP_SILU_GATED, .allowed = VH_TF_QKV_BIAS};
 static const vh_kind_support kinds[] = {
-    {VH_BLOCK_LLM_EMBED, VH_LLM_EMBED_N_TENSORS, sizeof(vh_block_params), 0, VH_SLOT_PATCH_EMBEDS, VH_SLOT_ROWS},
-    {VH_BLOCK_LLM, VH_LLM_BASE_TENSORS - 1, sizeof(vh_llm_params), 0, VH_SLOT_ROWS, VH_SLOT_ROWS},
+    {VH_BLOCK_EMBED_LOOKUP, VH_EMBED_LOOKUP_N_ROLES, sizeof(vh_block_params), 0, VH_SLOT_KIND_EMBEDS,
+     VH_SLOT_KIND_ROWS, NULL},
+    {VH_BLOCK_TRANSFORMER, VH_TF_DOWN_W, sizeof(vh_transformer_params), 0, VH_SLOT_KIND_ROWS, VH_SLOT_KIND_ROWS,
+     &decoder},
 };
 #endif
 
@@ -36,8 +42,7 @@ static vh_status create(const vh_executor_params *p, vh_executor **e, char *err,
 {
     *e = NULL;
     for (uint32_t i = 0; i < p->n_blocks; i++)
-        if (!vh_block_check(FAKE_NAME, kinds, 2, &p->model->blocks[p->first_block + i], p->first_block + i, err,
-                            size))
+        if (!vh_block_check(FAKE_NAME, kinds, 2, p->model, p->first_block + i, err, size))
             return VH_ERR_UNSUPPORTED;
     return VH_ERR_BACKEND_FAILED; /* a fake: it never computes */
 }

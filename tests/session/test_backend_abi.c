@@ -8,11 +8,13 @@
  * at whichever call returns nonzero (every one tried; the ASan job checks nothing leaks), and still
  * takes a 2.2 core's shorter struct (no progress then). */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/plugin_loader.h"
+#include "plan/plan.h"
 #include "family/model_load.h"
 #include "test_support.h"
 
@@ -85,8 +87,8 @@ START_TEST(test_short_or_longer_structs)
     expect_refused(&f, i, "struct_size", NULL);
     f.blocks[i].struct_size = sizeof(vh_block_desc);
     /* parameters: short, and longer with a field this plugin does not know set */
-    struct { vh_llm_params known; uint32_t newer; } params = {{sizeof params, 0, 0.0f}, 0};
-    params.known = *(const vh_llm_params *)f.model->blocks[i].params;
+    struct { vh_transformer_params known; uint32_t newer; } params = {{.struct_size = sizeof params}, 0};
+    params.known = *(const vh_transformer_params *)f.model->blocks[i].params;
     params.known.struct_size = sizeof params;
     f.blocks[i].params = (const vh_block_params *)&params;
     vh_executor *ex;
@@ -118,22 +120,94 @@ START_TEST(test_unknown_option_role_or_wiring)
     f.blocks[i].options = 0;
 
     /* a tensor of a role added after this plugin was built (a LoRA pair, say) */
-    vh_tensor_view tensors[VH_LLM_N_TENSORS + 1];
+    vh_tensor_view tensors[VH_MAX_ROLES + 1];
     memcpy(tensors, f.model->blocks[i].tensors, sizeof(vh_tensor_view) * f.model->blocks[i].n_tensors);
     tensors[f.model->blocks[i].n_tensors] = tensors[0];
-    tensors[f.model->blocks[i].n_tensors].role = VH_LLM_N_TENSORS;
+    tensors[f.model->blocks[i].n_tensors].role = VH_TF_N_ROLES;
     f.blocks[i].tensors = tensors;
     f.blocks[i].n_tensors = f.model->blocks[i].n_tensors + 1;
     char role[32];
-    snprintf(role, sizeof role, "role %d", VH_LLM_N_TENSORS);
+    snprintf(role, sizeof role, "role %d", VH_TF_N_ROLES);
     expect_refused(&f, i, role, "does not know");
     /* the same role twice */
-    tensors[f.model->blocks[i].n_tensors].role = VH_LLM_Q;
+    tensors[f.model->blocks[i].n_tensors].role = VH_TF_Q_W;
     expect_refused(&f, i, "given twice", NULL);
     f.blocks[i] = f.model->blocks[i];
 
-    f.blocks[i].input_slot = VH_SLOT_PATCH_EMBEDS; /* a graph this plugin does not run */
-    expect_refused(&f, i, "reads slot 3", NULL);
+    /* a graph this plugin does not run: a decoder layer reading the image embeddings */
+    f.blocks[i].inputs[0] = f.model->blocks[f.model->llm_embed_block].inputs[0];
+    expect_refused(&f, i, "reads embeds slot 'image.embeds'", NULL);
+    f.blocks[i] = f.model->blocks[i];
+    f.blocks[i].inputs[0] = f.desc.n_slots; /* a slot the model does not have */
+    expect_refused(&f, i, "input 0 is slot", NULL);
+    f.blocks[i] = f.model->blocks[i];
+    f.blocks[i].state = VH_NO_STATE; /* a decoder layer without its KV cache */
+    expect_refused(&f, i, "owns no KV cache state", NULL);
+    teardown(&f);
+}
+END_TEST
+
+/* A transformer layer with a feature the plugin does not implement is refused, naming the block,
+ * the feature and the backend, both by the core (before it asks for an executor) and by the
+ * plugin itself. */
+START_TEST(test_unsupported_features)
+{
+    fixture f;
+    setup(&f);
+    const uint32_t i = f.model->llm_first_block;
+    vh_transformer_params p = *(const vh_transformer_params *)f.model->blocks[i].params;
+    f.blocks[i].params = (const vh_block_params *)&p;
+    vh_executor *ex;
+    ck_assert_msg(create(&f, i, 1, &ex) == VH_OK, "the copy as it is: %s", f.why);
+    f.plugin->iface->executor_destroy(ex);
+    char layer[64];
+    snprintf(layer, sizeof layer, "block %u (TRANSFORMER, layer 0)", i);
+
+    p.attention = VH_ATTN_WINDOWED;
+    expect_refused(&f, i, layer, "attention 'windowed' (it runs causal over a KV cache)");
+    p.attention = VH_ATTN_CAUSAL_KV, p.norm = VH_NORM_LAYER;
+    expect_refused(&f, i, layer, "norm 'LayerNorm' (it runs RMSNorm)");
+    p.norm = VH_NORM_RMS, p.rope = VH_ROPE_2D_INTERLEAVED;
+    expect_refused(&f, i, layer, "rope '2-D interleaved'");
+    p.rope = VH_ROPE_HALF, p.placement = VH_NORM_POST;
+    expect_refused(&f, i, layer, "placement 'post-norm'");
+    p.placement = VH_NORM_PRE, p.flags = VH_TF_STATE_KEYS;
+    expect_refused(&f, i, layer, "keys from a state set");
+    p.flags = VH_TF_K_BIAS; /* allowed, but the bias it promises is not there */
+    expect_refused(&f, i, "has the flag 'k bias' without its tensor", NULL);
+    p.flags = VH_TF_O_BIAS; /* a bias this plugin's decoder layer does not have */
+    expect_refused(&f, i, layer, "output bias set (it runs it without)");
+    p.flags = 0, p.lora_sets = 3;
+    expect_refused(&f, i, layer, "3 LoRA sets (it runs at most 2)");
+    p.lora_sets = 0, p.norm = 0;
+    expect_refused(&f, i, layer, "norm 'unset'");
+    p.norm = VH_NORM_RMS;
+
+    /* the core's own refusal, before any executor: the backend, the block and the feature */
+    p.attention = VH_ATTN_CROSS;
+    const vh_model_desc saved = f.model->desc;
+    f.model->desc = f.desc;
+    vh_error err;
+    ck_assert_int_eq(vh_plan_check_support(f.plugin, f.model, i, 1, &err), VH_ERR_UNSUPPORTED);
+    f.model->desc = saved;
+    ck_assert_msg(strstr(err.message, "backend 'cpu_generic'") && strstr(err.message, layer) &&
+                  strstr(err.message, "attention 'cross'"), "%s", err.message);
+    p.attention = VH_ATTN_CAUSAL_KV;
+
+    /* a tower's layer (block 1: the first tower's first) without the fused q|k|v it runs */
+    vh_transformer_params q = *(const vh_transformer_params *)f.model->blocks[1].params;
+    f.blocks[1].params = (const vh_block_params *)&q;
+    q.flags &= ~VH_TF_FUSED_QKV;
+    expect_refused(&f, 1, "block 1 (TRANSFORMER, layer 0)", "fused q|k|v not set (it runs it only with)");
+    f.blocks[1] = f.model->blocks[1];
+    /* the second tower's first layer (it has no LayerScale) saying it has one: allowed, but the
+     * tensors are not there */
+    const uint32_t second = 1 + f.desc.towers[0].n_blocks + 1;
+    vh_transformer_params r = *(const vh_transformer_params *)f.model->blocks[second].params;
+    ck_assert(!(r.flags & VH_TF_LAYER_SCALE));
+    f.blocks[second].params = (const vh_block_params *)&r;
+    r.flags |= VH_TF_LAYER_SCALE;
+    expect_refused(&f, second, "lacks the tensor of role", NULL);
     teardown(&f);
 }
 END_TEST
@@ -172,7 +246,7 @@ START_TEST(test_hidden_rows_and_batch_checks)
     vh_batch body = {.struct_size = sizeof body, .n_segments = 1, .segments = &seg, .n_rows = ROWS, .tokens = tokens};
     ck_assert_msg(be->executor_run(ex, &body, first, n - 1, f.why, sizeof f.why) == VH_OK, "%s", f.why);
     ck_assert_int_eq(be->read_hidden(ex, raw, ROWS, f.why, sizeof f.why), VH_OK);
-    const vh_tensor_view *w = vh_block_tensor(&m->blocks[m->head_block], VH_LLM_HEAD_NORM);
+    const vh_tensor_view *w = vh_block_tensor(&m->blocks[m->head_block], VH_READOUT_NORM);
     double worst = 0;
     for (int k = 0; k < 3; k++) {
         const float *x = raw + (size_t)rows[k] * Dl;
@@ -231,7 +305,6 @@ static vh_status create_all(fixture *f, progress_log *l, uint32_t struct_size, v
     vh_executor_params p = {.struct_size = struct_size, .model = &f->desc, .first_block = 0,
                             .n_blocks = f->desc.n_blocks, .max_sequences = 1, .max_context = 300, .max_rows = 300,
                             .max_images = 1, .n_threads = 1, .progress_fn = log_progress, .progress_user = l};
-    if (struct_size == VH_EXECUTOR_PARAMS_V2_2_SIZE) p.progress_fn = NULL, p.progress_user = NULL;
     *ex = (vh_executor *)1;
     f->why[0] = '\0';
     return f->plugin->iface->executor_create(&p, ex, f->why, sizeof f->why);
@@ -264,10 +337,10 @@ START_TEST(test_create_progress_and_cancel)
         ck_assert_int_eq(l.calls, k); /* not called again once it asked to stop */
         ck_assert_msg(strstr(f.why, "cancelled"), "%s", f.why);
     }
-    /* a 2.2 core's struct: accepted, nothing reported */
+    /* a shorter struct (an older core's, of ABI 2): refused */
     progress_log none = {0};
-    ck_assert_msg(create_all(&f, &none, VH_EXECUTOR_PARAMS_V2_2_SIZE, &ex) == VH_OK, "%s", f.why);
-    f.plugin->iface->executor_destroy(ex);
+    ck_assert_int_eq(create_all(&f, &none, offsetof(vh_executor_params, progress_fn), &ex), VH_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(ex);
     ck_assert_int_eq(none.calls, 0);
     teardown(&f);
 }
@@ -281,6 +354,7 @@ int main(void)
     tcase_add_test(tc, test_unknown_kind);
     tcase_add_test(tc, test_short_or_longer_structs);
     tcase_add_test(tc, test_unknown_option_role_or_wiring);
+    tcase_add_test(tc, test_unsupported_features);
     tcase_add_test(tc, test_hidden_rows_and_batch_checks);
     tcase_add_test(tc, test_create_progress_and_cancel);
     suite_add_tcase(s, tc);

@@ -110,7 +110,7 @@ START_TEST(test_two_frames_side_by_side)
     ck_assert_int_eq(vh_pass_batch_close(&b, &err), VH_OK);
     const vh_batch *x = &b.batch;
     ck_assert_uint_eq(x->options, VH_BATCH_HIDDEN_ROWS | VH_BATCH_PLAN | VH_BATCH_SEGMENT_ADAPTERS |
-                                      VH_BATCH_PLAN_SEGMENTS);
+                                      VH_BATCH_SEGMENT_PLANS);
     ck_assert_uint_eq(x->n_segments, 4);
     ck_assert_uint_eq(x->n_rows, 10);
     const uint32_t sequence[4] = {0, 1, 2, 3};
@@ -119,7 +119,7 @@ START_TEST(test_two_frames_side_by_side)
         ck_assert_uint_eq(x->segments[s].sequence, sequence[s]);
         ck_assert_int_eq(x->segments[s].image, image[s]);
         ck_assert_uint_eq(x->segment_adapters[s], s % 2);
-        ck_assert_uint_eq(x->plan_segments[s], s % 2);
+        ck_assert_uint_eq(x->segment_plans[s], s % 2);
     }
     ck_assert_int_eq(x->tokens[5], 10);
     ck_assert_uint_eq(x->n_hidden_rows, 8);

@@ -10,7 +10,7 @@
  *   C  a chunk of three rows packed with two decode rows
  *   D  three one-row decode steps without batch options (set 0; on cuda: eager, captured, replayed
  *      as a CUDA graph), the embedding and LLM blocks only, read back with read_hidden
- *   E  a decode step with the planner on two of the three segments (VH_BATCH_PLAN_SEGMENTS): the
+ *   E  a decode step with the planner on two of the three segments (VH_BATCH_SEGMENT_PLANS): the
  *      third one's noise is NaN and its plan row a sentinel, neither may be touched; the planned
  *      segments' plans equal an unmasked run of the same step
  *
@@ -19,7 +19,7 @@
  * GQA causal attention over the sequence's cache, o with its LoRA, SwiGLU MLP, all in float64 from
  * the same (fp32 or bf16-rounded) weights. Models: fp32 weights; bf16 weights; fp32 with biases and
  * no LoRA (the path cpu_amx fuses q|k|v in, biases in the GEMM's epilogue). Then refusals: a set a
- * block lacks, a set past VH_LLM_LORA_SETS, the options without their arrays.
+ * block lacks, a set past the two the backends run, the options without their arrays.
  */
 #include <check.h>
 #include <math.h>
@@ -72,10 +72,12 @@ typedef struct model {
     layer_weights layers[LAYERS];
     tensor plan[VH_PLAN_N_TENSORS];
     /* descriptors */
-    vh_tensor_view views[LAYERS + 3][VH_PLAN_N_TENSORS + VH_LLM_N_TENSORS];
+    vh_tensor_view views[LAYERS + 3][VH_PLAN_N_TENSORS + VH_TF_N_ROLES];
     vh_block_desc blocks[LAYERS + 3];
     vh_block_params plain_params;
-    vh_llm_params llm_params[LAYERS];
+    vh_transformer_params llm_params[LAYERS];
+    vh_slot_desc slots[3];             /* embeds, rows, outputs */
+    vh_state_desc states[LAYERS];
     vh_planner_params planner_params;
     vh_model_desc desc;
 } model;
@@ -134,10 +136,14 @@ static void build_model(model *m, model_variant variant)
     make_tensor(&m->embed, m, V, D, 0, 1.0);
     make_tensor(&m->head_norm, m, D, 0, 1.0, 0.2);
     m->plain_params.struct_size = sizeof m->plain_params;
-    m->blocks[BLOCK_EMBED] = (vh_block_desc){.kind = VH_BLOCK_LLM_EMBED, .params = &m->plain_params,
-                                             .input_slot = VH_SLOT_PATCH_EMBEDS, .output_slot = VH_SLOT_ROWS,
-                                             .state_slot = VH_NO_STATE};
-    add_view(m, BLOCK_EMBED, &m->embed, VH_LLM_EMBED_TOKENS, "model.embed_tokens.weight");
+    enum { SLOT_EMBEDS, SLOT_ROWS, SLOT_OUTPUTS };
+    m->slots[SLOT_EMBEDS] = (vh_slot_desc){"vision.embeds", VH_SLOT_KIND_EMBEDS, 0};
+    m->slots[SLOT_ROWS] = (vh_slot_desc){"rows", VH_SLOT_KIND_ROWS, 0};
+    m->slots[SLOT_OUTPUTS] = (vh_slot_desc){"outputs", VH_SLOT_KIND_OUTPUTS, 0};
+    m->blocks[BLOCK_EMBED] = (vh_block_desc){.kind = VH_BLOCK_EMBED_LOOKUP, .params = &m->plain_params,
+                                             .n_inputs = 1, .inputs = {SLOT_EMBEDS}, .output = SLOT_ROWS,
+                                             .state = VH_NO_STATE};
+    add_view(m, BLOCK_EMBED, &m->embed, VH_EMBED_LOOKUP_TABLE, "model.embed_tokens.weight");
     for (uint32_t l = 0; l < LAYERS; l++) {
         layer_weights *w = &m->layers[l];
         const uint32_t b = 1 + l;
@@ -153,30 +159,38 @@ static void build_model(model *m, model_variant variant)
         make_tensor(&w->q_bias, m, QD, 0, 0, 0.5); /* Qwen2's biases are large next to W x */
         make_tensor(&w->k_bias, m, KVD, 0, 0, 0.5);
         make_tensor(&w->v_bias, m, KVD, 0, 0, 0.2);
-        m->llm_params[l] = (vh_llm_params){.struct_size = sizeof(vh_llm_params), .layer = l,
-                                           .lora_scale = variant == MODEL_BIAS_ONLY ? 0.0f : LORA_SCALE};
-        m->blocks[b] = (vh_block_desc){.kind = VH_BLOCK_LLM, .params = (const vh_block_params *)&m->llm_params[l],
-                                       .input_slot = VH_SLOT_ROWS, .output_slot = VH_SLOT_ROWS, .state_slot = l};
+        /* Qwen2's decoder layer: Llama's features with q/k/v biases, two LoRA sets */
+        m->llm_params[l] = (vh_transformer_params){
+            .struct_size = sizeof(vh_transformer_params), .layer = l, .norm = VH_NORM_RMS, .norm_eps = EPS,
+            .placement = VH_NORM_PRE, .attention = VH_ATTN_CAUSAL_KV, .rope = VH_ROPE_HALF, .rope_theta = THETA,
+            .mlp = VH_MLP_SILU_GATED, .flags = VH_TF_QKV_BIAS, .lora_sets = variant == MODEL_BIAS_ONLY ? 0 : 2,
+            .lora_scale = variant == MODEL_BIAS_ONLY ? 0.0f : LORA_SCALE};
+        m->states[l] = (vh_state_desc){"kv", VH_STATE_KV_CACHE};
+        m->blocks[b] = (vh_block_desc){.kind = VH_BLOCK_TRANSFORMER,
+                                       .params = (const vh_block_params *)&m->llm_params[l], .n_inputs = 1,
+                                       .inputs = {SLOT_ROWS}, .output = SLOT_ROWS, .state = l};
         const tensor *base[] = {&w->attn_norm, &w->q, &w->k, &w->v, &w->o, &w->mlp_norm, &w->gate, &w->up,
                                 &w->down};
-        for (uint32_t r = 0; r < VH_LLM_BASE_TENSORS; r++) add_view(m, b, base[r], r, "base");
-        add_view(m, b, &w->q_bias, VH_LLM_Q_BIAS, "q_proj.bias");
-        add_view(m, b, &w->k_bias, VH_LLM_K_BIAS, "k_proj.bias");
-        add_view(m, b, &w->v_bias, VH_LLM_V_BIAS, "v_proj.bias");
+        const uint32_t base_roles[] = {VH_TF_ATTN_NORM_W, VH_TF_Q_W, VH_TF_K_W, VH_TF_V_W, VH_TF_O_W,
+                                       VH_TF_MLP_NORM_W, VH_TF_GATE_W, VH_TF_UP_W, VH_TF_DOWN_W};
+        for (uint32_t r = 0; r < 9; r++) add_view(m, b, base[r], base_roles[r], "base");
+        add_view(m, b, &w->q_bias, VH_TF_Q_B, "q_proj.bias");
+        add_view(m, b, &w->k_bias, VH_TF_K_B, "k_proj.bias");
+        add_view(m, b, &w->v_bias, VH_TF_V_B, "v_proj.bias");
         if (variant == MODEL_BIAS_ONLY) continue;
         const int64_t in[4] = {D, D, D, QD}, out[4] = {QD, KVD, KVD, D};
         for (uint32_t set = 0; set < 2; set++)
             for (uint32_t p = 0; p < 4; p++) {
                 make_tensor(&w->lora_a[set][p], m, RANK, in[p], 0, 1.0 / sqrt((double)in[p]));
                 make_tensor(&w->lora_b[set][p], m, out[p], RANK, 0, 0.15);
-                add_view(m, b, &w->lora_a[set][p], vh_llm_lora_role(set, p), "lora_A");
-                add_view(m, b, &w->lora_b[set][p], vh_llm_lora_role(set, p) + 1, "lora_B");
+                add_view(m, b, &w->lora_a[set][p], vh_tf_lora_role(set, p), "lora_A");
+                add_view(m, b, &w->lora_b[set][p], vh_tf_lora_role(set, p) + 1, "lora_B");
             }
     }
-    m->blocks[BLOCK_HEAD] = (vh_block_desc){.kind = VH_BLOCK_LLM_HEAD, .params = &m->plain_params,
-                                            .input_slot = VH_SLOT_ROWS, .output_slot = VH_SLOT_OUTPUTS,
-                                            .state_slot = VH_NO_STATE};
-    add_view(m, BLOCK_HEAD, &m->head_norm, VH_LLM_HEAD_NORM, "model.norm.weight");
+    m->blocks[BLOCK_HEAD] = (vh_block_desc){.kind = VH_BLOCK_READOUT, .params = &m->plain_params,
+                                            .n_inputs = 1, .inputs = {SLOT_ROWS}, .output = SLOT_OUTPUTS,
+                                            .state = VH_NO_STATE};
+    add_view(m, BLOCK_HEAD, &m->head_norm, VH_READOUT_NORM, "model.norm.weight");
 
     /* the planner (its math is tested against Orion's in orion_fixtures; here: which segments run) */
     m->planner_params = (vh_planner_params){.struct_size = sizeof(vh_planner_params), .feature_dim = PF,
@@ -184,8 +198,8 @@ static void build_model(model *m, model_variant variant)
                                             .n_modes = PM, .n_steps = PT, .min_log_sigma = -5, .max_log_sigma = 5};
     m->blocks[BLOCK_PLANNER] = (vh_block_desc){.kind = VH_BLOCK_VAE_GRU_PLANNER,
                                                .params = (const vh_block_params *)&m->planner_params,
-                                               .input_slot = VH_SLOT_OUTPUTS, .output_slot = VH_SLOT_OUTPUTS,
-                                               .state_slot = VH_NO_STATE};
+                                               .n_inputs = 1, .inputs = {SLOT_OUTPUTS}, .output = SLOT_OUTPUTS,
+                                               .state = VH_NO_STATE};
     const int64_t shapes[VH_PLAN_N_TENSORS][2] = {
         [VH_PLAN_ENC1_W] = {2 * PF, PF}, [VH_PLAN_ENC1_B] = {2 * PF, 0}, [VH_PLAN_ENC2_W] = {2 * PF, 2 * PF},
         [VH_PLAN_ENC2_B] = {2 * PF, 0}, [VH_PLAN_ENC3_W] = {PF / 2, 2 * PF}, [VH_PLAN_ENC3_B] = {PF / 2, 0},
@@ -211,8 +225,8 @@ static void build_model(model *m, model_variant variant)
     }
     m->desc = (vh_model_desc){.struct_size = sizeof(vh_model_desc), .n_image_tokens = 1,
                               .llm = {.hidden = D, .intermediate = FF, .n_layers = LAYERS, .n_heads = HQ,
-                                      .n_kv_heads = HKV, .head_dim = HD, .vocab = V, .rms_eps = EPS,
-                                      .rope_theta = THETA},
+                                      .n_kv_heads = HKV, .head_dim = HD, .vocab = V, .rms_eps = EPS},
+                              .n_slots = 3, .slots = m->slots, .n_states = LAYERS, .states = m->states,
                               .n_blocks = N_BLOCKS, .blocks = m->blocks};
 }
 
@@ -490,12 +504,12 @@ static void planner_on_some_segments(fixture *f, uint32_t position, uint8_t set_
     for (int i = 0; i < NOISE_STRIDE; i++) noise[NOISE_STRIDE + i] = NAN; /* segment 1's: never read */
     for (int i = 0; i < SEQS * PLAN_STRIDE; i++) plan[i] = 12345.0f;
     const uint8_t planned[SEQS] = {1, 0, 1};
-    b.options |= VH_BATCH_PLAN | VH_BATCH_PLAN_SEGMENTS;
+    b.options |= VH_BATCH_PLAN | VH_BATCH_SEGMENT_PLANS;
     b.plan_noise = noise;
     b.plan_noise_stride = NOISE_STRIDE;
     b.out_plan = plan;
     b.plan_out_stride = PLAN_STRIDE;
-    b.plan_segments = planned;
+    b.segment_plans = planned;
     ck_assert_msg(f->be->executor_run(f->ex, &b, 0, N_BLOCKS, f->why, sizeof f->why) == VH_OK, "planner: %s", f->why);
     const double e = vh_test_max_rel_error(bb->out_hidden, bb->want, (size_t)b.n_hidden_rows * D, 1.0);
     ck_assert_msg(e <= QWEN2_TOL, "planner step: hidden rows differ from the float64 reference by %g", e);
@@ -507,8 +521,8 @@ static void planner_on_some_segments(fixture *f, uint32_t position, uint8_t set_
     }
     /* the same step again (the same K/V rewritten), every segment planned, segment 1 with noise */
     for (int i = 0; i < NOISE_STRIDE; i++) noise[NOISE_STRIDE + i] = 0.25f;
-    b.options &= ~VH_BATCH_PLAN_SEGMENTS;
-    b.plan_segments = NULL;
+    b.options &= ~VH_BATCH_SEGMENT_PLANS;
+    b.segment_plans = NULL;
     b.out_plan = plan_all;
     ck_assert_msg(f->be->executor_run(f->ex, &b, 0, N_BLOCKS, f->why, sizeof f->why) == VH_OK, "planner: %s", f->why);
     /* a GEMM over 2 rows and one over 3 may sum in another order: the fp32 bound, or the backend's */
@@ -564,15 +578,15 @@ START_TEST(test_adapter_refusals)
     ck_assert_int_eq(f.be->executor_run(f.ex, &b, 0, BLOCK_HEAD + 1, f.why, sizeof f.why), VH_ERR_INVALID_ARGUMENT);
     ck_assert_msg(strstr(f.why, QWEN2_BACKEND) && strstr(f.why, "segment 1") && strstr(f.why, "LoRA set 1"), "%s",
                   f.why);
-    bb->sets[1] = VH_LLM_LORA_SETS;
+    bb->sets[1] = 2; /* past the two sets the backends run */
     ck_assert_int_eq(f.be->executor_run(f.ex, &b, 0, BLOCK_HEAD + 1, f.why, sizeof f.why), VH_ERR_INVALID_ARGUMENT);
     ck_assert_msg(strstr(f.why, "LoRA set 2"), "%s", f.why);
     b.segment_adapters = NULL;
     ck_assert_int_eq(f.be->executor_run(f.ex, &b, 0, BLOCK_HEAD + 1, f.why, sizeof f.why), VH_ERR_INVALID_ARGUMENT);
     ck_assert_msg(strstr(f.why, "segment_adapters"), "%s", f.why);
-    b.options = VH_BATCH_HIDDEN_ROWS | VH_BATCH_PLAN_SEGMENTS; /* without VH_BATCH_PLAN, without the array */
+    b.options = VH_BATCH_HIDDEN_ROWS | VH_BATCH_SEGMENT_PLANS; /* without VH_BATCH_PLAN, without the array */
     ck_assert_int_eq(f.be->executor_run(f.ex, &b, 0, BLOCK_HEAD + 1, f.why, sizeof f.why), VH_ERR_INVALID_ARGUMENT);
-    ck_assert_msg(strstr(f.why, "plan_segments"), "%s", f.why);
+    ck_assert_msg(strstr(f.why, "segment_plans"), "%s", f.why);
     /* set 0 named outright is what a batch without the option runs: accepted */
     bb->sets[1] = 0;
     b.options = VH_BATCH_HIDDEN_ROWS | VH_BATCH_SEGMENT_ADAPTERS;

@@ -6,7 +6,8 @@
 #include "model/llama_layer.h"
 #include "model/tensor_lookup.h"
 
-/* Qwen2's attention biases and the two experts' adapters (the converter's --lora keep names). */
+/* Qwen2's attention biases and the two experts' adapters (the converter's --lora keep names), as
+ * the layer's flag and LoRA sets. */
 static vh_status take_qwen2_extras(const vh_checkpoint *ck, const vh_minddrive_config *c, uint32_t i,
                                    vh_tensor_view *w, vh_error *err)
 {
@@ -16,11 +17,11 @@ static vh_status take_qwen2_extras(const vh_checkpoint *ck, const vh_minddrive_c
     const int64_t out[4] = {q_dim, kv_dim, kv_dim, H}, in[4] = {H, H, H, q_dim};
     vh_status st;
     for (int p = 0; p < 3; p++)
-        if ((st = vh_tensor_takef(ck, &w[VH_LLM_Q_BIAS + p], 0, VH_SHAPE(out[p]), err,
+        if ((st = vh_tensor_takef(ck, &w[VH_TF_Q_B + p], 0, VH_SHAPE(out[p]), err,
                                   "model.layers.%u.self_attn.%s_proj.bias", i, proj[p])))
             return st;
     for (uint32_t set = 0; set < 2; set++) {
-        const int first = set ? VH_LLM_LORA1_Q_A : VH_LLM_Q_LORA_A;
+        const int first = (int)vh_tf_lora_role(set, 0);
         for (int p = 0; p < 4; p++)
             if ((st = vh_tensor_takef(ck, &w[first + 2 * p], 0, VH_SHAPE(r, in[p]), err,
                                       "model.layers.%u.self_attn.%s_proj.lora_A.%s.weight", i, proj[p],
@@ -37,25 +38,29 @@ static vh_status load_llm(vh_model *m, const vh_minddrive_config *c, uint32_t *n
 {
     vh_minddrive_model *mm = m->family_model;
     vh_status st;
+    const uint32_t rows = vh_model_slot(m, "rows", VH_SLOT_KIND_ROWS, 0);
     m->llm_embed_block = *next;
-    vh_model_block *b = vh_model_begin_block(m, (*next)++, VH_BLOCK_LLM_EMBED, VH_SLOT_PATCH_EMBEDS, VH_SLOT_ROWS,
+    vh_model_block *b = vh_model_begin_block(m, (*next)++, VH_BLOCK_EMBED_LOOKUP,
+                                             vh_model_slot(m, "vision.embeds", VH_SLOT_KIND_EMBEDS, 0), rows,
                                              VH_NO_STATE);
-    if ((st = vh_tensor_takef(m->checkpoint, &b->by_role[VH_LLM_EMBED_TOKENS], 0,
+    if ((st = vh_tensor_takef(m->checkpoint, &b->by_role[VH_EMBED_LOOKUP_TABLE], 0,
                               VH_SHAPE(c->llm.vocab, c->llm.hidden), err, "%s", "model.embed_tokens.weight")))
         return st;
-    mm->embed = b->by_role[VH_LLM_EMBED_TOKENS];
+    mm->embed = b->by_role[VH_EMBED_LOOKUP_TABLE];
     m->llm_first_block = *next;
     for (uint32_t i = 0; i < c->llm.n_layers; i++) {
-        b = vh_model_begin_block(m, (*next)++, VH_BLOCK_LLM, VH_SLOT_ROWS, VH_SLOT_ROWS, i);
-        b->params.llm.layer = i;
-        b->params.llm.lora_scale = c->lora_scale;
+        b = vh_begin_llama_layer(m, (*next)++, rows, i, c->llm.rms_eps, c->llm.rope_theta);
+        b->params.transformer.flags |= VH_TF_QKV_BIAS;
+        b->params.transformer.lora_sets = 2;
+        b->params.transformer.lora_scale = c->lora_scale;
         if ((st = vh_take_llama_layer(m->checkpoint, "model.", i, &m->desc.llm, b->by_role, err)) ||
             (st = take_qwen2_extras(m->checkpoint, c, i, b->by_role, err)))
             return st;
     }
     m->head_block = *next;
-    b = vh_model_begin_block(m, (*next)++, VH_BLOCK_LLM_HEAD, VH_SLOT_ROWS, VH_SLOT_OUTPUTS, VH_NO_STATE);
-    return vh_tensor_takef(m->checkpoint, &b->by_role[VH_LLM_HEAD_NORM], 0, VH_SHAPE(c->llm.hidden), err, "%s",
+    b = vh_model_begin_block(m, (*next)++, VH_BLOCK_READOUT, rows, vh_model_slot(m, "outputs", VH_SLOT_KIND_OUTPUTS, 0),
+                             VH_NO_STATE);
+    return vh_tensor_takef(m->checkpoint, &b->by_role[VH_READOUT_NORM], 0, VH_SHAPE(c->llm.hidden), err, "%s",
                            "model.norm.weight");
 }
 
@@ -66,8 +71,8 @@ static vh_status load_planner(vh_model *m, const vh_driving_planner_config *pc, 
                               vh_error *err)
 {
     *block = *next;
-    vh_model_block *b = vh_model_begin_block(m, (*next)++, VH_BLOCK_VAE_GRU_PLANNER, VH_SLOT_OUTPUTS, VH_SLOT_OUTPUTS,
-                                             VH_NO_STATE);
+    const uint32_t outputs = vh_model_slot(m, "outputs", VH_SLOT_KIND_OUTPUTS, 0);
+    vh_model_block *b = vh_model_begin_block(m, (*next)++, VH_BLOCK_VAE_GRU_PLANNER, outputs, outputs, VH_NO_STATE);
     vh_planner_params *p = &b->params.planner;
     p->feature_dim = m->desc.llm.hidden;
     p->latent_dim = pc->latent_dim;
@@ -98,7 +103,7 @@ vh_status vh_minddrive_load(vh_model *m, const char *dir, const char *config_tex
     d->n_image_tokens = c->n_vision_tokens;
     d->llm = (vh_llm_desc){.hidden = l->hidden, .intermediate = l->intermediate, .n_layers = l->n_layers,
                            .n_heads = l->n_heads, .n_kv_heads = l->n_kv_heads, .head_dim = l->head_dim,
-                           .vocab = l->vocab, .rms_eps = l->rms_eps, .rope_theta = l->rope_theta};
+                           .vocab = l->vocab, .rms_eps = l->rms_eps};
     m->max_positions = l->max_positions;
     if ((st = vh_model_alloc_blocks(m, l->n_layers + 4, err))) return st;
     /* plan outputs per segment: the speed planner's, then the path planner's (preds, mu, log_sigma) */

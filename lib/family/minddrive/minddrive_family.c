@@ -15,7 +15,7 @@
 /* what every pass asks of the backends (its request: set_pass): the rounds' vision rows given,
  * hidden rows out, each segment's LoRA set, the planners on the action round only */
 #define BATCH_OPTIONS (VH_BATCH_HIDDEN_ROWS | VH_BATCH_SEGMENT_EMBEDS | VH_BATCH_PLAN | VH_BATCH_SEGMENT_ADAPTERS | \
-                       VH_BATCH_PLAN_SEGMENTS)
+                       VH_BATCH_SEGMENT_PLANS)
 #define HIDDEN_ROWS 4    /* per frame: the decision row twice (a planner needs as many rows per
                             segment as the action round has), the two planner features */
 

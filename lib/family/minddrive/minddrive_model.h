@@ -9,7 +9,7 @@
  *                        decision's 7 logits are dot products with the tied embedding's speed rows
  *   VAE_GRU_PLANNER x 2  the speed planner (on <waypoint_ego>) and the path planner (on
  *                        <path_waypoint_ego>), on the action round's segment only
- *                        (VH_BATCH_PLAN_SEGMENTS)
+ *                        (VH_BATCH_SEGMENT_PLANS)
  * Checkpoint names are the converter's (doc/minddrive-converter.md).
  */
 #ifndef VH_FAMILY_MINDDRIVE_MODEL_H

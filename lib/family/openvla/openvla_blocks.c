@@ -26,6 +26,9 @@ static const char *const tower_prefix[VH_MAX_TOWERS] = {
     "vision_backbone.featurizer.",
     "vision_backbone.fused_featurizer.",
 };
+/* The graph's slots: each tower's pixels and tokens, the image embeddings, the rows, the outputs. */
+static const char *const tower_pixels[VH_MAX_TOWERS] = {"featurizer.pixels", "fused_featurizer.pixels"};
+static const char *const tower_tokens[VH_MAX_TOWERS] = {"featurizer.tokens", "fused_featurizer.tokens"};
 
 static void describe_tower(const vh_vision_tower_config *tc, vh_vit_desc *d)
 {
@@ -41,8 +44,6 @@ static void describe_tower(const vh_vision_tower_config *tc, vh_vit_desc *d)
     d->has_class_token = tc->class_token;
     d->n_registers = tc->n_registers;
     d->n_prefix = tc->class_token + tc->n_registers;
-    d->layer_scale = tc->layer_scale;
-    d->norm_eps = 1e-6f; /* timm's LayerNorm default for these models */
 }
 
 static vh_status load_tower(loader *L, uint32_t t, uint32_t *next_block)
@@ -51,60 +52,64 @@ static vh_status load_tower(loader *L, uint32_t t, uint32_t *next_block)
     vh_vit_desc *d = &m->desc.towers[t];
     const char *pre = tower_prefix[t];
     const int64_t D = d->embed_dim, H = d->mlp_hidden, P = d->patch_size;
+    const uint32_t pixels = vh_model_slot(m, tower_pixels[t], VH_SLOT_KIND_PIXELS, t);
+    const uint32_t tokens = vh_model_slot(m, tower_tokens[t], VH_SLOT_KIND_TOKENS, t);
     vh_status st;
 
     L->ov->tower_first_block[t] = *next_block;
-    vh_model_block *b = vh_model_begin_block(m, (*next_block)++, VH_BLOCK_VIT_EMBED, VH_SLOT_PIXELS,
-                                             VH_SLOT_TOWER_TOKENS, VH_NO_STATE);
-    b->params.vit.tower = t;
+    vh_model_block *b = vh_model_begin_block(m, (*next_block)++, VH_BLOCK_PATCH_EMBED, pixels, tokens, VH_NO_STATE);
     vh_tensor_view *w = b->by_role;
-    if ((st = takef(L, &w[VH_VIT_EMBED_PATCH_W], 0, SHAPE(D, 3, P, P), "%spatch_embed.proj.weight", pre)) ||
-        (st = takef(L, &w[VH_VIT_EMBED_PATCH_B], 0, SHAPE(D), "%spatch_embed.proj.bias", pre)) ||
-        (st = takef(L, &w[VH_VIT_EMBED_CLS], !d->has_class_token, SHAPE(1, 1, D), "%scls_token", pre)) ||
-        (st = takef(L, &w[VH_VIT_EMBED_REG], d->n_registers == 0, SHAPE(1, d->n_registers, D), "%sreg_token", pre)))
+    if ((st = takef(L, &w[VH_PATCH_EMBED_W], 0, SHAPE(D, 3, P, P), "%spatch_embed.proj.weight", pre)) ||
+        (st = takef(L, &w[VH_PATCH_EMBED_B], 0, SHAPE(D), "%spatch_embed.proj.bias", pre)) ||
+        (st = takef(L, &w[VH_PATCH_EMBED_CLS], !d->has_class_token, SHAPE(1, 1, D), "%scls_token", pre)) ||
+        (st = takef(L, &w[VH_PATCH_EMBED_REG], d->n_registers == 0, SHAPE(1, d->n_registers, D), "%sreg_token", pre)))
         return st;
     const char *dir = vh_checkpoint_dir(m->checkpoint);
-    if (d->has_class_token && !w[VH_VIT_EMBED_CLS].data)
+    if (d->has_class_token && !w[VH_PATCH_EMBED_CLS].data)
         return vh_error_set(L->err, VH_ERR_BAD_MODEL, "%s: tensor '%scls_token' is missing", dir, pre);
-    if (w[VH_VIT_EMBED_CLS].data && !d->has_class_token)
+    if (w[VH_PATCH_EMBED_CLS].data && !d->has_class_token)
         return vh_error_set(L->err, VH_ERR_BAD_MODEL, "%s: tensor '%scls_token' exists but the config gives the "
                             "tower no class token", dir, pre);
-    if (d->n_registers && !w[VH_VIT_EMBED_REG].data)
+    if (d->n_registers && !w[VH_PATCH_EMBED_REG].data)
         return vh_error_set(L->err, VH_ERR_BAD_MODEL, "%s: tensor '%sreg_token' is missing", dir, pre);
 
     /* timm: no_embed_class models (DINOv2) add positions to the patches only, then prepend the
      * prefix tokens; others concatenate first and add positions to every token. */
-    st = takef(L, &w[VH_VIT_EMBED_POS], 0, SHAPE(1, d->n_patches, D), "%spos_embed", pre);
+    st = takef(L, &w[VH_PATCH_EMBED_POS], 0, SHAPE(1, d->n_patches, D), "%spos_embed", pre);
     if (st && d->n_prefix) {
         vh_error_clear(L->err);
-        st = takef(L, &w[VH_VIT_EMBED_POS], 0, SHAPE(1, d->n_patches + d->n_prefix, D), "%spos_embed", pre);
-        d->pos_embed_prefix = 1;
+        st = takef(L, &w[VH_PATCH_EMBED_POS], 0, SHAPE(1, d->n_patches + d->n_prefix, D), "%spos_embed", pre);
+        b->params.patch.flags |= VH_PATCH_POS_PREFIX;
     }
     if (st) return st;
 
     for (uint32_t i = 0; i < d->n_blocks; i++) {
-        b = vh_model_begin_block(m, (*next_block)++, VH_BLOCK_VIT, VH_SLOT_TOWER_TOKENS, VH_SLOT_TOWER_TOKENS,
-                                 VH_NO_STATE);
-        b->params.vit.tower = t;
-        b->params.vit.layer = i;
+        /* timm's pre-norm ViT block: LayerNorm (eps 1e-6, timm's default for these models), full
+         * attention with fused q|k|v, GELU MLP, biases everywhere, LayerScale where configured */
+        b = vh_model_begin_block(m, (*next_block)++, VH_BLOCK_TRANSFORMER, tokens, tokens, VH_NO_STATE);
+        b->params.transformer = (vh_transformer_params){
+            .struct_size = sizeof(vh_transformer_params), .layer = i, .norm = VH_NORM_LAYER, .norm_eps = 1e-6f,
+            .placement = VH_NORM_PRE, .attention = VH_ATTN_FULL, .rope = VH_ROPE_NONE, .mlp = VH_MLP_GELU,
+            .flags = VH_TF_FUSED_QKV | VH_TF_QKV_BIAS | VH_TF_O_BIAS | VH_TF_MLP_BIAS |
+                     (L->ov->config.towers[t].layer_scale ? VH_TF_LAYER_SCALE : 0)};
         w = b->by_role;
-        if ((st = takef(L, &w[VH_VIT_NORM1_W], 0, SHAPE(D), "%sblocks.%u.norm1.weight", pre, i)) ||
-            (st = takef(L, &w[VH_VIT_NORM1_B], 0, SHAPE(D), "%sblocks.%u.norm1.bias", pre, i)) ||
-            (st = takef(L, &w[VH_VIT_QKV_W], 0, SHAPE(3 * D, D), "%sblocks.%u.attn.qkv.weight", pre, i)) ||
-            (st = takef(L, &w[VH_VIT_QKV_B], 0, SHAPE(3 * D), "%sblocks.%u.attn.qkv.bias", pre, i)) ||
-            (st = takef(L, &w[VH_VIT_PROJ_W], 0, SHAPE(D, D), "%sblocks.%u.attn.proj.weight", pre, i)) ||
-            (st = takef(L, &w[VH_VIT_PROJ_B], 0, SHAPE(D), "%sblocks.%u.attn.proj.bias", pre, i)) ||
-            (st = takef(L, &w[VH_VIT_NORM2_W], 0, SHAPE(D), "%sblocks.%u.norm2.weight", pre, i)) ||
-            (st = takef(L, &w[VH_VIT_NORM2_B], 0, SHAPE(D), "%sblocks.%u.norm2.bias", pre, i)) ||
-            (st = takef(L, &w[VH_VIT_FC1_W], 0, SHAPE(H, D), "%sblocks.%u.mlp.fc1.weight", pre, i)) ||
-            (st = takef(L, &w[VH_VIT_FC1_B], 0, SHAPE(H), "%sblocks.%u.mlp.fc1.bias", pre, i)) ||
-            (st = takef(L, &w[VH_VIT_FC2_W], 0, SHAPE(D, H), "%sblocks.%u.mlp.fc2.weight", pre, i)) ||
-            (st = takef(L, &w[VH_VIT_FC2_B], 0, SHAPE(D), "%sblocks.%u.mlp.fc2.bias", pre, i)))
+        if ((st = takef(L, &w[VH_TF_ATTN_NORM_W], 0, SHAPE(D), "%sblocks.%u.norm1.weight", pre, i)) ||
+            (st = takef(L, &w[VH_TF_ATTN_NORM_B], 0, SHAPE(D), "%sblocks.%u.norm1.bias", pre, i)) ||
+            (st = takef(L, &w[VH_TF_QKV_W], 0, SHAPE(3 * D, D), "%sblocks.%u.attn.qkv.weight", pre, i)) ||
+            (st = takef(L, &w[VH_TF_QKV_B], 0, SHAPE(3 * D), "%sblocks.%u.attn.qkv.bias", pre, i)) ||
+            (st = takef(L, &w[VH_TF_O_W], 0, SHAPE(D, D), "%sblocks.%u.attn.proj.weight", pre, i)) ||
+            (st = takef(L, &w[VH_TF_O_B], 0, SHAPE(D), "%sblocks.%u.attn.proj.bias", pre, i)) ||
+            (st = takef(L, &w[VH_TF_MLP_NORM_W], 0, SHAPE(D), "%sblocks.%u.norm2.weight", pre, i)) ||
+            (st = takef(L, &w[VH_TF_MLP_NORM_B], 0, SHAPE(D), "%sblocks.%u.norm2.bias", pre, i)) ||
+            (st = takef(L, &w[VH_TF_UP_W], 0, SHAPE(H, D), "%sblocks.%u.mlp.fc1.weight", pre, i)) ||
+            (st = takef(L, &w[VH_TF_UP_B], 0, SHAPE(H), "%sblocks.%u.mlp.fc1.bias", pre, i)) ||
+            (st = takef(L, &w[VH_TF_DOWN_W], 0, SHAPE(D, H), "%sblocks.%u.mlp.fc2.weight", pre, i)) ||
+            (st = takef(L, &w[VH_TF_DOWN_B], 0, SHAPE(D), "%sblocks.%u.mlp.fc2.bias", pre, i)))
             return st;
-        if (d->layer_scale) {
+        if (L->ov->config.towers[t].layer_scale) {
             /* OpenVLA's HF port renames timm's LayerScale `gamma` to `scale_factor`. */
-            if ((st = takef(L, &w[VH_VIT_LS1], 0, SHAPE(D), "%sblocks.%u.ls1.scale_factor", pre, i)) ||
-                (st = takef(L, &w[VH_VIT_LS2], 0, SHAPE(D), "%sblocks.%u.ls2.scale_factor", pre, i)))
+            if ((st = takef(L, &w[VH_TF_LS1], 0, SHAPE(D), "%sblocks.%u.ls1.scale_factor", pre, i)) ||
+                (st = takef(L, &w[VH_TF_LS2], 0, SHAPE(D), "%sblocks.%u.ls2.scale_factor", pre, i)))
                 return st;
         }
     }
@@ -115,19 +120,25 @@ static vh_status load_projector(loader *L, uint32_t *next_block)
 {
     vh_model *m = L->model;
     const int64_t Dv = m->desc.vision_dim, Dl = m->desc.llm.hidden, H1 = m->desc.projector_hidden;
+    const uint32_t layers = L->ov->config.projector_layers;
     L->ov->projector_block = *next_block;
-    vh_model_block *b = vh_model_begin_block(m, (*next_block)++, VH_BLOCK_PROJECTOR, VH_SLOT_TOWER_TOKENS,
-                                             VH_SLOT_PATCH_EMBEDS, VH_NO_STATE);
+    vh_model_block *b = vh_model_begin_block(m, *next_block, VH_BLOCK_MLP_CHAIN,
+                                             vh_model_slot(m, tower_tokens[0], VH_SLOT_KIND_TOKENS, 0),
+                                             vh_model_slot(m, "image.embeds", VH_SLOT_KIND_EMBEDS, 0), VH_NO_STATE);
+    for (uint32_t t = 1; t < m->desc.n_towers; t++)
+        vh_model_add_input(m, *next_block, vh_model_slot(m, tower_tokens[t], VH_SLOT_KIND_TOKENS, t));
+    (*next_block)++;
+    b->params.chain.n_layers = layers;
     vh_tensor_view *w = b->by_role;
     vh_status st;
-    if ((st = takef(L, &w[VH_PROJ_FC1_W], 0, SHAPE(H1, Dv), "%s", "projector.fc1.weight")) ||
-        (st = takef(L, &w[VH_PROJ_FC1_B], 0, SHAPE(H1), "%s", "projector.fc1.bias")) ||
-        (st = takef(L, &w[VH_PROJ_FC2_W], 0, SHAPE(Dl, H1), "%s", "projector.fc2.weight")) ||
-        (st = takef(L, &w[VH_PROJ_FC2_B], 0, SHAPE(Dl), "%s", "projector.fc2.bias")))
+    if ((st = takef(L, &w[VH_CHAIN_FC1_W], 0, SHAPE(H1, Dv), "%s", "projector.fc1.weight")) ||
+        (st = takef(L, &w[VH_CHAIN_FC1_B], 0, SHAPE(H1), "%s", "projector.fc1.bias")) ||
+        (st = takef(L, &w[VH_CHAIN_FC2_W], 0, SHAPE(Dl, H1), "%s", "projector.fc2.weight")) ||
+        (st = takef(L, &w[VH_CHAIN_FC2_B], 0, SHAPE(Dl), "%s", "projector.fc2.bias")))
         return st;
-    if (m->desc.projector_layers == 3) {
-        if ((st = takef(L, &w[VH_PROJ_FC3_W], 0, SHAPE(Dl, Dl), "%s", "projector.fc3.weight")) ||
-            (st = takef(L, &w[VH_PROJ_FC3_B], 0, SHAPE(Dl), "%s", "projector.fc3.bias")))
+    if (layers == 3) {
+        if ((st = takef(L, &w[VH_CHAIN_FC3_W], 0, SHAPE(Dl, Dl), "%s", "projector.fc3.weight")) ||
+            (st = takef(L, &w[VH_CHAIN_FC3_B], 0, SHAPE(Dl), "%s", "projector.fc3.bias")))
             return st;
     }
     return VH_OK;
@@ -141,26 +152,27 @@ static vh_status load_llm(loader *L, uint32_t *next_block)
     const char *pre = "language_model.model.";
     vh_status st;
 
+    const uint32_t rows = vh_model_slot(m, "rows", VH_SLOT_KIND_ROWS, 0);
     m->llm_embed_block = *next_block;
-    vh_model_block *b = vh_model_begin_block(m, (*next_block)++, VH_BLOCK_LLM_EMBED, VH_SLOT_PATCH_EMBEDS,
-                                             VH_SLOT_ROWS, VH_NO_STATE);
-    if ((st = takef(L, &b->by_role[VH_LLM_EMBED_TOKENS], 0, SHAPE(V, Dl), "%sembed_tokens.weight", pre))) return st;
-    const vh_tensor_view embed = b->by_role[VH_LLM_EMBED_TOKENS];
+    vh_model_block *b = vh_model_begin_block(m, (*next_block)++, VH_BLOCK_EMBED_LOOKUP,
+                                             vh_model_slot(m, "image.embeds", VH_SLOT_KIND_EMBEDS, 0), rows, VH_NO_STATE);
+    if ((st = takef(L, &b->by_role[VH_EMBED_LOOKUP_TABLE], 0, SHAPE(V, Dl), "%sembed_tokens.weight", pre))) return st;
+    const vh_tensor_view embed = b->by_role[VH_EMBED_LOOKUP_TABLE];
 
     m->llm_first_block = *next_block;
     for (uint32_t i = 0; i < l->n_layers; i++) {
-        b = vh_model_begin_block(m, (*next_block)++, VH_BLOCK_LLM, VH_SLOT_ROWS, VH_SLOT_ROWS, i);
-        b->params.llm.layer = i;
+        b = vh_begin_llama_layer(m, (*next_block)++, rows, i, L->ov->config.rms_eps, L->ov->config.rope_theta);
         vh_tensor_view *w = b->by_role;
         if ((st = vh_take_llama_layer(m->checkpoint, pre, i, l, w, L->err))) return st;
     }
 
     m->head_block = *next_block;
-    b = vh_model_begin_block(m, (*next_block)++, VH_BLOCK_LLM_HEAD, VH_SLOT_ROWS, VH_SLOT_OUTPUTS, VH_NO_STATE);
-    if ((st = takef(L, &b->by_role[VH_LLM_HEAD_NORM], 0, SHAPE(Dl), "%snorm.weight", pre))) return st;
-    if ((st = takef(L, &b->by_role[VH_LLM_HEAD_LM], L->ov->config.tie_word_embeddings, SHAPE(V, Dl), "%s", "language_model.lm_head.weight")))
+    b = vh_model_begin_block(m, (*next_block)++, VH_BLOCK_READOUT, rows,
+                             vh_model_slot(m, "outputs", VH_SLOT_KIND_OUTPUTS, 0), VH_NO_STATE);
+    if ((st = takef(L, &b->by_role[VH_READOUT_NORM], 0, SHAPE(Dl), "%snorm.weight", pre))) return st;
+    if ((st = takef(L, &b->by_role[VH_READOUT_VOCAB], L->ov->config.tie_word_embeddings, SHAPE(V, Dl), "%s", "language_model.lm_head.weight")))
         return st;
-    if (!b->by_role[VH_LLM_HEAD_LM].data) b->by_role[VH_LLM_HEAD_LM] = embed; /* tied embeddings */
+    if (!b->by_role[VH_READOUT_VOCAB].data) b->by_role[VH_READOUT_VOCAB] = embed; /* tied embeddings */
     return VH_OK;
 }
 
@@ -217,12 +229,11 @@ vh_status vh_openvla_load(vh_model *m, const char *dir, const char *config_text,
         n_blocks += 1 + d->towers[t].n_blocks;
     }
     d->n_image_tokens = d->towers[0].n_patches;
-    d->projector_layers = c->projector_layers;
     d->projector_hidden = c->projector_layers == 3 ? 4 * d->vision_dim : c->hidden;
     d->llm = (vh_llm_desc){
         .hidden = c->hidden, .intermediate = c->intermediate, .n_layers = c->n_layers,
         .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .head_dim = c->head_dim,
-        .vocab = c->vocab, .rms_eps = c->rms_eps, .rope_theta = c->rope_theta,
+        .vocab = c->vocab, .rms_eps = c->rms_eps,
     };
     m->max_positions = c->max_positions;
     n_blocks += 1 /* projector */ + 1 /* embed */ + c->n_layers + 1 /* head */;

@@ -14,39 +14,42 @@ static vh_status load_llm(vh_model *m, const vh_orion_config *c, uint32_t *next,
     const int64_t H = c->hidden, V = c->vocab;
     const int64_t q_dim = (int64_t)c->n_heads * c->head_dim, kv_dim = (int64_t)c->n_kv_heads * c->head_dim;
     vh_status st;
+    const uint32_t rows = vh_model_slot(m, "rows", VH_SLOT_KIND_ROWS, 0);
     m->llm_embed_block = *next;
-    vh_model_block *b = vh_model_begin_block(m, (*next)++, VH_BLOCK_LLM_EMBED, VH_SLOT_PATCH_EMBEDS, VH_SLOT_ROWS,
+    vh_model_block *b = vh_model_begin_block(m, (*next)++, VH_BLOCK_EMBED_LOOKUP,
+                                             vh_model_slot(m, "vision.embeds", VH_SLOT_KIND_EMBEDS, 0), rows,
                                              VH_NO_STATE);
-    if ((st = TAKE(&b->by_role[VH_LLM_EMBED_TOKENS], SHAPE(V, H), "%s", "model.embed_tokens.weight"))) return st;
+    if ((st = TAKE(&b->by_role[VH_EMBED_LOOKUP_TABLE], SHAPE(V, H), "%s", "model.embed_tokens.weight"))) return st;
     m->llm_first_block = *next;
     for (uint32_t i = 0; i < c->n_layers; i++) {
-        b = vh_model_begin_block(m, (*next)++, VH_BLOCK_LLM, VH_SLOT_ROWS, VH_SLOT_ROWS, i);
-        b->params.llm.layer = i;
+        b = vh_begin_llama_layer(m, (*next)++, rows, i, c->rms_eps, c->rope_theta);
         vh_tensor_view *w = b->by_role;
         if ((st = vh_take_llama_layer(m->checkpoint, "model.", i, &m->desc.llm, w, err))) return st;
         if (!c->lora_merged) { /* the adapters kept apart (fp32 parity with the unmerged original) */
             static const char *const proj[4] = {"q", "k", "v", "o"};
             const int64_t out[4] = {q_dim, kv_dim, kv_dim, H}, in[4] = {H, H, H, q_dim}, r = c->lora_rank;
-            b->params.llm.lora_scale = c->lora_scale;
+            b->params.transformer.lora_sets = 1;
+            b->params.transformer.lora_scale = c->lora_scale;
             for (int p = 0; p < 4; p++)
-                if ((st = TAKE(&w[VH_LLM_Q_LORA_A + 2 * p], SHAPE(r, in[p]), "model.layers.%u.self_attn.%s_proj.lora_A.weight",
+                if ((st = TAKE(&w[VH_TF_LORA + 2 * p], SHAPE(r, in[p]), "model.layers.%u.self_attn.%s_proj.lora_A.weight",
                                i, proj[p])) ||
-                    (st = TAKE(&w[VH_LLM_Q_LORA_A + 2 * p + 1], SHAPE(out[p], r),
+                    (st = TAKE(&w[VH_TF_LORA + 2 * p + 1], SHAPE(out[p], r),
                                "model.layers.%u.self_attn.%s_proj.lora_B.weight", i, proj[p])))
                     return st;
         }
     }
     m->head_block = *next;
-    b = vh_model_begin_block(m, (*next)++, VH_BLOCK_LLM_HEAD, VH_SLOT_ROWS, VH_SLOT_OUTPUTS, VH_NO_STATE);
-    return TAKE(&b->by_role[VH_LLM_HEAD_NORM], SHAPE(H), "%s", "model.norm.weight");
+    b = vh_model_begin_block(m, (*next)++, VH_BLOCK_READOUT, rows, vh_model_slot(m, "outputs", VH_SLOT_KIND_OUTPUTS, 0),
+                             VH_NO_STATE);
+    return TAKE(&b->by_role[VH_READOUT_NORM], SHAPE(H), "%s", "model.norm.weight");
 }
 
 static vh_status load_planner(vh_model *m, const vh_orion_config *c, uint32_t *next, vh_error *err)
 {
     vh_orion_model *om = m->family_model;
     om->planner_block = *next;
-    vh_model_block *b = vh_model_begin_block(m, (*next)++, VH_BLOCK_VAE_GRU_PLANNER, VH_SLOT_OUTPUTS, VH_SLOT_OUTPUTS,
-                                             VH_NO_STATE);
+    const uint32_t outputs = vh_model_slot(m, "outputs", VH_SLOT_KIND_OUTPUTS, 0);
+    vh_model_block *b = vh_model_begin_block(m, (*next)++, VH_BLOCK_VAE_GRU_PLANNER, outputs, outputs, VH_NO_STATE);
     vh_planner_params *p = &b->params.planner;
     p->feature_dim = c->hidden;
     p->latent_dim = c->latent_dim;
@@ -73,7 +76,7 @@ vh_status vh_orion_load(vh_model *m, const char *dir, const char *config_text, s
     d->n_image_tokens = c->n_vision_tokens;
     d->llm = (vh_llm_desc){.hidden = c->hidden, .intermediate = c->intermediate, .n_layers = c->n_layers,
                            .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .head_dim = c->head_dim,
-                           .vocab = c->vocab, .rms_eps = c->rms_eps, .rope_theta = c->rope_theta};
+                           .vocab = c->vocab, .rms_eps = c->rms_eps};
     m->max_positions = c->max_positions;
     if ((st = vh_model_alloc_blocks(m, c->n_layers + 3, err))) return st;
     uint32_t next = 0;
