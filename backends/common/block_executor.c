@@ -126,6 +126,51 @@ vh_status vh_block_executor_check_adapters(const char *backend, const vh_batch *
     return VH_OK;
 }
 
+uint32_t vh_block_lora_sets_held(const vh_block_desc *d)
+{
+    uint32_t held = 0;
+    for (uint32_t set = 0; set < VH_BLOCK_VARIANT_LORA_SETS; set++)
+        for (uint32_t proj = 0; proj < 4; proj++)
+            if (vh_block_tensor(d, vh_tf_lora_role(set, proj))) held |= 1u << set;
+    return held;
+}
+
+vh_status vh_block_executor_check_run_blocks(const char *backend, const vh_model_desc *m, const vh_batch *batch,
+                                             uint32_t first_block, uint32_t n_blocks, vh_block_run_needs *needs,
+                                             char *err, size_t err_size)
+{
+    *needs = (vh_block_run_needs){0};
+    for (uint32_t i = 0; i < n_blocks; i++) {
+        const vh_block_desc *d = &m->blocks[first_block + i];
+        const int k = vh_block_variant_of(m, d);
+        if (k < 0) continue; /* not the executor's: check_run refused it already */
+        const vh_block_variant *v = &vh_block_variants[k];
+        needs->images |= v->uses_images;
+        needs->pixels |= v->uses_pixels;
+        needs->rows |= v->uses_rows;
+        vh_status st = VH_OK;
+        if (v->is_head) {
+            needs->head = 1;
+            needs->head_block = i;
+            st = vh_block_executor_check_head(backend, batch, vh_block_tensor(d, VH_READOUT_VOCAB) != NULL, err,
+                                              err_size);
+        }
+        if (v->is_planner) {
+            needs->planner = 1;
+            if (!vh_planner_batch_valid((const vh_planner_params *)d->params, batch))
+                st = vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: a planner block needs the batch's "
+                                     "plan noise and outputs (VH_BATCH_PLAN, strides that hold them) and each "
+                                     "segment's feature among its hidden rows", backend);
+        }
+        if (v->llm_layer)
+            st = vh_block_executor_check_adapters(backend, batch, vh_block_lora_sets_held(d),
+                                                  ((const vh_transformer_params *)d->params)->layer,
+                                                  first_block + i, err, err_size);
+        if (st) return st;
+    }
+    return VH_OK;
+}
+
 vh_status vh_block_executor_check_hidden(const char *backend, const char *what, int has_rows, const void *rows,
                                          uint32_t n_rows, uint32_t max_rows, char *err, size_t err_size)
 {

@@ -44,6 +44,25 @@ vh_status vh_block_executor_check_head(const char *backend, const vh_batch *batc
 vh_status vh_block_executor_check_adapters(const char *backend, const vh_batch *batch, uint32_t lora_sets,
                                            uint32_t layer, uint32_t block_index, char *err, size_t err_size);
 
+/* What the blocks of one run read and write: the parts of the batch they need. */
+typedef struct vh_block_run_needs {
+    int images, pixels, rows;          /* some block reads the batch's images, its pixels, its rows */
+    int head, planner;                 /* the read-out is in the run; a planner is */
+    uint32_t head_block;               /* the read-out's index in the run (head) */
+} vh_block_run_needs;
+
+/* A run of blocks [first_block, first_block + n_blocks) of the model, as every executor checks it:
+ * what its blocks need (*needs), the read-out's outputs (vh_block_executor_check_head), each
+ * planner's batch layout, and every decoder layer holding the LoRA set each segment names. The
+ * descriptors were checked at create; this reads them, not a backend's own block structs. */
+vh_status vh_block_executor_check_run_blocks(const char *backend, const vh_model_desc *m, const vh_batch *batch,
+                                             uint32_t first_block, uint32_t n_blocks, vh_block_run_needs *needs,
+                                             char *err, size_t err_size);
+
+/* The LoRA sets block d holds: bit s where its q pair of set s is there (a set is held whole:
+ * the executors check the pairs at create). */
+uint32_t vh_block_lora_sets_held(const vh_block_desc *d);
+
 /* A hand-off of hidden rows (`what`: "read_hidden", "write_hidden", "bind_hidden") of an executor
  * that holds rows (has_rows), with its memory, of 1 .. max_rows rows. */
 vh_status vh_block_executor_check_hidden(const char *backend, const char *what, int has_rows, const void *rows,

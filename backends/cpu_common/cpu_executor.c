@@ -422,19 +422,6 @@ static vh_status validate_batch(const vh_executor *e, const vh_batch *b, int nee
     return VH_OK;
 }
 
-/* Every segment's LoRA set is held by every LLM layer of the run. */
-static vh_status check_segment_adapters(const vh_executor *e, const vh_batch *batch, const cpu_block *blocks,
-                                        uint32_t n_blocks, char *err, size_t err_size)
-{
-    vh_status st = VH_OK;
-    for (uint32_t i = 0; i < n_blocks && !st; i++)
-        if (blocks[i].variant->llm_layer)
-            st = vh_block_executor_check_adapters(e->ops->backend, batch, blocks[i].lora_sets, blocks[i].info.layer,
-                                                  e->params.first_block + (uint32_t)(&blocks[i] - e->blocks), err,
-                                                  err_size);
-    return st;
-}
-
 vh_status cpu_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first_block, uint32_t n_blocks,
                            char *err, size_t err_size)
 {
@@ -442,22 +429,12 @@ vh_status cpu_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first
     vh_status st = vh_block_executor_check_run(e->ops->backend, p, batch, first_block, n_blocks, err, err_size);
     if (st) return st;
     const cpu_block *blocks = &e->blocks[first_block - p->first_block];
-    int needs_images = 0, needs_rows = 0;
-    for (uint32_t i = 0; i < n_blocks; i++) {
-        const vh_block_variant *k = blocks[i].variant;
-        needs_images |= k->uses_images;
-        needs_rows |= k->uses_rows;
-        if (k->is_head &&
-            (st = vh_block_executor_check_head(e->ops->backend, batch, blocks[i].t[VH_READOUT_VOCAB].data != NULL, err,
-                                               err_size)))
-            return st;
-        if (k->is_planner && !vh_planner_batch_valid(&blocks[i].info.plan, batch))
-            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: a planner block needs the batch's "
-                                       "plan noise and outputs (VH_BATCH_PLAN, strides that hold them) and each "
-                                   "segment's feature among its hidden rows", e->ops->backend);
-    }
-    if ((st = validate_batch(e, batch, needs_images, needs_rows, err, err_size))) return st;
-    if ((st = check_segment_adapters(e, batch, blocks, n_blocks, err, err_size))) return st;
+    vh_block_run_needs needs;
+    if ((st = vh_block_executor_check_run_blocks(e->ops->backend, e->model, batch, first_block, n_blocks, &needs, err,
+                                                 err_size)) ||
+        (st = validate_batch(e, batch, needs.images, needs.rows, err, err_size)))
+        return st;
+    const int needs_rows = needs.rows;
 
     e->failed = VH_OK;
     /* rows bound by bind_hidden: this run works in the core's memory */

@@ -188,24 +188,13 @@ static vh_status run_blocks(vh_executor *e, const vh_batch *batch, uint32_t firs
     vh_status st = vh_block_executor_check_run("cuda", p, batch, first_block, n_blocks, err, err_size);
     if (st) return st;
     const cuda_block *blocks = &e->blocks[first_block - p->first_block];
-    for (uint32_t i = 0; i < n_blocks; i++)
-        if (blocks[i].variant->llm_layer &&
-            (st = vh_block_executor_check_adapters("cuda", batch, blocks[i].lora_sets, blocks[i].info.layer, first_block + i,
-                                                   err, err_size)))
-            return st;
-    cudaSetDevice(e->device);
-    const cuda_block *head = NULL;
-    int needs_images = 0, needs_pixels = 0, needs_rows = 0, has_head = 0, has_planner = 0;
+    /* a planner reads this run's hidden rows: the head runs in the same call; its strides fit the
+     * device buffers */
+    int has_head = 0;
     for (uint32_t i = 0; i < n_blocks; i++) {
         const vh_block_variant *k = blocks[i].variant;
-        needs_images |= k->uses_images;
-        needs_pixels |= k->uses_pixels;
-        needs_rows |= k->uses_rows;
         has_head |= k->is_head;
-        if (k->is_head) head = &blocks[i];
         if (!k->is_planner) continue;
-        /* a planner reads this run's hidden rows: the head runs in the same call */
-        has_planner = 1;
         if (!has_head || !vh_planner_batch_valid(&blocks[i].info.plan, batch) ||
             batch->plan_noise_stride > CUDA_PLAN_STRIDE_MAX || batch->plan_out_stride > CUDA_PLAN_STRIDE_MAX)
             return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: a planner block needs the head in the "
@@ -213,11 +202,15 @@ static vh_status run_blocks(vh_executor *e, const vh_batch *batch, uint32_t firs
                                    "them, at most %d) and each segment's feature among its hidden rows",
                                    CUDA_PLAN_STRIDE_MAX);
     }
+    vh_block_run_needs needs;
+    if ((st = vh_block_executor_check_run_blocks("cuda", e->model, batch, first_block, n_blocks, &needs, err,
+                                                 err_size)))
+        return st;
+    cudaSetDevice(e->device);
+    const int needs_images = needs.images, needs_pixels = needs.pixels, needs_rows = needs.rows;
+    const int has_planner = needs.planner;
     const int hidden_rows = has_head && (batch->options & VH_BATCH_HIDDEN_ROWS);
     if (needs_images && (st = vh_block_executor_check_images("cuda", p, batch, err, err_size))) return st;
-    if (has_head &&
-        (st = vh_block_executor_check_head("cuda", batch, head->t[VH_READOUT_VOCAB].data != NULL, err, err_size)))
-        return st;
     if (hidden_rows) {
         if (batch->n_hidden_rows > e->head.max_hidden || !vh_batch_hidden_rows_valid(batch))
             return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: %u hidden rows asked of a batch of %u "

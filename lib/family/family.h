@@ -46,7 +46,7 @@ typedef struct vh_program_shape {
     uint32_t max_context;              /* KV positions a frame needs at most (per segment) */
     uint32_t segments_per_frame;       /* independent prompts a frame's passes carry side by side, each
                                           on its own KV slot (0 or 1: one; MindDrive: 2) */
-    uint32_t batch_options;            /* VH_BATCH_* its passes use: every stage's backend must know them */
+    uint32_t pass_uses;                /* VH_PASS_USES_* (family/pass_request.h): what its passes ask */
     char label[64];                    /* reported as vh_session_info.unnorm_key */
 } vh_program_shape;
 

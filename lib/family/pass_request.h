@@ -12,6 +12,14 @@
 
 #define VH_PASS_MAX_SEGMENTS 2
 
+/* What a family's passes ask beyond rows of token ids and each segment's chosen id
+ * (vh_program_shape.pass_uses): the session refuses a backend that cannot give it. */
+#define VH_PASS_USES_HIDDEN_ROWS (1u << 0)  /* out_hidden: chosen rows, final-normed */
+#define VH_PASS_USES_VISION_ROWS (1u << 1)  /* segments' vision_rows: vision rows given by the family */
+#define VH_PASS_USES_PLANS (1u << 2)        /* plan_noise / out_plan: the planners */
+#define VH_PASS_USES_ADAPTER_SETS (1u << 3) /* segments on LoRA sets other than the first */
+#define VH_PASS_USES_PLAN_SEGMENTS (1u << 4) /* plans on some segments only (vh_pass_segment.plans) */
+
 typedef enum vh_pass_kind {
     VH_PASS_PREFILL = 0,               /* prompt rows (the frame's image rows among them) */
     VH_PASS_DECODE = 1                 /* generated rows */

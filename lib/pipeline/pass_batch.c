@@ -86,6 +86,15 @@ static int reserve(void **buf, size_t *cap, size_t n, size_t size)
     return 1;
 }
 
+uint32_t vh_pass_batch_options(uint32_t uses)
+{
+    return ((uses & VH_PASS_USES_HIDDEN_ROWS) ? VH_BATCH_HIDDEN_ROWS : 0) |
+           ((uses & VH_PASS_USES_VISION_ROWS) ? VH_BATCH_SEGMENT_EMBEDS : 0) |
+           ((uses & VH_PASS_USES_PLANS) ? VH_BATCH_PLAN : 0) |
+           ((uses & VH_PASS_USES_ADAPTER_SETS) ? VH_BATCH_SEGMENT_ADAPTERS : 0) |
+           ((uses & VH_PASS_USES_PLAN_SEGMENTS) ? VH_BATCH_SEGMENT_PLANS : 0);
+}
+
 /* The batch options the added requests' segments need beyond rows of tokens. */
 static uint32_t segment_options(const vh_pass_batch *b, int plans)
 {

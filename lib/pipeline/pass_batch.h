@@ -13,6 +13,9 @@
 #include "util/error.h"
 #include "vlahybrid/backend.h"
 
+/* The VH_BATCH_* options passes that ask `pass_uses` (VH_PASS_USES_*) may need. */
+uint32_t vh_pass_batch_options(uint32_t pass_uses);
+
 typedef struct vh_pass_batch {
     uint32_t max_requests, max_segments, max_rows;
     uint32_t hidden_dim;               /* the LLM's width */

@@ -16,6 +16,7 @@
 #include "family/family.h"
 #include "family/model_load.h"
 #include "pipeline/frame_runner.h"
+#include "pipeline/pass_batch.h"
 #include "pipeline/stage_pipeline.h"
 #include "plan/plan.h"
 #include "queue/frame_queue.h"
@@ -257,11 +258,12 @@ static vh_status load_session(vh_session *s, const vh_session_params *p, vh_erro
     if ((st = vh_create_progress_report(&progress, "starting stages", VH_PROGRESS_STAGES, err))) return st;
     for (uint32_t i = 0; i < s->plan.n_stages; i++) {
         const vh_backend_iface *be = s->plan.stages[i].plugin->iface;
-        if (s->shape.batch_options & ~be->batch_options)
+        const uint32_t needed = vh_pass_batch_options(s->shape.pass_uses);
+        if (needed & ~be->batch_options)
             return vh_error_set(err, VH_ERR_UNSUPPORTED, "backend '%s' cannot run this model's frames: they need "
                                 "batch options 0x%x it lacks (hidden rows 0x1, segment embeddings 0x2, plans 0x4, LoRA sets "
                                 "per segment 0x8, plans on chosen segments 0x10)",
-                                be->name, s->shape.batch_options & ~be->batch_options);
+                                be->name, needed & ~be->batch_options);
     }
     vh_job_context_init(&s->jobs, s->model, &s->plan, s->program, s->max_context);
     s->jobs.segments_per_frame = segments;

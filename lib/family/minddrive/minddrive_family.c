@@ -14,8 +14,8 @@
 
 /* what every pass asks of the backends (its request: set_pass): the rounds' vision rows given,
  * hidden rows out, each segment's LoRA set, the planners on the action round only */
-#define BATCH_OPTIONS (VH_BATCH_HIDDEN_ROWS | VH_BATCH_SEGMENT_EMBEDS | VH_BATCH_PLAN | VH_BATCH_SEGMENT_ADAPTERS | \
-                       VH_BATCH_SEGMENT_PLANS)
+#define PASS_USES (VH_PASS_USES_HIDDEN_ROWS | VH_PASS_USES_VISION_ROWS | VH_PASS_USES_PLANS | \
+                   VH_PASS_USES_ADAPTER_SETS | VH_PASS_USES_PLAN_SEGMENTS)
 #define HIDDEN_ROWS 4    /* per frame: the decision row twice (a planner needs as many rows per
                             segment as the action round has), the two planner features */
 
@@ -192,7 +192,7 @@ static vh_status program_create(const vh_model *m, const vh_session_params *para
     shape->passes_per_frame = p->sequential ? 2 : 1;
     shape->segments_per_frame = 2;
     shape->max_context = p->round[0].rows > p->round[1].rows ? p->round[0].rows : p->round[1].rows;
-    shape->batch_options = BATCH_OPTIONS;
+    shape->pass_uses = PASS_USES;
     *out = p;
     return VH_OK;
 }

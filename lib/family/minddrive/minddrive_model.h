@@ -1,15 +1,17 @@
 /*
  * MindDrive's decision half as blocks (from the 529 vision tokens on; xiaomi-mlab/MindDrive,
  * ../shared/specs/orion-minddrive.md §7):
- *   LLM_EMBED            the prompts' token rows; the vision tokens come with each frame
- *                        (VH_BATCH_SEGMENT_EMBEDS)
- *   LLM x n_layers       Qwen2 (q/k/v biases, grouped-query attention, RoPE theta 1e6) with the two
- *                        LoRA experts as LoRA sets 0 and 1 on one base (VH_BATCH_SEGMENT_ADAPTERS)
- *   LLM_HEAD             model.norm only: final-normed hidden rows (VH_BATCH_HIDDEN_ROWS); the
+ *   EMBED_LOOKUP         the prompts' token rows; the vision tokens come with each frame
+ *                        (VH_PASS_USES_VISION_ROWS)
+ *   TRANSFORMER x n      Qwen2's decoder layers: Llama's features (vh_begin_llama_layer) with q/k/v
+ *                        biases, grouped-query attention, RoPE theta 1e6, and the two LoRA experts as
+ *                        LoRA sets 0 and 1 on one base (VH_PASS_USES_ADAPTER_SETS)
+ *   READOUT              model.norm only: final-normed hidden rows (VH_PASS_USES_HIDDEN_ROWS); the
  *                        decision's 7 logits are dot products with the tied embedding's speed rows
  *   VAE_GRU_PLANNER x 2  the speed planner (on <waypoint_ego>) and the path planner (on
  *                        <path_waypoint_ego>), on the action round's segment only
- *                        (VH_BATCH_SEGMENT_PLANS)
+ *                        (VH_PASS_USES_PLAN_SEGMENTS)
+ * Slots: vision.embeds -> rows -> outputs; a KV state per layer.
  * Checkpoint names are the converter's (doc/minddrive-converter.md).
  */
 #ifndef VH_FAMILY_MINDDRIVE_MODEL_H

@@ -3,9 +3,13 @@
  * memory-mapped safetensors weights, mapped onto the block kinds of the plugin ABI
  * (include/vlahybrid/backend.h) with every tensor's name, dtype and shape checked.
  *
- * Block order: for each tower t: VIT_EMBED, VIT x (depth - 1); PROJECTOR; LLM_EMBED; LLM x n_layers;
- * LLM_HEAD. The last ViT block of each tower is never computed: OpenVLA takes the output of the
- * second-to-last block (timm get_intermediate_layers(n={depth - 2})).
+ * Block order: for each tower t: PATCH_EMBED, TRANSFORMER x (depth - 1) (timm's pre-norm ViT
+ * blocks: LayerNorm, full attention, fused q|k|v, GELU, LayerScale on DINOv2); MLP_CHAIN (the
+ * projector, over both towers' tokens); EMBED_LOOKUP; TRANSFORMER x n_layers (Llama decoder
+ * layers); READOUT. The last ViT block of each tower is never computed: OpenVLA takes the output of
+ * the second-to-last block (timm get_intermediate_layers(n={depth - 2})).
+ * Slots: <tower>.pixels -> <tower>.tokens (featurizer, fused_featurizer) -> image.embeds -> rows ->
+ * outputs; a KV state per decoder layer.
  */
 #ifndef VH_FAMILY_OPENVLA_MODEL_H
 #define VH_FAMILY_OPENVLA_MODEL_H

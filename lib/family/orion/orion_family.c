@@ -14,9 +14,8 @@
 #include "util/file_read.h"
 
 #define MAX_ADDED_TOKENS 64
-/* what every pass asks of the backends (its request below): the vision tokens given, the hidden
- * row out, the planner */
-#define BATCH_OPTIONS (VH_BATCH_HIDDEN_ROWS | VH_BATCH_SEGMENT_EMBEDS | VH_BATCH_PLAN)
+/* what every pass asks (its request below): the vision tokens given, the hidden row out, the planner */
+#define PASS_USES (VH_PASS_USES_HIDDEN_ROWS | VH_PASS_USES_VISION_ROWS | VH_PASS_USES_PLANS)
 
 struct vh_program {
     const vh_model *model;
@@ -139,7 +138,7 @@ static vh_status program_create(const vh_model *m, const vh_session_params *para
     shape->action_dim = 0;
     shape->passes_per_frame = 1; /* one prefill, no decoding */
     shape->max_context = p->n_rows;
-    shape->batch_options = BATCH_OPTIONS;
+    shape->pass_uses = PASS_USES;
     *out = p;
     return VH_OK;
 }

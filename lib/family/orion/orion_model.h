@@ -1,11 +1,13 @@
 /*
  * Orion's decision half as blocks (the LLM and the planner, from the 529 vision tokens on):
- *   LLM_EMBED            the prompt's token rows; the vision tokens come with each frame
- *                        (VH_BATCH_SEGMENT_EMBEDS)
- *   LLM x n_layers       Vicuna-7B shapes, LoRA merged by the converter
- *   LLM_HEAD             model.norm only: the final-normed hidden state at <waypoint_ego>
- *                        (VH_BATCH_HIDDEN_ROWS); no LM head is ever evaluated
- *   VAE_GRU_PLANNER      present_distribution, predict_model, ego_fut_decoder (VH_BATCH_PLAN)
+ *   EMBED_LOOKUP         the prompt's token rows; the vision tokens come with each frame
+ *                        (VH_PASS_USES_VISION_ROWS)
+ *   TRANSFORMER x n      Llama decoder layers of Vicuna-7B shapes (vh_begin_llama_layer), LoRA merged
+ *                        by the converter or kept apart as LoRA set 0
+ *   READOUT              model.norm only: the final-normed hidden state at <waypoint_ego>
+ *                        (VH_PASS_USES_HIDDEN_ROWS); no LM head is ever evaluated
+ *   VAE_GRU_PLANNER      present_distribution, predict_model, ego_fut_decoder (VH_PASS_USES_PLANS)
+ * Slots: vision.embeds -> rows -> outputs; a KV state per layer.
  * Checkpoint names are the converter's (doc/orion-converter.md): model.*, planner.<original name>.
  */
 #ifndef VH_FAMILY_ORION_MODEL_H
