@@ -246,7 +246,8 @@ typedef enum vh_rope_kind {
 typedef enum vh_mlp_kind {
     VH_MLP_GELU = 1,           /* erf GELU between up and down */
     VH_MLP_SILU_GATED = 2,     /* down(silu(gate) * up) */
-    VH_MLP_RELU = 3
+    VH_MLP_RELU = 3,
+    VH_MLP_NONE = 4            /* no MLP sub-layer: the layer is its attention sub-layer only */
 } vh_mlp_kind;
 /* Feature flags of a transformer layer (vh_transformer_params.flags). */
 #define VH_TF_FUSED_QKV   (1u << 0) /* one q|k|v projection (VH_TF_QKV_W, its bias VH_TF_QKV_B) */
@@ -692,10 +693,10 @@ static inline const char *vh_feature_value_name(const char *feature, uint32_t v)
     static const char *const place[] = {"unset", "pre-norm", "post-norm"};
     static const char *const attn[] = {"unset", "full", "causal over a KV cache", "windowed", "cross"};
     static const char *const rope[] = {"unset", "none", "half-rotation", "2-D interleaved"};
-    static const char *const mlp[] = {"unset", "GELU", "SiLU-gated", "ReLU"};
+    static const char *const mlp[] = {"unset", "GELU", "SiLU-gated", "ReLU", "none"};
     const char *const *names = feature[0] == 'n' ? norm : feature[0] == 'p' ? place : feature[0] == 'a' ? attn
                                : feature[0] == 'r' ? rope : mlp;
-    const uint32_t n = feature[0] == 'n' || feature[0] == 'p' ? 3 : feature[0] == 'a' ? 5 : 4;
+    const uint32_t n = feature[0] == 'n' || feature[0] == 'p' ? 3 : feature[0] == 'a' || feature[0] == 'm' ? 5 : 4;
     return v < n ? names[v] : "unknown";
 }
 
