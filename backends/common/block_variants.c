@@ -22,7 +22,7 @@ static const vh_transformer_support decoder_layer = {
 const vh_kind_support vh_block_variant_support[VH_N_BLOCK_VARIANTS] = {
     {VH_BLOCK_PATCH_EMBED, VH_PATCH_EMBED_N_ROLES, sizeof(vh_patch_embed_params), 0, VH_SLOT_KIND_PIXELS,
      VH_SLOT_KIND_TOKENS, NULL},
-    {VH_BLOCK_TRANSFORMER, VH_TF_BASE_ROLES, sizeof(vh_transformer_params), 0, VH_SLOT_KIND_TOKENS,
+    {VH_BLOCK_TRANSFORMER, VH_TF_LS2 + 1, sizeof(vh_transformer_params), 0, VH_SLOT_KIND_TOKENS,
      VH_SLOT_KIND_TOKENS, &tower_layer},
     {VH_BLOCK_MLP_CHAIN, VH_CHAIN_N_ROLES, sizeof(vh_chain_params), 0, VH_SLOT_KIND_TOKENS, VH_SLOT_KIND_EMBEDS,
      NULL},
@@ -103,33 +103,52 @@ vh_block_variant vh_block_variants_held(const vh_model_desc *m, uint32_t first, 
     return any;
 }
 
+#define ROLE(r) (1ull << (r))
+
+/* The roles a tower layer or decoder layer of these features reads: those it needs, and those it
+ * may have. */
+static void feature_roles(const vh_block_variant *v, const vh_transformer_params *p, uint64_t *needs,
+                          uint64_t *may)
+{
+    if (v->in_tower) {
+        *needs = ROLE(VH_TF_ATTN_NORM_W) | ROLE(VH_TF_ATTN_NORM_B) | ROLE(VH_TF_QKV_W) | ROLE(VH_TF_QKV_B) |
+                 ROLE(VH_TF_O_W) | ROLE(VH_TF_O_B) | ROLE(VH_TF_MLP_NORM_W) | ROLE(VH_TF_MLP_NORM_B) |
+                 ROLE(VH_TF_UP_W) | ROLE(VH_TF_UP_B) | ROLE(VH_TF_DOWN_W) | ROLE(VH_TF_DOWN_B);
+        if (p->flags & VH_TF_LAYER_SCALE) *needs |= ROLE(VH_TF_LS1) | ROLE(VH_TF_LS2);
+        *may = *needs;
+        return;
+    }
+    *needs = ROLE(VH_TF_ATTN_NORM_W) | ROLE(VH_TF_Q_W) | ROLE(VH_TF_K_W) | ROLE(VH_TF_V_W) | ROLE(VH_TF_O_W) |
+             ROLE(VH_TF_MLP_NORM_W) | ROLE(VH_TF_GATE_W) | ROLE(VH_TF_UP_W) | ROLE(VH_TF_DOWN_W);
+    for (uint32_t i = 0; i < 3; i++)
+        if (p->flags & (VH_TF_Q_BIAS << i)) *needs |= ROLE(VH_TF_Q_B + i);
+    *may = *needs;
+    for (uint32_t set = 0; set < p->lora_sets && set < VH_BLOCK_VARIANT_LORA_SETS; set++)
+        for (uint32_t proj = 0; proj < 4; proj++)
+            *may |= ROLE(vh_tf_lora_role(set, proj)) | ROLE(vh_tf_lora_role(set, proj) + 1);
+}
+
 int vh_block_variant_tensors_present(const vh_block_variant *v, const vh_block_desc *d, uint32_t index,
                                      const char *backend, char *why, size_t why_size)
 {
-    static const uint32_t tower_roles[] = {VH_TF_ATTN_NORM_W, VH_TF_ATTN_NORM_B, VH_TF_QKV_W, VH_TF_QKV_B,
-                                           VH_TF_O_W, VH_TF_O_B, VH_TF_MLP_NORM_W, VH_TF_MLP_NORM_B,
-                                           VH_TF_UP_W, VH_TF_UP_B, VH_TF_DOWN_W, VH_TF_DOWN_B};
-    static const uint32_t decoder_roles[] = {VH_TF_ATTN_NORM_W, VH_TF_Q_W, VH_TF_K_W, VH_TF_V_W, VH_TF_O_W,
-                                             VH_TF_MLP_NORM_W, VH_TF_GATE_W, VH_TF_UP_W, VH_TF_DOWN_W};
     if (d->kind != VH_BLOCK_TRANSFORMER) return 1;
     const vh_transformer_params *p = (const vh_transformer_params *)d->params;
-    const uint32_t *roles = v->in_tower ? tower_roles : decoder_roles;
-    const uint32_t n = v->in_tower ? sizeof tower_roles / sizeof *tower_roles
-                                   : sizeof decoder_roles / sizeof *decoder_roles;
-    for (uint32_t i = 0; i <= n; i++) {
-        /* one more: a tower layer's LayerScale pair when its flag says so */
-        const uint32_t role = i < n ? roles[i] : VH_TF_LS1;
-        if (i == n && !(v->in_tower && (p->flags & VH_TF_LAYER_SCALE))) break;
-        if (!vh_block_tensor(d, role) || (i == n && !vh_block_tensor(d, VH_TF_LS2))) {
-            snprintf(why, why_size, "%s: block %u (TRANSFORMER, layer %u) lacks the tensor of role %u its "
-                     "features need", backend, index, p->layer, i == n && vh_block_tensor(d, role) ? VH_TF_LS2 : role);
+    uint64_t needs, may, has = 0;
+    feature_roles(v, p, &needs, &may);
+    for (uint32_t t = 0; t < d->n_tensors; t++) {
+        const uint32_t role = d->tensors[t].role;
+        if (!(may & ROLE(role))) {
+            snprintf(why, why_size, "%s: block %u (TRANSFORMER, layer %u): tensor '%s' of role %u, which its "
+                     "features do not use", backend, index, p->layer, d->tensors[t].name ? d->tensors[t].name : "?",
+                     role);
             return 0;
         }
+        has |= ROLE(role);
     }
-    for (uint32_t i = 0; !v->in_tower && i < 3; i++)
-        if ((p->flags & (VH_TF_Q_BIAS << i)) && !vh_block_tensor(d, VH_TF_Q_B + i)) {
-            snprintf(why, why_size, "%s: block %u (TRANSFORMER, layer %u) has the flag '%s' without its tensor",
-                     backend, index, p->layer, vh_tf_flag_name(1 + i));
+    for (uint32_t role = 0; role < VH_MAX_ROLES; role++)
+        if ((needs & ~has) & ROLE(role)) {
+            snprintf(why, why_size, "%s: block %u (TRANSFORMER, layer %u) lacks the tensor of role %u its features "
+                     "need", backend, index, p->layer, role);
             return 0;
         }
     return 1;

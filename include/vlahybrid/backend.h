@@ -157,8 +157,10 @@ enum { /* VH_BLOCK_PATCH_EMBED roles */
 /* VH_BLOCK_TRANSFORMER roles. With width D, Hq query heads and Hkv key/value heads of hd, MLP
  * hidden F: pre-norm  x += ls1 * o(attn(norm1(x)));  x += ls2 * mlp(norm2(x))
  *           post-norm x = norm1(x + o(attn(x)));     x = norm2(x + mlp(x))
- * mlp: GELU   down(gelu(up(x)))          (up [F, D] with bias, down [D, F] with bias)
- *      SILU_GATED  down(silu(gate(x)) * up(x))   (gate, up [F, D], down [D, F], no biases)
+ * mlp: GELU   down(gelu(up(x)))          (up [F, D], down [D, F])
+ *      SILU_GATED  down(silu(gate(x)) * up(x))   (gate, up [F, D], down [D, F])
+ *      (each with its bias under VH_TF_MLP_BIAS; with VH_TF_MLP_SUB_NORM a LayerNorm of the hidden
+ *      activations before down)
  * Projections are q, k, v (or one fused q|k|v [(Hq + 2 Hkv) hd, D]) and o [D, Hq hd]. */
 enum {
     VH_TF_ATTN_NORM_W = 0, VH_TF_ATTN_NORM_B, /* [D]: norm1 (LayerNorm's bias only) */
@@ -173,7 +175,9 @@ enum {
     VH_TF_GATE_W,                       /* [F, D], SILU_GATED */
     VH_TF_DOWN_W, VH_TF_DOWN_B,         /* [D, F], [D] */
     VH_TF_LS2,                          /* [D], VH_TF_LAYER_SCALE */
-    VH_TF_BASE_ROLES,                   /* 21 */
+    VH_TF_GATE_B,                       /* [F], SILU_GATED with VH_TF_MLP_BIAS */
+    VH_TF_SUB_NORM_W, VH_TF_SUB_NORM_B, /* [F], VH_TF_MLP_SUB_NORM */
+    VH_TF_BASE_ROLES,                   /* 24: the roles before the LoRA pairs */
     /* LoRA kept apart, in sets on the same base weights: y = W x + lora_scale * B (A x) with set s's
      * pair of projection p (0 q, 1 k, 2 v, 3 o) at vh_tf_lora_role(s, p) (A [r, in]) and the role
      * after it (B [out, r]); both or neither. A segment picks its set (VH_BATCH_SEGMENT_ADAPTERS). */
@@ -255,7 +259,7 @@ typedef enum vh_mlp_kind {
 #define VH_TF_K_BIAS      (1u << 2) /* a bias after k */
 #define VH_TF_V_BIAS      (1u << 3) /* a bias after v */
 #define VH_TF_O_BIAS      (1u << 4) /* a bias after o */
-#define VH_TF_MLP_BIAS    (1u << 5) /* biases after up and down */
+#define VH_TF_MLP_BIAS    (1u << 5) /* biases after up (and gate) and down */
 #define VH_TF_LAYER_SCALE (1u << 6) /* ls1, ls2 scale the sub-layers' outputs */
 #define VH_TF_MLP_SUB_NORM (1u << 7) /* a LayerNorm on the MLP's hidden activations, before down */
 #define VH_TF_QK_POS      (1u << 8) /* positional terms added to queries and keys, not values */

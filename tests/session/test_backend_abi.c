@@ -174,7 +174,22 @@ START_TEST(test_unsupported_features)
     p.placement = VH_NORM_PRE, p.flags = VH_TF_STATE_KEYS;
     expect_refused(&f, i, layer, "keys from a state set");
     p.flags = VH_TF_K_BIAS; /* allowed, but the bias it promises is not there */
-    expect_refused(&f, i, "has the flag 'k bias' without its tensor", NULL);
+    char lacks[64];
+    snprintf(lacks, sizeof lacks, "lacks the tensor of role %d its features need", VH_TF_K_B);
+    expect_refused(&f, i, layer, lacks);
+    p.flags = 0;
+    /* a tensor its features do not use (a gate bias without VH_TF_MLP_BIAS): refused, not ignored */
+    vh_tensor_view tensors[VH_MAX_ROLES + 1];
+    memcpy(tensors, f.model->blocks[i].tensors, sizeof(vh_tensor_view) * f.model->blocks[i].n_tensors);
+    tensors[f.model->blocks[i].n_tensors] = tensors[0];
+    tensors[f.model->blocks[i].n_tensors].role = VH_TF_GATE_B;
+    f.blocks[i].tensors = tensors;
+    f.blocks[i].n_tensors = f.model->blocks[i].n_tensors + 1;
+    char unused[64];
+    snprintf(unused, sizeof unused, "of role %d, which its features do not use", VH_TF_GATE_B);
+    expect_refused(&f, i, layer, unused);
+    f.blocks[i].tensors = f.model->blocks[i].tensors;
+    f.blocks[i].n_tensors = f.model->blocks[i].n_tensors;
     p.flags = VH_TF_O_BIAS; /* a bias this plugin's decoder layer does not have */
     expect_refused(&f, i, layer, "output bias set (it runs it without)");
     p.flags = 0, p.lora_sets = 3;
