@@ -41,8 +41,26 @@ static vh_status check_wiring(const char *backend, const vh_model_desc *m, const
     return VH_OK;
 }
 
-vh_status vh_block_executor_check_blocks(const char *backend, const vh_executor_params *params, char *err,
-                                         size_t err_size)
+/* A 2-D RoPE layer's geometry: grid tokens only (no prefix), heads of a multiple of 4 channels (two
+ * axes of pairs), a window within the grid, a position scale. */
+static vh_status check_rope_2d(const char *backend, const vh_model_desc *m, const vh_block_desc *d, uint32_t index,
+                               char *err, size_t err_size)
+{
+    const vh_transformer_params *p = (const vh_transformer_params *)d->params;
+    const vh_vit_desc *t = &m->towers[m->slots[d->inputs[0]].tower];
+    const int windowed = p->attention == VH_ATTN_WINDOWED;
+    if (t->n_prefix || t->head_dim % 4 || !p->rope_grid || t->grid * t->grid != t->n_patches ||
+        (windowed && (p->window == 0 || p->window > t->grid)))
+        return vh_backend_fail(err, err_size, VH_ERR_UNSUPPORTED, "%s: block %u (TRANSFORMER, layer %u): 2-D RoPE "
+                               "needs grid tokens only (prefix %u), heads of a multiple of 4 channels (%u), a "
+                               "position grid (%u) and a window within the %u x %u grid (%u)", backend, index,
+                               p->layer, t->n_prefix, t->head_dim, p->rope_grid, t->grid, t->grid,
+                               windowed ? p->window : t->grid);
+    return VH_OK;
+}
+
+vh_status vh_block_executor_check_blocks(const char *backend, const vh_kind_support *kinds, uint32_t n_kinds,
+                                         const vh_executor_params *params, char *err, size_t err_size)
 {
     const vh_model_desc *m = params->model;
     if (m && (m->n_slots == 0 || !m->slots || (m->n_states && !m->states) || m->n_towers > VH_MAX_TOWERS))
@@ -50,13 +68,13 @@ vh_status vh_block_executor_check_blocks(const char *backend, const vh_executor_
                                "towers", backend, m->n_slots, m->n_states, m->n_towers);
     for (uint32_t i = 0; m && i < params->n_blocks && params->first_block + i < m->n_blocks; i++) {
         const uint32_t index = params->first_block + i;
-        if (!vh_block_check(backend, vh_block_variant_support, VH_N_BLOCK_VARIANTS, m, index, err, err_size))
-            return VH_ERR_UNSUPPORTED;
+        if (!vh_block_check(backend, kinds, n_kinds, m, index, err, err_size)) return VH_ERR_UNSUPPORTED;
         const vh_block_desc *d = &m->blocks[index];
         const vh_block_variant *v = &vh_block_variants[vh_block_variant_of(m, d)];
         vh_status st = check_wiring(backend, m, d, index, v, err, err_size);
         if (st) return st;
         if (!vh_block_variant_tensors_present(v, d, index, backend, err, err_size)) return VH_ERR_UNSUPPORTED;
+        if (v->rope_2d && (st = check_rope_2d(backend, m, d, index, err, err_size))) return st;
     }
     return VH_OK;
 }

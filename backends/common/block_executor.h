@@ -15,10 +15,12 @@
 vh_status vh_block_executor_read_params(const char *backend, const vh_executor_params *params,
                                         vh_executor_params *known, char *err, size_t err_size);
 
-/* Every block the executor is to hold (of those the model has) is of a kind in
- * vh_block_variant_support, as vh_block_check checks it: VH_ERR_UNSUPPORTED otherwise. */
-vh_status vh_block_executor_check_blocks(const char *backend, const vh_executor_params *params, char *err,
-                                         size_t err_size);
+/* Every block the executor is to hold (of those the model has) is of a kind and feature set in
+ * `kinds` (the plugin's table: vh_block_variant_support, or the entries of it the backend runs),
+ * as vh_block_check checks it, its graph is one the executors run and its tensors are those its
+ * features read: VH_ERR_UNSUPPORTED otherwise. */
+vh_status vh_block_executor_check_blocks(const char *backend, const vh_kind_support *kinds, uint32_t n_kinds,
+                                         const vh_executor_params *params, char *err, size_t err_size);
 
 /* The executor's blocks are the model's, its limits not zero, its device one of n_devices. */
 vh_status vh_block_executor_check_params(const char *backend, const vh_executor_params *params, uint32_t n_devices,

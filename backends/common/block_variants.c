@@ -19,6 +19,17 @@ static const vh_transformer_support decoder_layer = {
     .mlp = VH_MLP_SILU_GATED, .required = 0, .allowed = VH_TF_QKV_BIAS,
     .max_lora_sets = VH_BLOCK_VARIANT_LORA_SETS};
 
+/* A tower layer with 2-D RoPE (EVA-02's): pre-norm LayerNorm, full attention over the grid or
+ * windowed (the grid zero-padded to whole windows after the first norm), interleaved 2-D RoPE on q
+ * and k, separate q, k, v (each bias optional), SiLU-gated MLP with its biases and the LayerNorm
+ * of its hidden activations. */
+#define ROPE_TOWER_LAYER(attn)                                                                          \
+    {.norm = VH_NORM_LAYER, .placement = VH_NORM_PRE, .attention = (attn), .rope = VH_ROPE_2D_INTERLEAVED, \
+     .mlp = VH_MLP_SILU_GATED, .required = VH_TF_O_BIAS | VH_TF_MLP_BIAS | VH_TF_MLP_SUB_NORM,            \
+     .allowed = VH_TF_O_BIAS | VH_TF_MLP_BIAS | VH_TF_MLP_SUB_NORM | VH_TF_QKV_BIAS, .max_lora_sets = 0}
+static const vh_transformer_support rope_tower_layer = ROPE_TOWER_LAYER(VH_ATTN_FULL);
+static const vh_transformer_support rope_window_layer = ROPE_TOWER_LAYER(VH_ATTN_WINDOWED);
+
 const vh_kind_support vh_block_variant_support[VH_N_BLOCK_VARIANTS] = {
     {VH_BLOCK_PATCH_EMBED, VH_PATCH_EMBED_N_ROLES, sizeof(vh_patch_embed_params), 0, VH_SLOT_KIND_PIXELS,
      VH_SLOT_KIND_TOKENS, NULL},
@@ -34,6 +45,10 @@ const vh_kind_support vh_block_variant_support[VH_N_BLOCK_VARIANTS] = {
      NULL},
     {VH_BLOCK_VAE_GRU_PLANNER, VH_PLAN_N_TENSORS, sizeof(vh_planner_params), 0, VH_SLOT_KIND_OUTPUTS,
      VH_SLOT_KIND_OUTPUTS, NULL},
+    {VH_BLOCK_TRANSFORMER, VH_TF_BASE_ROLES, sizeof(vh_transformer_params), 0, VH_SLOT_KIND_TOKENS,
+     VH_SLOT_KIND_TOKENS, &rope_tower_layer},
+    {VH_BLOCK_TRANSFORMER, VH_TF_BASE_ROLES, sizeof(vh_transformer_params), 0, VH_SLOT_KIND_TOKENS,
+     VH_SLOT_KIND_TOKENS, &rope_window_layer},
 };
 
 const vh_block_variant vh_block_variants[VH_N_BLOCK_VARIANTS] = {
@@ -44,6 +59,8 @@ const vh_block_variant vh_block_variants[VH_N_BLOCK_VARIANTS] = {
     {VH_BLOCK_TRANSFORMER, .uses_rows = 1, .llm_layer = 1, .attends = 1, .has_state = 1},
     {VH_BLOCK_READOUT, .uses_rows = 1, .is_head = 1},
     {VH_BLOCK_VAE_GRU_PLANNER, .uses_rows = 1, .is_planner = 1},
+    {VH_BLOCK_TRANSFORMER, .uses_images = 1, .in_tower = 1, .attends = 1, .rope_2d = 1},
+    {VH_BLOCK_TRANSFORMER, .uses_images = 1, .in_tower = 1, .attends = 1, .rope_2d = 1},
 };
 
 int vh_block_variant_of(const vh_model_desc *m, const vh_block_desc *d)
@@ -74,6 +91,8 @@ void vh_block_variant_read_params(const vh_model_desc *m, const vh_block_desc *d
         info->layer = p->layer;
         info->norm_eps = p->norm_eps;
         info->rope_theta = p->rope_theta;
+        info->rope_grid = p->rope_grid;
+        info->window = p->attention == VH_ATTN_WINDOWED ? p->window : 0;
         info->lora_scale = p->lora_scale;
         break;
     }
@@ -110,6 +129,17 @@ vh_block_variant vh_block_variants_held(const vh_model_desc *m, uint32_t first, 
 static void feature_roles(const vh_block_variant *v, const vh_transformer_params *p, uint64_t *needs,
                           uint64_t *may)
 {
+    if (v->rope_2d) {
+        *needs = ROLE(VH_TF_ATTN_NORM_W) | ROLE(VH_TF_ATTN_NORM_B) | ROLE(VH_TF_Q_W) | ROLE(VH_TF_K_W) |
+                 ROLE(VH_TF_V_W) | ROLE(VH_TF_O_W) | ROLE(VH_TF_O_B) | ROLE(VH_TF_MLP_NORM_W) |
+                 ROLE(VH_TF_MLP_NORM_B) | ROLE(VH_TF_GATE_W) | ROLE(VH_TF_GATE_B) | ROLE(VH_TF_UP_W) |
+                 ROLE(VH_TF_UP_B) | ROLE(VH_TF_DOWN_W) | ROLE(VH_TF_DOWN_B) | ROLE(VH_TF_SUB_NORM_W) |
+                 ROLE(VH_TF_SUB_NORM_B);
+        for (uint32_t i = 0; i < 3; i++)
+            if (p->flags & (VH_TF_Q_BIAS << i)) *needs |= ROLE(VH_TF_Q_B + i);
+        *may = *needs;
+        return;
+    }
     if (v->in_tower) {
         *needs = ROLE(VH_TF_ATTN_NORM_W) | ROLE(VH_TF_ATTN_NORM_B) | ROLE(VH_TF_QKV_W) | ROLE(VH_TF_QKV_B) |
                  ROLE(VH_TF_O_W) | ROLE(VH_TF_O_B) | ROLE(VH_TF_MLP_NORM_W) | ROLE(VH_TF_MLP_NORM_B) |

@@ -11,7 +11,7 @@
 
 #include "vlahybrid/backend.h"
 
-#define VH_N_BLOCK_VARIANTS 7
+#define VH_N_BLOCK_VARIANTS 9
 #define VH_BLOCK_VARIANT_BATCH_OPTIONS (VH_BATCH_HIDDEN_ROWS | VH_BATCH_SEGMENT_EMBEDS | VH_BATCH_PLAN | \
                                         VH_BATCH_SEGMENT_ADAPTERS | VH_BATCH_SEGMENT_PLANS)
 /* LoRA sets a decoder layer may hold here (of VH_TF_MAX_LORA_SETS in the vocabulary). */
@@ -28,6 +28,7 @@ typedef struct vh_block_variant {
     int has_state;                     /* keeps a KV cache (its state) */
     int is_head;                       /* writes the batch's outputs (the read-out) */
     int is_planner;                    /* reads the read-out's rows, writes the plans */
+    int rope_2d;                       /* a tower layer with 2-D RoPE, SiLU-gated MLP, maybe windows */
 } vh_block_variant;
 
 /* The same entries in the same order: what the plugin table (vh_backend_iface.kinds) lists. */
@@ -43,7 +44,9 @@ typedef struct vh_block_info {
     uint32_t tower;                    /* a tower's block: the tower of its token slot */
     uint32_t layer;                    /* a transformer layer's index in its chain */
     float norm_eps;                    /* a transformer layer's norms */
-    float rope_theta;                  /* a decoder layer's positions */
+    float rope_theta;                  /* a decoder layer's positions, a 2-D RoPE's */
+    uint32_t rope_grid;                /* a 2-D RoPE's position scale (vh_transformer_params) */
+    uint32_t window;                   /* a windowed layer's window side; 0: full attention */
     float lora_scale;                  /* a decoder layer's LoRA adapters' alpha / r (every set) */
     uint32_t chain_layers;             /* the MLP chain's linear layers */
     uint32_t patch_flags;              /* the patch embedding's VH_PATCH_* */

@@ -262,7 +262,8 @@ vh_status cpu_executor_create(const vh_executor_params *params, const cpu_linear
     const vh_model_desc *m = params->model;
     if ((st = vh_block_executor_check_params(ops->backend, params, cpu_device_count(), err, err_size))) return st;
     /* (roles are below each kind's n_roles, all below CPU_MAX_ROLES) */
-    if ((st = vh_block_executor_check_blocks(ops->backend, params, err, err_size))) return st;
+    if ((st = vh_block_executor_check_blocks(ops->backend, vh_block_variant_support, VH_N_BLOCK_VARIANTS, params,
+                                               err, err_size))) return st;
     vh_executor *e = calloc(1, sizeof *e);
     if (!e) return vh_backend_fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "%s: out of memory", ops->backend);
     e->params = *params;
@@ -455,6 +456,25 @@ vh_status cpu_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first
         e->last_rows = batch->n_rows;
         e->last_run_bound = bound;
     }
+    return VH_OK;
+}
+
+vh_status cpu_read_slot(vh_executor *e, uint32_t slot, uint32_t image, float *dst, size_t n_floats, char *err,
+                        size_t err_size)
+{
+    const vh_model_desc *m = e->model;
+    const uint32_t max_images = e->params.max_images ? e->params.max_images : 1;
+    if (!dst || slot >= m->n_slots || m->slots[slot].kind != VH_SLOT_KIND_TOKENS ||
+        m->slots[slot].tower >= m->n_towers || !e->vit_tokens[m->slots[slot].tower] || image >= max_images)
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: read_slot: slot %u image %u is not a "
+                               "tower's tokens this executor holds (images < %u)", e->ops->backend, slot, image,
+                               max_images);
+    const vh_vit_desc *v = &m->towers[m->slots[slot].tower];
+    const size_t n = (size_t)(v->n_prefix + v->n_patches) * v->embed_dim;
+    if (n_floats != n)
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: read_slot: slot '%s' holds %zu floats "
+                               "an image, %zu asked", e->ops->backend, m->slots[slot].name, n, n_floats);
+    memcpy(dst, cpu_tower_tokens(e, m->slots[slot].tower, image), sizeof(float) * n);
     return VH_OK;
 }
 

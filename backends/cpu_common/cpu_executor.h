@@ -109,6 +109,8 @@ struct vh_executor {
 
 /* The executor functions of the plugin ABI; a CPU plugin passes its linear ops to create. */
 vh_status cpu_bind_hidden(vh_executor *e, float *rows, uint32_t n_rows, char *err, size_t err_size);
+vh_status cpu_read_slot(vh_executor *e, uint32_t slot, uint32_t image, float *dst, size_t n_floats, char *err,
+                        size_t err_size);
 vh_status cpu_executor_create(const vh_executor_params *params, const cpu_linear_ops *ops, vh_executor **out,
                               char *err, size_t err_size);
 void cpu_executor_destroy(vh_executor *e);
@@ -144,6 +146,7 @@ vh_status cpu_device_info(uint32_t device, vh_device_info *info);
         .memory = cpu_memory,                                       \
         .bind_hidden = cpu_bind_hidden,                             \
         .unavailable_reason = (REASON_FN),                          \
+        .read_slot = cpu_read_slot,                                 \
     }
 
 /* A linear layer of block b: y = x W^T + bias with the block's matrix `tensor`. A failure is
@@ -164,6 +167,8 @@ static inline float *cpu_tower_tokens(vh_executor *e, uint32_t t, uint32_t image
 /* Block kinds, a file each (cpu_vit_embed.c, ...). Inputs were validated by cpu_executor_run. */
 void cpu_vit_embed(vh_executor *e, const cpu_block *b, const vh_batch *batch);
 void cpu_vit_block(vh_executor *e, const cpu_block *b, const vh_batch *batch);
+void cpu_rope_tower_layer(vh_executor *e, const cpu_block *b, const vh_batch *batch);
+uint64_t cpu_rope_tower_layer_scratch_floats(const vh_executor *e, const cpu_block *b);
 void cpu_projector(vh_executor *e, const cpu_block *b, const vh_batch *batch);
 void cpu_llm_positions(vh_executor *e, const vh_batch *batch);
 void cpu_llm_embed(vh_executor *e, const cpu_block *b, const vh_batch *batch);

@@ -26,4 +26,11 @@ const cpu_kind cpu_kinds[VH_N_BLOCK_VARIANTS] = {
                      BIT(VH_PLAN_MLP1_W) | BIT(VH_PLAN_MLP2_W) | BIT(VH_PLAN_MLP3_W) | BIT(VH_PLAN_DEC1_W) |
                      BIT(VH_PLAN_DEC2_W) | BIT(VH_PLAN_DEC3_W),
      .run = cpu_planner, .scratch_floats = cpu_planner_scratch_floats},
+    /* the tower layers with 2-D RoPE, full and windowed: one file */
+    {.matrix_roles = BIT(VH_TF_Q_W) | BIT(VH_TF_K_W) | BIT(VH_TF_V_W) | BIT(VH_TF_O_W) | BIT(VH_TF_GATE_W) |
+                     BIT(VH_TF_UP_W) | BIT(VH_TF_DOWN_W),
+     .run = cpu_rope_tower_layer, .scratch_floats = cpu_rope_tower_layer_scratch_floats},
+    {.matrix_roles = BIT(VH_TF_Q_W) | BIT(VH_TF_K_W) | BIT(VH_TF_V_W) | BIT(VH_TF_O_W) | BIT(VH_TF_GATE_W) |
+                     BIT(VH_TF_UP_W) | BIT(VH_TF_DOWN_W),
+     .run = cpu_rope_tower_layer, .scratch_floats = cpu_rope_tower_layer_scratch_floats},
 };

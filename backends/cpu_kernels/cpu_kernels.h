@@ -75,6 +75,18 @@ void vhk_add_bias(vh_thread_pool *pool, float *y, const float *bias, int64_t row
 void vhk_rope(vh_thread_pool *pool, float *x, int64_t row_stride, int64_t rows, int64_t n_heads,
               int64_t head_dim, const int32_t *positions, float theta);
 
+/* 2-D interleaved RoPE (EVA-02's), in place. Per head of head_dim (a multiple of 4) channels: pair
+ * (2p, 2p + 1), p < head_dim / 4, rotates by the row's angle p, pair head_dim/2 + (2p, 2p + 1) by the
+ * column's: x' = x cos - y sin, y' = y cos + x sin. Row r of x (at x + r * row_stride) sits at grid
+ * row row_of[r] and column col_of[r] of a window (or grid) of `side` tokens a side, whose tables
+ * vhk_rope_2d_table makes: [side, head_dim / 4] cos and sin of angle (i / side * rope_grid) *
+ * theta^(-2p / (head_dim / 2)), all in float32 as the reference computes them. */
+void vhk_rope_2d_table(int64_t side, int64_t rope_grid, int64_t head_dim, float theta, float *cos_table,
+                       float *sin_table);
+void vhk_rope_2d(vh_thread_pool *pool, float *x, int64_t row_stride, int64_t rows, int64_t n_heads,
+                 int64_t head_dim, const int32_t *row_of, const int32_t *col_of, const float *cos_table,
+                 const float *sin_table);
+
 /* ------------------------------------------------------------------------------------------------
  * Attention (attention.c).
  *

@@ -76,7 +76,7 @@ vh_status cuda_executor_describe(const vh_executor_params *params, vh_executor *
     if (st) return st;
     params = &known;
     const vh_model_desc *m = params->model;
-    if ((st = vh_block_executor_check_blocks("cuda", params, err, err_size))) return st;
+    if ((st = vh_block_executor_check_blocks("cuda", cuda_support, cuda_n_support, params, err, err_size))) return st;
     int n_devices = 0;
     cudaError_t ce = cudaGetDeviceCount(&n_devices);
     if (ce != cudaSuccess || n_devices == 0)

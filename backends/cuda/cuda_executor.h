@@ -38,6 +38,11 @@ typedef struct cuda_kind {
 } cuda_kind;
 
 extern const cuda_kind cuda_kinds[VH_N_BLOCK_VARIANTS];
+/* The entries of vh_block_variant_support this backend runs (a run in cuda_kinds), in that order:
+ * what the plugin table lists and executor_create checks blocks against (cuda_kinds_init). */
+extern vh_kind_support cuda_support[VH_N_BLOCK_VARIANTS];
+extern uint32_t cuda_n_support;
+void cuda_kinds_init(void);
 
 /* A block's tensors by role (t: the host views, data NULL when absent), on the device: matrices
  * bf16 (mat), vectors fp32 (vec). */

@@ -24,4 +24,16 @@ const cuda_kind cuda_kinds[VH_N_BLOCK_VARIANTS] = {
      .plan_packed = cuda_llm_pack_plan, .upload_packed = cuda_llm_pack_upload, .run = cuda_llm_block},
     {.run = cuda_llm_head},
     {.run = cuda_planner},
+    {0}, /* the tower layers with 2-D RoPE: not yet on the GPU */
+    {0},
 };
+
+vh_kind_support cuda_support[VH_N_BLOCK_VARIANTS];
+uint32_t cuda_n_support;
+
+void cuda_kinds_init(void)
+{
+    cuda_n_support = 0;
+    for (uint32_t i = 0; i < VH_N_BLOCK_VARIANTS; i++)
+        if (cuda_kinds[i].run) cuda_support[cuda_n_support++] = vh_block_variant_support[i];
+}

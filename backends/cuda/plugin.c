@@ -71,7 +71,7 @@ static vh_status cuda_memory(vh_executor *e, vh_memory_report *report)
     return VH_OK;
 }
 
-/* Set once, at the first vh_backend_entry: the GPU shares the host's memory (Jetson), or
+/* Set once, at the first vh_backend_entry (plugin_init, which also fills the kinds list): the GPU shares the host's memory (Jetson), or
  * VH_CUDA_INTEGRATED=1 says to act as if it did. Device 0 decides (a Jetson has one GPU). */
 static int shared_memory;
 
@@ -96,8 +96,8 @@ static vh_backend_iface cuda_iface = {
     .struct_size = sizeof(vh_backend_iface),
     .name = "cuda",
     .description = "NVIDIA GPUs: bf16 weights, cuBLASLt GEMMs with fp32 accumulation, CUDA kernels",
-    .n_kinds = VH_N_BLOCK_VARIANTS,
-    .kinds = vh_block_variant_support,
+    .n_kinds = 0,           /* set by the first vh_backend_entry (cuda_kinds_init) */
+    .kinds = cuda_support,
     .batch_options = VH_BLOCK_VARIANT_BATCH_OPTIONS,
     .score = cuda_score,
     .device_count = cuda_device_count,
@@ -117,8 +117,10 @@ static vh_backend_iface cuda_iface = {
 /* On a GPU with memory of its own the rows cross by DMA copies (read_hidden / write_hidden, the
  * measured path); on one sharing the host's memory a copy buys nothing, so the next run works on
  * the core's mapped rows in place. */
-static void decide_shared_memory(void)
+static void plugin_init(void)
 {
+    cuda_kinds_init();
+    cuda_iface.n_kinds = cuda_n_support;
     int n = 0;
     shared_memory = vhc_shared_memory_forced() == 1 ||
                     (cudaGetDeviceCount(&n) == cudaSuccess && n > 0 && vhc_shares_host_memory(0));
@@ -129,6 +131,6 @@ VH_PLUGIN_EXPORT const vh_backend_iface *vh_backend_entry(uint32_t core_abi_majo
 {
     (void)core_abi_minor;
     static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, decide_shared_memory);
+    pthread_once(&once, plugin_init);
     return core_abi_major == VH_BACKEND_ABI_MAJOR ? &cuda_iface : NULL;
 }

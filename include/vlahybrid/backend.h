@@ -245,7 +245,9 @@ typedef enum vh_attention_kind {
 typedef enum vh_rope_kind {
     VH_ROPE_NONE = 1,
     VH_ROPE_HALF = 2,          /* rotate the two halves of each head by position * theta^(-2i/hd) */
-    VH_ROPE_2D_INTERLEAVED = 3 /* pairs of channels rotated by the token's grid row, then column */
+    VH_ROPE_2D_INTERLEAVED = 3 /* per head of hd channels: pair (2j, 2j+1), j < hd/4, rotated by the
+                                  token's row position times theta^(-4j/hd), pair hd/2 + (2j, 2j+1)
+                                  by its column position likewise (q and k, not v) */
 } vh_rope_kind;
 typedef enum vh_mlp_kind {
     VH_MLP_GELU = 1,           /* erf GELU between up and down */
@@ -299,7 +301,10 @@ typedef struct vh_transformer_params { /* TRANSFORMER; sizes: its input slot's (
     uint32_t attention;                /* vh_attention_kind */
     uint32_t window;                   /* VH_ATTN_WINDOWED: tokens per window side */
     uint32_t rope;                     /* vh_rope_kind */
-    float rope_theta;                  /* VH_ROPE_HALF */
+    float rope_theta;                  /* VH_ROPE_HALF, VH_ROPE_2D_INTERLEAVED */
+    uint32_t rope_grid;                /* VH_ROPE_2D_INTERLEAVED: a token at row (column) i of its window,
+                                          or of the grid without windows, of side n sits at position
+                                          i * rope_grid / n (EVA: the pretraining grid, 16) */
     uint32_t mlp;                      /* vh_mlp_kind */
     uint32_t flags;                    /* VH_TF_* feature flags */
     uint32_t lora_sets;                /* LoRA sets it may hold, 0 .. VH_TF_MAX_LORA_SETS */
@@ -642,6 +647,12 @@ typedef struct vh_backend_iface {
      * "this CPU has neither AMX-BF16 nor AVX-512 BF16". The core puts it in the
      * refusal's message. NULL: the core says only that the backend cannot run here. */
     void (*unavailable_reason)(char *why, size_t why_size);
+    /* What slot `slot` (vh_model_desc.slots) holds for image `image` after the last run that wrote
+     * it: a tower's tokens [prefix + patches, D] fp32 (VH_SLOT_KIND_TOKENS, a tower of blocks this
+     * executor holds), n_floats of them into dst. For tools and tests that compare a front end's
+     * intermediate outputs with a reference. NULL: the backend offers none. */
+    vh_status (*read_slot)(vh_executor *executor, uint32_t slot, uint32_t image, float *dst, size_t n_floats,
+                           char *err, size_t err_size);
 } vh_backend_iface;
 
 /* ------------------------------------------------------------------------------------------------
@@ -733,6 +744,16 @@ static inline int vh_transformer_mismatch(const vh_transformer_support *s, const
     return 0;
 }
 
+/* How many features of layer p entry s does not run (0: it runs p): the refusal names the first
+ * of the entry that differs least. */
+static inline uint32_t vh_transformer_mismatches(const vh_transformer_support *s, const vh_transformer_params *p)
+{
+    uint32_t n = (p->norm != s->norm) + (p->placement != s->placement) + (p->attention != s->attention) +
+                 (p->rope != s->rope) + (p->mlp != s->mlp) + (p->lora_sets > s->max_lora_sets);
+    for (uint32_t bits = (s->required & ~p->flags) | (p->flags & ~s->allowed); bits; bits &= bits - 1) n++;
+    return n;
+}
+
 /* Whether plugin `backend` (its `kinds`) runs block `index` of model m; writes why into `why` and
  * returns 0 when it does not, naming the block, its kind and the feature, slot or role. */
 static inline int vh_block_check(const char *backend, const vh_kind_support *kinds, uint32_t n_kinds,
@@ -777,18 +798,19 @@ static inline int vh_block_check(const char *backend, const vh_kind_support *kin
                      d->inputs[i], m->n_slots);
             return 0;
         }
-    /* the first entry of the kind whose slot kinds and features match */
+    /* the first entry of the kind whose slot kinds and features match; else the wired one closest */
     const vh_kind_support *wired = NULL, *match = NULL;
+    uint32_t closest = UINT32_MAX;
     for (uint32_t i = 0; i < n_kinds && !match; i++) {
         const vh_kind_support *e = &kinds[i];
         int ok = e->kind == d->kind && vh_block_output_kind(m, d) == e->output_kind;
         for (uint32_t j = 0; ok && j < d->n_inputs; j++) ok = vh_block_input_kind(m, d, j) == e->input_kind;
         if (!ok) continue;
-        if (!wired) wired = e;
-        if (!e->transformer || (d->params->struct_size >= sizeof(vh_transformer_params) &&
-                                !vh_transformer_mismatch(e->transformer, (const vh_transformer_params *)d->params,
-                                                         "", NULL, 0)))
-            match = e;
+        const uint32_t off = e->transformer && d->params->struct_size >= sizeof(vh_transformer_params)
+                                 ? vh_transformer_mismatches(e->transformer, (const vh_transformer_params *)d->params)
+                                 : 0;
+        if (off < closest) wired = e, closest = off;
+        if (off == 0) match = e;
     }
     if (!wired) {
         snprintf(why, why_size, "%s: block %u (%s) reads %s slot '%s' and writes %s slot '%s'; this plugin runs it "

@@ -96,7 +96,7 @@ START_TEST(creation_checks)
     vh_executor_params p = valid_params(), known;
     ck_assert_int_eq(vh_block_executor_read_params("b", &p, &known, err, sizeof err), VH_OK);
     ck_assert_int_eq(vh_block_executor_check_params("b", &known, 1, err, sizeof err), VH_OK);
-    ck_assert_int_eq(vh_block_executor_check_blocks("b", &known, err, sizeof err), VH_OK);
+    ck_assert_int_eq(vh_block_executor_check_blocks("b", vh_block_variant_support, VH_N_BLOCK_VARIANTS, &known, err, sizeof err), VH_OK);
 
     vh_model_desc bigger[2]; /* a newer core's description: a tail this plugin does not know, set */
     memset(bigger, 0, sizeof bigger);
@@ -118,7 +118,7 @@ START_TEST(creation_checks)
 
     p = valid_params();
     blocks[1].kind = 9999;
-    ck_assert_int_eq(vh_block_executor_check_blocks("b", &p, err, sizeof err), VH_ERR_UNSUPPORTED);
+    ck_assert_int_eq(vh_block_executor_check_blocks("b", vh_block_variant_support, VH_N_BLOCK_VARIANTS, &p, err, sizeof err), VH_ERR_UNSUPPORTED);
     ck_assert_msg(strstr(err, "b: block 1 is of kind 9999"), "%s", err);
 }
 END_TEST
