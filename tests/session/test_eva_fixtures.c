@@ -5,8 +5,9 @@
  * float64 on a tiny EVAViT (a 10 x 10 grid in 4 x 4 windows padded to 12 x 12, window, global,
  * window layers) and stored the tokens after the patch embedding and after each block. The backend
  * runs the same blocks from the same pixels, described by features (no family yet: the graph is
- * made here as the Orion front end will make it), and its tokens (read_slot) are compared at every
- * checkpoint. Then refusals: geometry the layer cannot run, features it does not have.
+ * made here as the Orion front end will make it, the position table interpolated to the grid by
+ * lib/image/grid_interpolate.c and checked against the module's), and its tokens (read_slot) are
+ * compared at every checkpoint. Then refusals: geometry the layer cannot run, features it lacks.
  */
 #include <check.h>
 #include <math.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "backend/plugin_loader.h"
+#include "image/grid_interpolate.h"
 #include "model/checkpoint.h"
 #include "model/tensor_lookup.h"
 #include "test_support.h"
@@ -73,18 +75,30 @@ static void setup(fixture *f)
     char *dir = vh_test_fixture_path("eva");
     ck_assert_msg(vh_checkpoint_open(dir, &f->ck, &err) == VH_OK, "%s", err.message);
     free(dir);
-    f->pos = read_f32("pos_embed.f32", (size_t)T * D);
+    /* the position table as the front end's loader will make it: the checkpoint's 14 x 14 (after
+     * its class slot) interpolated to the grid, which must be the module's own (pos_embed.f32) */
+    vh_tensor_view table;
+    ck_assert_msg(vh_tensor_takef(f->ck, &table, 0, VH_SHAPE(1, 197, D), &err, "%s", "pos_embed") == VH_OK, "%s",
+                  err.message);
+    ck_assert_int_eq(table.dtype, VH_DTYPE_F32);
+    f->pos = malloc(sizeof(float) * T * D);
+    vh_grid_interpolate_bicubic((const float *)table.data + D, 14, 14, D, f->pos, G, G);
+    float *module_pos = read_f32("pos_embed.f32", (size_t)T * D);
+    double *want = malloc(sizeof(double) * T * D);
+    for (size_t i = 0; i < (size_t)T * D; i++) want[i] = module_pos[i];
+    const double pos_error = vh_test_rel_error_of_largest(f->pos, want, (size_t)T * D);
+    ck_assert_msg(pos_error <= 4e-6, "the interpolated position table: error %g", pos_error);
+    free(want);
+    free(module_pos);
     f->pixels = read_f32("pixels.f32", (size_t)IMAGES * 3 * S * S);
 
     f->slots[0] = (vh_slot_desc){"cam.pixels", VH_SLOT_KIND_PIXELS, 0};
     f->slots[1] = (vh_slot_desc){"vit.tokens", VH_SLOT_KIND_TOKENS, 0};
-    /* the patch embedding, with the module's position table interpolated to the grid (the Orion
-     * front end's loader will interpolate it; here it is the reference's) */
     uint32_t n = 0;
     take(f, 0, &n, VH_PATCH_EMBED_W, VH_SHAPE(D, 3, P, P), "patch_embed.proj.weight%.0u", 0);
     take(f, 0, &n, VH_PATCH_EMBED_B, VH_SHAPE(D), "patch_embed.proj.bias%.0u", 0);
     f->views[0][n++] = (vh_tensor_view){.data = f->pos, .dtype = VH_DTYPE_F32, .ndim = 3, .shape = {1, T, D},
-                                        .name = "pos_embed (interpolated)", .role = VH_PATCH_EMBED_POS};
+                                        .name = "pos_embed (interpolated to the grid)", .role = VH_PATCH_EMBED_POS};
     f->patch = (vh_patch_embed_params){.struct_size = sizeof f->patch};
     f->blocks[0] = (vh_block_desc){.struct_size = sizeof(vh_block_desc), .kind = VH_BLOCK_PATCH_EMBED,
                                    .params = (const vh_block_params *)&f->patch, .n_tensors = n,
