@@ -67,6 +67,18 @@ static void expect_refused(fixture *f, uint32_t first, const char *a, const char
                   f->why);
 }
 
+/* Block i of the copy with its tensors and one more (a copy of its first) of `role`, in `tensors`
+ * ([VH_MAX_ROLES + 1]). */
+static void add_tensor_of_role(fixture *f, uint32_t i, vh_tensor_view *tensors, uint32_t role)
+{
+    const uint32_t n = f->model->blocks[i].n_tensors;
+    memcpy(tensors, f->model->blocks[i].tensors, sizeof(vh_tensor_view) * n);
+    tensors[n] = tensors[0];
+    tensors[n].role = role;
+    f->blocks[i].tensors = tensors;
+    f->blocks[i].n_tensors = n + 1;
+}
+
 START_TEST(test_unknown_kind)
 {
     fixture f;
@@ -121,11 +133,7 @@ START_TEST(test_unknown_option_role_or_wiring)
 
     /* a tensor of a role added after this plugin was built (a LoRA pair, say) */
     vh_tensor_view tensors[VH_MAX_ROLES + 1];
-    memcpy(tensors, f.model->blocks[i].tensors, sizeof(vh_tensor_view) * f.model->blocks[i].n_tensors);
-    tensors[f.model->blocks[i].n_tensors] = tensors[0];
-    tensors[f.model->blocks[i].n_tensors].role = VH_TF_N_ROLES;
-    f.blocks[i].tensors = tensors;
-    f.blocks[i].n_tensors = f.model->blocks[i].n_tensors + 1;
+    add_tensor_of_role(&f, i, tensors, VH_TF_N_ROLES);
     char role[32];
     snprintf(role, sizeof role, "role %d", VH_TF_N_ROLES);
     expect_refused(&f, i, role, "does not know");
@@ -180,11 +188,7 @@ START_TEST(test_unsupported_features)
     p.flags = 0;
     /* a tensor its features do not use (a gate bias without VH_TF_MLP_BIAS): refused, not ignored */
     vh_tensor_view tensors[VH_MAX_ROLES + 1];
-    memcpy(tensors, f.model->blocks[i].tensors, sizeof(vh_tensor_view) * f.model->blocks[i].n_tensors);
-    tensors[f.model->blocks[i].n_tensors] = tensors[0];
-    tensors[f.model->blocks[i].n_tensors].role = VH_TF_GATE_B;
-    f.blocks[i].tensors = tensors;
-    f.blocks[i].n_tensors = f.model->blocks[i].n_tensors + 1;
+    add_tensor_of_role(&f, i, tensors, VH_TF_GATE_B);
     char unused[64];
     snprintf(unused, sizeof unused, "of role %d, which its features do not use", VH_TF_GATE_B);
     expect_refused(&f, i, layer, unused);
