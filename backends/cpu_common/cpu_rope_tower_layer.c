@@ -9,8 +9,10 @@
  *   x += o(attention within each window (or the grid) of rope(q(n)), rope(k(n)), v(n)))
  *   x += down(sub_norm(silu(gate(norm2(x))) * up(norm2(x))))
  *
- * The padded tokens are computed as keys and values and as queries (their outputs are dropped), as
- * the reference does; the positions are each token's row and column within its window.
+ * The padded tokens take part as keys and values (k = the k bias, or 0; v = the v bias), as in the
+ * reference; as queries they are skipped, which is exact (the reference drops their outputs): the
+ * q, k, v projections and the attention run on the real tokens only. The positions are each
+ * token's row and column within its window.
  */
 #include <math.h>
 #include <string.h>
@@ -93,14 +95,21 @@ void cpu_rope_tower_layer(vh_executor *e, const cpu_block *b, const vh_batch *ba
         scatter_padded(&s, vs->proj, b->vec[VH_TF_V_B], v);
         vhk_rope_2d(e->pool, q, D, s.Tp, s.heads, s.hd, row_of, col_of, cos_t, sin_t);
         vhk_rope_2d(e->pool, k, D, s.Tp, s.heads, s.hd, row_of, col_of, cos_t, sin_t);
+        /* each window's real queries against all its keys (padded ones too): a window of the last
+         * row or column of windows holds rr x cc real tokens; a full-width run of rows is one call */
         for (int64_t win = 0; win < s.nw * s.nw; win++) {
-            vhk_attention_args a = {
-                .q = q + win * ww * D, .q_stride = D, .k = k + win * ww * D, .v = v + win * ww * D,
-                .kv_stride = D, .out = o + win * ww * D, .out_stride = D, .n_rows = ww, .n_kv = ww,
-                .n_heads = s.heads, .n_kv_heads = s.heads, .head_dim = s.hd, .first_position = 0, .causal = 0,
-                .scale = (float)(1.0 / sqrt((double)s.hd)),
-            };
-            vhk_attention(e->pool, &a);
+            const int64_t rr = s.g - (win / s.nw) * s.w < s.w ? s.g - (win / s.nw) * s.w : s.w;
+            const int64_t cc = s.g - (win % s.nw) * s.w < s.w ? s.g - (win % s.nw) * s.w : s.w;
+            for (int64_t r = 0; r < rr; r += cc == s.w ? rr : 1) {
+                const int64_t first = win * ww + r * s.w;
+                vhk_attention_args a = {
+                    .q = q + first * D, .q_stride = D, .k = k + win * ww * D, .v = v + win * ww * D,
+                    .kv_stride = D, .out = o + first * D, .out_stride = D, .n_rows = cc == s.w ? rr * s.w : cc,
+                    .n_kv = ww, .n_heads = s.heads, .n_kv_heads = s.heads, .head_dim = s.hd, .first_position = 0,
+                    .causal = 0, .scale = (float)(1.0 / sqrt((double)s.hd)),
+                };
+                vhk_attention(e->pool, &a);
+            }
         }
         /* back to grid order, padded queries dropped */
         for (int64_t r = 0; r < s.g; r++)
