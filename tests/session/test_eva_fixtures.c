@@ -4,10 +4,11 @@
  * released module: tests/fixtures/eva/make_eva_fixtures.py ran Orion's eva_vit.py (blob 7b89e9b4) in
  * float64 on a tiny EVAViT (a 10 x 10 grid in 4 x 4 windows padded to 12 x 12, window, global,
  * window layers) and stored the tokens after the patch embedding and after each block. The backend
- * runs the same blocks from the same pixels, described by features (no family yet: the graph is
- * made here as the Orion front end will make it, the position table interpolated to the grid by
- * lib/image/grid_interpolate.c and checked against the module's), and its tokens (read_slot) are
- * compared at every checkpoint. Then refusals: geometry the layer cannot run, features it lacks.
+ * runs the same blocks from the same pixels, described by the front end's loader
+ * (lib/family/driving/eva_backbone.c: the checkpoint's tensors under the module's names, the
+ * position table interpolated to the grid, checked against the module's), and its tokens
+ * (read_slot) are compared at every checkpoint. Then refusals: geometry the layer cannot run,
+ * features it lacks.
  */
 #include <check.h>
 #include <math.h>
@@ -16,9 +17,8 @@
 #include <string.h>
 
 #include "backend/plugin_loader.h"
-#include "image/grid_interpolate.h"
+#include "family/driving/eva_backbone.h"
 #include "model/checkpoint.h"
-#include "model/tensor_lookup.h"
 #include "test_support.h"
 
 #ifndef EVA_BACKEND
@@ -35,14 +35,8 @@ static const int window_layer[DEPTH] = {1, 0, 1};
 
 typedef struct fixture {
     vh_plugin *plugin;
-    vh_checkpoint *ck;
+    vh_model *model;                   /* the graph lib/family/driving/eva_backbone.c builds */
     float *pos, *pixels;
-    vh_tensor_view views[1 + DEPTH][VH_MAX_ROLES];
-    vh_block_desc blocks[1 + DEPTH];
-    vh_patch_embed_params patch;
-    vh_transformer_params layers[1 + DEPTH];
-    vh_slot_desc slots[2];
-    vh_model_desc desc;
     char why[512];
 } fixture;
 
@@ -58,13 +52,14 @@ static float *read_f32(const char *name, size_t n)
     return data;
 }
 
-static void take(fixture *f, uint32_t block, uint32_t *n, uint32_t role, vh_tensor_shape shape, const char *fmt,
-                 uint32_t layer)
+/* The tiny EVAViT of tests/fixtures/tiny_weights.py (EVA_TINY) as the front end's loader describes it. */
+static vh_eva_config tiny_config(void)
 {
-    vh_error err;
-    vh_tensor_view *v = &f->views[block][(*n)++];
-    ck_assert_msg(vh_tensor_takef(f->ck, v, 0, shape, &err, fmt, layer) == VH_OK, "%s", err.message);
-    v->role = role;
+    vh_eva_config c = vh_eva_config_agent();
+    c.img_size = S, c.embed_dim = D, c.depth = DEPTH, c.num_heads = HEADS, c.mlp_hidden = F, c.window_size = WIN;
+    c.window_blocks = 0;
+    for (uint32_t l = 0; l < DEPTH; l++) c.window_blocks |= (uint64_t)window_layer[l] << l;
+    return c;
 }
 
 static void setup(fixture *f)
@@ -72,17 +67,20 @@ static void setup(fixture *f)
     memset(f, 0, sizeof *f);
     vh_error err;
     ck_assert_msg(vh_plugin_load(EVA_BACKEND, NULL, NULL, &f->plugin, &err) == VH_OK, "%s", err.message);
+    f->model = calloc(1, sizeof *f->model);
     char *dir = vh_test_fixture_path("eva");
-    ck_assert_msg(vh_checkpoint_open(dir, &f->ck, &err) == VH_OK, "%s", err.message);
+    ck_assert_msg(vh_checkpoint_open(dir, &f->model->checkpoint, &err) == VH_OK, "%s", err.message);
     free(dir);
-    /* the position table as the front end's loader will make it: the checkpoint's 14 x 14 (after
-     * its class slot) interpolated to the grid, which must be the module's own (pos_embed.f32) */
-    vh_tensor_view table;
-    ck_assert_msg(vh_tensor_takef(f->ck, &table, 0, VH_SHAPE(1, 197, D), &err, "%s", "pos_embed") == VH_OK, "%s",
-                  err.message);
-    ck_assert_int_eq(table.dtype, VH_DTYPE_F32);
-    f->pos = malloc(sizeof(float) * T * D);
-    vh_grid_interpolate_bicubic((const float *)table.data + D, 14, 14, D, f->pos, G, G);
+    ck_assert_msg(vh_model_alloc_blocks(f->model, 1 + DEPTH, &err) == VH_OK, "%s", err.message);
+    f->model->desc.n_towers = 1;
+    const vh_eva_config c = tiny_config();
+    uint32_t next = 0;
+    ck_assert_msg(vh_eva_take_blocks(f->model, &c, "", 0, "cam.pixels", "vit.tokens", &next, &f->pos, &err) == VH_OK,
+                  "%s", err.message);
+    ck_assert_uint_eq(next, 1 + DEPTH);
+    vh_model_finish_blocks(f->model);
+    f->model->desc.n_image_tokens = T;
+    /* the position table it interpolated must be the module's own (pos_embed.f32) */
     float *module_pos = read_f32("pos_embed.f32", (size_t)T * D);
     double *want = malloc(sizeof(double) * T * D);
     for (size_t i = 0; i < (size_t)T * D; i++) want[i] = module_pos[i];
@@ -91,69 +89,25 @@ static void setup(fixture *f)
     free(want);
     free(module_pos);
     f->pixels = read_f32("pixels.f32", (size_t)IMAGES * 3 * S * S);
-
-    f->slots[0] = (vh_slot_desc){"cam.pixels", VH_SLOT_KIND_PIXELS, 0};
-    f->slots[1] = (vh_slot_desc){"vit.tokens", VH_SLOT_KIND_TOKENS, 0};
-    uint32_t n = 0;
-    take(f, 0, &n, VH_PATCH_EMBED_W, VH_SHAPE(D, 3, P, P), "patch_embed.proj.weight%.0u", 0);
-    take(f, 0, &n, VH_PATCH_EMBED_B, VH_SHAPE(D), "patch_embed.proj.bias%.0u", 0);
-    f->views[0][n++] = (vh_tensor_view){.data = f->pos, .dtype = VH_DTYPE_F32, .ndim = 3, .shape = {1, T, D},
-                                        .name = "pos_embed (interpolated to the grid)", .role = VH_PATCH_EMBED_POS};
-    f->patch = (vh_patch_embed_params){.struct_size = sizeof f->patch};
-    f->blocks[0] = (vh_block_desc){.struct_size = sizeof(vh_block_desc), .kind = VH_BLOCK_PATCH_EMBED,
-                                   .params = (const vh_block_params *)&f->patch, .n_tensors = n,
-                                   .tensors = f->views[0], .n_inputs = 1, .inputs = {0}, .output = 1,
-                                   .state = VH_NO_STATE};
-    static const struct { uint32_t role; const char *name; int matrix, in; } layer_roles[] = {
-        {VH_TF_ATTN_NORM_W, "blocks.%u.norm1.weight", 0, 0}, {VH_TF_ATTN_NORM_B, "blocks.%u.norm1.bias", 0, 0},
-        {VH_TF_Q_W, "blocks.%u.attn.q_proj.weight", D, D}, {VH_TF_K_W, "blocks.%u.attn.k_proj.weight", D, D},
-        {VH_TF_V_W, "blocks.%u.attn.v_proj.weight", D, D}, {VH_TF_Q_B, "blocks.%u.attn.q_bias", 0, 0},
-        {VH_TF_V_B, "blocks.%u.attn.v_bias", 0, 0}, {VH_TF_O_W, "blocks.%u.attn.proj.weight", D, D},
-        {VH_TF_O_B, "blocks.%u.attn.proj.bias", 0, 0}, {VH_TF_MLP_NORM_W, "blocks.%u.norm2.weight", 0, 0},
-        {VH_TF_MLP_NORM_B, "blocks.%u.norm2.bias", 0, 0}, {VH_TF_GATE_W, "blocks.%u.mlp.w1.weight", F, D},
-        {VH_TF_GATE_B, "blocks.%u.mlp.w1.bias", 0, F}, {VH_TF_UP_W, "blocks.%u.mlp.w2.weight", F, D},
-        {VH_TF_UP_B, "blocks.%u.mlp.w2.bias", 0, F}, {VH_TF_SUB_NORM_W, "blocks.%u.mlp.ffn_ln.weight", 0, F},
-        {VH_TF_SUB_NORM_B, "blocks.%u.mlp.ffn_ln.bias", 0, F}, {VH_TF_DOWN_W, "blocks.%u.mlp.w3.weight", D, F},
-        {VH_TF_DOWN_B, "blocks.%u.mlp.w3.bias", 0, 0},
-    };
-    for (uint32_t l = 0; l < DEPTH; l++) {
-        const uint32_t b = 1 + l;
-        n = 0;
-        for (size_t r = 0; r < sizeof layer_roles / sizeof *layer_roles; r++) {
-            const int64_t rows = layer_roles[r].matrix ? layer_roles[r].matrix : (layer_roles[r].in ? layer_roles[r].in : D);
-            vh_tensor_shape shape = layer_roles[r].matrix ? VH_SHAPE(rows, layer_roles[r].in) : VH_SHAPE(rows);
-            take(f, b, &n, layer_roles[r].role, shape, layer_roles[r].name, l);
-        }
-        /* EVA-02's block in the vocabulary (doc/architecture.md, "The EVA-02 ViT block, described") */
-        f->layers[b] = (vh_transformer_params){
-            .struct_size = sizeof(vh_transformer_params), .layer = l, .norm = VH_NORM_LAYER, .norm_eps = 1e-6f,
-            .placement = VH_NORM_PRE, .attention = window_layer[l] ? VH_ATTN_WINDOWED : VH_ATTN_FULL,
-            .window = window_layer[l] ? WIN : 0, .rope = VH_ROPE_2D_INTERLEAVED, .rope_theta = 10000.0f,
-            .rope_grid = 16, .mlp = VH_MLP_SILU_GATED,
-            .flags = VH_TF_Q_BIAS | VH_TF_V_BIAS | VH_TF_O_BIAS | VH_TF_MLP_BIAS | VH_TF_MLP_SUB_NORM};
-        f->blocks[b] = (vh_block_desc){.struct_size = sizeof(vh_block_desc), .kind = VH_BLOCK_TRANSFORMER,
-                                       .params = (const vh_block_params *)&f->layers[b], .n_tensors = n,
-                                       .tensors = f->views[b], .n_inputs = 1, .inputs = {1}, .output = 1,
-                                       .state = VH_NO_STATE};
-    }
-    f->desc = (vh_model_desc){.struct_size = sizeof(vh_model_desc), .n_towers = 1, .n_slots = 2, .slots = f->slots,
-                              .n_blocks = 1 + DEPTH, .blocks = f->blocks};
-    f->desc.towers[0] = (vh_vit_desc){.image_size = S, .patch_size = P, .grid = G, .n_patches = T, .embed_dim = D,
-                                      .n_heads = HEADS, .head_dim = HD, .mlp_hidden = F, .n_blocks = DEPTH};
-    f->desc.n_image_tokens = T;
 }
 
 static void teardown(fixture *f)
 {
-    vh_checkpoint_close(f->ck);
+    vh_model_release(f->model);
     free(f->pos);
     free(f->pixels);
     vh_plugin_unload(f->plugin);
 }
 
+/* Block b's parameters, to edit (the descriptor points at them). */
+static vh_transformer_params *layer(fixture *f, uint32_t b)
+{
+    return &f->model->block_data[b].params.transformer;
+}
+
 static vh_status create(fixture *f, uint32_t n_blocks, vh_executor **ex)
 {
-    vh_executor_params p = {.struct_size = sizeof p, .model = &f->desc, .first_block = 0, .n_blocks = n_blocks,
+    vh_executor_params p = {.struct_size = sizeof p, .model = &f->model->desc, .first_block = 0, .n_blocks = n_blocks,
                             .max_sequences = 1, .max_context = 1, .max_rows = 1, .max_images = IMAGES,
                             .n_threads = 2};
     *ex = NULL;
@@ -217,7 +171,7 @@ START_TEST(test_eva_refusals)
 {
     fixture f;
     setup(&f);
-    vh_transformer_params *l = &f.layers[1];
+    vh_transformer_params *l = layer(&f, 1);
     l->window = G + 1; /* a window larger than the grid */
     expect_refused(&f, "block 1 (TRANSFORMER, layer 0): 2-D RoPE", "window within the 10 x 10 grid (11)");
     l->window = WIN, l->rope_grid = 0;
@@ -236,6 +190,33 @@ START_TEST(test_eva_refusals)
 }
 END_TEST
 
+/* The loader refuses a checkpoint that is not the configured backbone, naming what is wrong. */
+START_TEST(test_eva_loader_refusals)
+{
+    vh_model *m = calloc(1, sizeof *m);
+    vh_error err;
+    char *dir = vh_test_fixture_path("eva");
+    ck_assert_msg(vh_checkpoint_open(dir, &m->checkpoint, &err) == VH_OK, "%s", err.message);
+    free(dir);
+    ck_assert_msg(vh_model_alloc_blocks(m, 1 + DEPTH, &err) == VH_OK, "%s", err.message);
+    vh_eva_config c = tiny_config();
+    float *pos = NULL;
+    uint32_t next = 0;
+    c.num_heads = 3; /* 32 channels in 3 heads */
+    ck_assert_int_eq(vh_eva_take_blocks(m, &c, "", 0, "p", "t", &next, &pos, &err), VH_ERR_BAD_MODEL);
+    ck_assert_msg(strstr(err.message, "not a geometry"), "%s", err.message);
+    c = tiny_config(), c.mlp_hidden = F + 1; /* the checkpoint's SwiGLU is 85 wide */
+    ck_assert_int_ne(vh_eva_take_blocks(m, &c, "", 0, "p", "t", &next, &pos, &err), VH_OK);
+    ck_assert_msg(strstr(err.message, "blocks.0.mlp.w1.weight"), "%s", err.message);
+    free(pos);
+    c = tiny_config(), next = 0, pos = NULL;
+    ck_assert_int_ne(vh_eva_take_blocks(m, &c, "img_backbone.", 0, "p", "t", &next, &pos, &err), VH_OK);
+    ck_assert_msg(strstr(err.message, "img_backbone.pos_embed"), "%s", err.message);
+    ck_assert_ptr_null(pos);
+    vh_model_release(m);
+}
+END_TEST
+
 int main(void)
 {
     if (!vh_test_backend_usable(EVA_BACKEND)) return 77;
@@ -244,6 +225,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_eva_against_released_module);
     tcase_add_test(tc, test_eva_refusals);
+    tcase_add_test(tc, test_eva_loader_refusals);
     suite_add_tcase(s, tc);
     return vh_test_run_suite(s);
 }
