@@ -59,6 +59,21 @@ static vh_status check_rope_2d(const char *backend, const vh_model_desc *m, cons
     return VH_OK;
 }
 
+/* A decoder layer's LoRA pairs: both matrices or neither, 2-D, ranks that agree (the layer code
+ * multiplies through both). */
+static vh_status check_lora_pairs(const char *backend, const vh_block_desc *d, char *err, size_t err_size)
+{
+    for (uint32_t set = 0; set < VH_BLOCK_VARIANT_LORA_SETS; set++)
+        for (uint32_t proj = 0; proj < 4; proj++) {
+            const uint32_t a = vh_tf_lora_role(set, proj);
+            const vh_tensor_view *A = vh_block_tensor(d, a), *B = vh_block_tensor(d, a + 1);
+            if (!A != !B || (A && (A->ndim != 2 || B->ndim != 2 || A->shape[0] != B->shape[1])))
+                return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: LoRA role %u (set %u) without "
+                                       "its pair, or ranks that differ", backend, a, set);
+        }
+    return VH_OK;
+}
+
 vh_status vh_block_executor_check_blocks(const char *backend, const vh_kind_support *kinds, uint32_t n_kinds,
                                          const vh_executor_params *params, char *err, size_t err_size)
 {
@@ -75,6 +90,7 @@ vh_status vh_block_executor_check_blocks(const char *backend, const vh_kind_supp
         if (st) return st;
         if (!vh_block_variant_tensors_present(v, d, index, backend, err, err_size)) return VH_ERR_UNSUPPORTED;
         if (v->rope_2d && (st = check_rope_2d(backend, m, d, index, err, err_size))) return st;
+        if (v->llm_layer && (st = check_lora_pairs(backend, d, err, err_size))) return st;
     }
     return VH_OK;
 }
@@ -180,7 +196,7 @@ vh_status vh_block_executor_check_run_blocks(const char *backend, const vh_model
                                      "plan noise and outputs (VH_BATCH_PLAN, strides that hold them) and each "
                                      "segment's feature among its hidden rows", backend);
         }
-        if (v->llm_layer)
+        if (v->llm_layer && (batch->options & VH_BATCH_SEGMENT_ADAPTERS))
             st = vh_block_executor_check_adapters(backend, batch, vh_block_lora_sets_held(d),
                                                   ((const vh_transformer_params *)d->params)->layer,
                                                   first_block + i, err, err_size);

@@ -11,14 +11,15 @@
 #include "vlahybrid/backend.h"
 
 /* The parameters and model description are of sizes this plugin knows: *known is the caller's
- * parameters (a 2.2 core's shorter struct reads as one without progress). */
+ * parameters, the fields both know. */
 vh_status vh_block_executor_read_params(const char *backend, const vh_executor_params *params,
                                         vh_executor_params *known, char *err, size_t err_size);
 
 /* Every block the executor is to hold (of those the model has) is of a kind and feature set in
  * `kinds` (the plugin's table: vh_block_variant_support, or the entries of it the backend runs),
  * as vh_block_check checks it, its graph is one the executors run and its tensors are those its
- * features read: VH_ERR_UNSUPPORTED otherwise. */
+ * features read: VH_ERR_UNSUPPORTED otherwise; a decoder layer's LoRA pairs whole (both matrices,
+ * ranks that agree): VH_ERR_INVALID_ARGUMENT otherwise. */
 vh_status vh_block_executor_check_blocks(const char *backend, const vh_kind_support *kinds, uint32_t n_kinds,
                                          const vh_executor_params *params, char *err, size_t err_size);
 
@@ -61,8 +62,8 @@ vh_status vh_block_executor_check_run_blocks(const char *backend, const vh_model
                                              uint32_t first_block, uint32_t n_blocks, vh_block_run_needs *needs,
                                              char *err, size_t err_size);
 
-/* The LoRA sets block d holds: bit s where its q pair of set s is there (a set is held whole:
- * the executors check the pairs at create). */
+/* The LoRA sets block d holds: bit s where any pair of set s is there (pairs are whole:
+ * vh_block_executor_check_blocks). */
 uint32_t vh_block_lora_sets_held(const vh_block_desc *d);
 
 /* A hand-off of hidden rows (`what`: "read_hidden", "write_hidden", "bind_hidden") of an executor

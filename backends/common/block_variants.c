@@ -117,12 +117,21 @@ vh_block_variant vh_block_variants_held(const vh_model_desc *m, uint32_t first, 
         any.uses_images |= v->uses_images, any.uses_pixels |= v->uses_pixels, any.uses_rows |= v->uses_rows;
         any.in_tower |= v->in_tower, any.projects |= v->projects, any.llm_layer |= v->llm_layer;
         any.attends |= v->attends, any.has_state |= v->has_state, any.is_head |= v->is_head;
-        any.is_planner |= v->is_planner;
+        any.is_planner |= v->is_planner, any.rope_2d |= v->rope_2d;
     }
     return any;
 }
 
 #define ROLE(r) (1ull << (r))
+
+/* The bias roles of the separate q, k, v projections the flags ask for. */
+static uint64_t qkv_bias_roles(uint32_t flags)
+{
+    uint64_t roles = 0;
+    for (uint32_t i = 0; i < 3; i++)
+        if (flags & (VH_TF_Q_BIAS << i)) roles |= ROLE(VH_TF_Q_B + i);
+    return roles;
+}
 
 /* The roles a tower layer or decoder layer of these features reads: those it needs, and those it
  * may have. */
@@ -134,9 +143,7 @@ static void feature_roles(const vh_block_variant *v, const vh_transformer_params
                  ROLE(VH_TF_V_W) | ROLE(VH_TF_O_W) | ROLE(VH_TF_O_B) | ROLE(VH_TF_MLP_NORM_W) |
                  ROLE(VH_TF_MLP_NORM_B) | ROLE(VH_TF_GATE_W) | ROLE(VH_TF_GATE_B) | ROLE(VH_TF_UP_W) |
                  ROLE(VH_TF_UP_B) | ROLE(VH_TF_DOWN_W) | ROLE(VH_TF_DOWN_B) | ROLE(VH_TF_SUB_NORM_W) |
-                 ROLE(VH_TF_SUB_NORM_B);
-        for (uint32_t i = 0; i < 3; i++)
-            if (p->flags & (VH_TF_Q_BIAS << i)) *needs |= ROLE(VH_TF_Q_B + i);
+                 ROLE(VH_TF_SUB_NORM_B) | qkv_bias_roles(p->flags);
         *may = *needs;
         return;
     }
@@ -149,9 +156,8 @@ static void feature_roles(const vh_block_variant *v, const vh_transformer_params
         return;
     }
     *needs = ROLE(VH_TF_ATTN_NORM_W) | ROLE(VH_TF_Q_W) | ROLE(VH_TF_K_W) | ROLE(VH_TF_V_W) | ROLE(VH_TF_O_W) |
-             ROLE(VH_TF_MLP_NORM_W) | ROLE(VH_TF_GATE_W) | ROLE(VH_TF_UP_W) | ROLE(VH_TF_DOWN_W);
-    for (uint32_t i = 0; i < 3; i++)
-        if (p->flags & (VH_TF_Q_BIAS << i)) *needs |= ROLE(VH_TF_Q_B + i);
+             ROLE(VH_TF_MLP_NORM_W) | ROLE(VH_TF_GATE_W) | ROLE(VH_TF_UP_W) | ROLE(VH_TF_DOWN_W) |
+             qkv_bias_roles(p->flags);
     *may = *needs;
     for (uint32_t set = 0; set < p->lora_sets && set < VH_BLOCK_VARIANT_LORA_SETS; set++)
         for (uint32_t proj = 0; proj < 4; proj++)

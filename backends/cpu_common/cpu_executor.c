@@ -34,23 +34,6 @@ static int fusable(const vh_executor *e, const cpu_block *cb)
     return cb->lora_sets == 0;
 }
 
-/* The LoRA pairs of an LLM block: both matrices or neither, ranks that agree; which sets it holds.
- * (Shapes against the model were checked by the core's loader; the pair is checked here because
- * the block code multiplies through both.) */
-static vh_status check_lora_pairs(const vh_executor *e, cpu_block *cb, char *err, size_t err_size)
-{
-    for (uint32_t set = 0; set < VH_BLOCK_VARIANT_LORA_SETS; set++)
-        for (uint32_t proj = 0; proj < 4; proj++) {
-            const uint32_t a = vh_tf_lora_role(set, proj);
-            const vh_tensor_view *A = &cb->t[a], *B = &cb->t[a + 1];
-            if (!A->data != !B->data || (A->data && (A->ndim != 2 || B->ndim != 2 || A->shape[0] != B->shape[1])))
-                return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: LoRA role %u (set %u) without "
-                                       "its pair, or ranks that differ", e->ops->backend, a, set);
-            if (A->data) cb->lora_sets |= 1u << set;
-        }
-    return VH_OK;
-}
-
 /* A fused block's q|k|v biases as one vector in the fused matrix's column order (a missing one
  * is zeros); NULL (no vector) for a block without biases. */
 static vh_status stack_qkv_bias(vh_executor *e, cpu_block *cb, char *err, size_t err_size)
@@ -93,10 +76,7 @@ static vh_status prepare_block(vh_executor *e, cpu_block *cb, const vh_block_des
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: a %s block without a state slot",
                                e->ops->backend, vh_block_kind_name(d->kind));
     for (uint32_t i = 0; i < d->n_tensors; i++) cb->t[d->tensors[i].role] = d->tensors[i];
-    if (cb->variant->llm_layer) {
-        vh_status st = check_lora_pairs(e, cb, err, err_size);
-        if (st) return st;
-    }
+    if (cb->variant->llm_layer) cb->lora_sets = vh_block_lora_sets_held(d);
     const int fuse = fusable(e, cb);
     for (uint32_t r = 0; r < CPU_MAX_ROLES; r++) {
         const vh_tensor_view *t = &cb->t[r];
@@ -255,7 +235,7 @@ vh_status cpu_executor_create(const vh_executor_params *params, const cpu_linear
                               char *err, size_t err_size)
 {
     *out = NULL;
-    vh_executor_params known; /* a 2.2 core's shorter struct: no progress */
+    vh_executor_params known; /* the fields both sides know */
     vh_status st = vh_block_executor_read_params(ops->backend, params, &known, err, err_size);
     if (st) return st;
     params = &known;

@@ -46,19 +46,6 @@ static vh_status allocate_host_mirrors(vh_executor *e, char *err, size_t err_siz
     return VH_OK;
 }
 
-/* An LLM block's LoRA pairs: both matrices or neither, 2-D, ranks that agree; notes the sets held. */
-static int check_lora_pairs(cuda_block *b)
-{
-    for (uint32_t set = 0; set < VH_BLOCK_VARIANT_LORA_SETS; set++)
-        for (uint32_t p = 0; p < 4; p++) {
-            const vh_tensor_view *A = &b->t[vh_tf_lora_role(set, p)], *B = &b->t[vh_tf_lora_role(set, p) + 1];
-            if (!A->data != !B->data || (A->data && (A->ndim != 2 || B->ndim != 2 || A->shape[0] != B->shape[1])))
-                return 0;
-            if (A->data) b->lora_sets |= 1u << set;
-        }
-    return 1;
-}
-
 /* (cuda_executor.h) */
 /* The first of blocks [0, upto] that is a decoder layer (upto itself when none before it is). */
 static uint32_t first_llm_block(const vh_executor *e, uint32_t upto)
@@ -71,7 +58,7 @@ static uint32_t first_llm_block(const vh_executor *e, uint32_t upto)
 vh_status cuda_executor_describe(const vh_executor_params *params, vh_executor **out, char *err, size_t err_size)
 {
     *out = NULL;
-    vh_executor_params known; /* a 2.2 core's shorter struct: no progress */
+    vh_executor_params known; /* the fields both sides know */
     vh_status st = vh_block_executor_read_params("cuda", params, &known, err, err_size);
     if (st) return st;
     params = &known;
@@ -115,12 +102,7 @@ vh_status cuda_executor_describe(const vh_executor_params *params, vh_executor *
             }
         }
         for (uint32_t t = 0; t < d->n_tensors; t++) b->t[d->tensors[t].role] = d->tensors[t];
-        if (b->variant->llm_layer && !check_lora_pairs(b)) {
-            free(e->blocks);
-            free(e);
-            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: block %u: a LoRA matrix without its "
-                                   "pair, or A and B of ranks that differ", params->first_block + i);
-        }
+        if (b->variant->llm_layer) b->lora_sets = vh_block_lora_sets_held(d);
         if ((b->variant->has_state && d->state == VH_NO_STATE) ||
             (b->variant->in_tower && b->info.tower >= m->n_towers)) {
             free(e->blocks);

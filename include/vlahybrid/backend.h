@@ -730,7 +730,7 @@ static inline int vh_transformer_mismatch(const vh_transformer_support *s, const
             return 1;
         }
     const uint32_t missing = s->required & ~p->flags, extra = p->flags & ~s->allowed;
-    for (uint32_t bit = 0; bit < 32; bit++)
+    for (uint32_t bit = 0; bit < 32 && (missing | extra) >> bit; bit++)
         if ((missing | extra) >> bit & 1u) {
             if (why) snprintf(why, why_size, "%s%s %s (it runs it %s)", prefix, vh_tf_flag_name(bit),
                               extra >> bit & 1u ? "set" : "not set", extra >> bit & 1u ? "without" : "only with");

@@ -65,7 +65,7 @@ typedef struct vh_plan_request {
     const vh_logger *log;
     /* Each stage's executor being created (its weights made resident), with the stage's index, the
      * number of stages, its backend and the share of its weights made resident so far: 0 before
-     * executor_create, then as the backend reports (ABI 2.3; a 2.2 backend reports nothing). A
+     * executor_create, then as the backend reports (vh_executor_params.progress_fn). A
      * nonzero status stops the create: the executor frees what it made and the plan returns that
      * status and err. May be NULL. */
     vh_status (*executor_progress)(void *user, uint32_t stage, uint32_t n_stages, const char *backend, double done,

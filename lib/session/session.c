@@ -207,7 +207,7 @@ static vh_status warm_up(vh_session *s, uint32_t n, vh_create_progress *progress
 }
 
 /* The plan's hook as each stage's executor makes its weights resident: "backend NAME", moving
- * through that stage's share of the backends' part as the backend reports (ABI 2.3). */
+ * through that stage's share of the backends' part as the backend reports. */
 static vh_status report_executor(void *user, uint32_t stage, uint32_t n_stages, const char *backend, double done,
                                  vh_error *err)
 {
