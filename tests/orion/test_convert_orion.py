@@ -12,7 +12,8 @@ Orion.pth tensors:
     BF16 ulp (plus the FP32 bound) of the float64 value;
   - everything else: FP32 bit-exact, BF16 equal to round-to-nearest-even of the FP32 original;
   - names, shapes, dtypes, safetensors layout, shard index, config.json, added_tokens.json.
-Then the weighted_mask buffer (skipped and reported, the output the same as without it), the
+Then a whole camera front end (written once per value, bit-exact; copies that differ refused), the
+weighted_mask buffer (skipped and reported, the output the same as without it), the
 interpreter named in the report and in a "module missing" message (torch hidden, and a venv without
 Debian's packages), and broken inputs, each of which must exit non-zero with a message naming the
 problem.
@@ -507,6 +508,110 @@ def test_buffers(tmp, fx):
                    "unexpected LLM key", other)
 
 
+def test_front_end(tmp, fx):
+    """A whole camera front end (the tiny EVA and heads of tests/fixtures/tiny_weights.py under the
+    released names, with the copies and dead modules a real Orion.pth holds) is written once per
+    value, bit-exact, under its names; copies that differ, a missing tensor under --front-end yes and
+    --front-end no behave as documented (tools/orion/front_end.py)."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "fixtures"))
+    import tiny_weights as tw
+    full = torch.load(os.path.join(fx, "Orion.pth"), map_location="cpu", weights_only=True)
+    base = {k: v for k, v in full["state_dict"].items()
+            if not k.startswith(("img_backbone.", "position_encoder.", "query_pos.", "pts_bbox_head.", "map_head."))}
+    rng = np.random.default_rng(5005)
+    front = {"img_backbone." + k: v for k, v in tw.eva_weights().items()}
+    front.update(tw.heads_weights())
+    D = tw.HEADS_TINY["embed"]
+    for head in ("pts_bbox_head.", "map_head."):
+        front[head + "output_projection.weight"] = rng.standard_normal((HIDDEN, D)).astype(np.float32)
+        front[head + "output_projection.bias"] = rng.standard_normal(HIDDEN).astype(np.float32)
+    front["pts_bbox_head.can_bus_embed.2.weight"] = rng.standard_normal((HIDDEN, 4 * D)).astype(np.float32)
+    front["pts_bbox_head.can_bus_embed.2.bias"] = rng.standard_normal(HIDDEN).astype(np.float32)
+    for name, shape in (("position_encoder.0.weight", (4 * D, 192)), ("position_encoder.0.bias", (4 * D,)),
+                        ("position_encoder.2.weight", (D, 4 * D)), ("position_encoder.2.bias", (D,)),
+                        ("coords_d", (64,)), ("position_range", (6,)),
+                        ("img_backbone.rope_win.freqs_cos", (16, 16)), ("img_backbone.blocks.0.attn.rope.freqs_sin", (16, 16)),
+                        ("pts_bbox_head.motion_decoder._layers.0.transformer_layers.1.weight", (D,)),
+                        ("pts_bbox_head.tl_branches.0.0.weight", (D, D))):
+        front[name] = rng.standard_normal(shape).astype(np.float32)
+    agent = os.path.join(tmp, "front_end_agent.py")
+    with open(os.path.join(fx, "orion_stage3_agent.py")) as f:
+        text = f.read()
+    with open(agent, "w") as f:
+        f.write(text.replace("num_extra=%d" % 256, "num_extra=%d" % tw.HEADS_TINY["extra"]))
+
+    def variant(tag, edit=lambda sd: None):
+        sd = dict(base)
+        sd.update({k: torch.from_numpy(v.copy()) for k, v in front.items()})
+        edit(sd)
+        path = os.path.join(tmp, tag, "Orion.pth")
+        os.makedirs(os.path.dirname(path))
+        torch.save({"meta": full["meta"], "state_dict": sd}, path)
+        return path
+
+    def dropped(k):
+        return (k.startswith(("pts_bbox_head.query_pos.", "pts_bbox_head.time_embedding.", "pts_bbox_head.ego_pose_pe.",
+                              "map_head.query_pos.", "map_head.time_embedding.", "map_head.ego_pose_pe.",
+                              "pts_bbox_head.motion_decoder.", "pts_bbox_head.tl_branches."))
+                or any(".%s.%d." % (b, i) in k for b in ("cls_branches", "reg_branches") for i in range(1, 6))
+                or k.endswith((".code_weights", ".match_costs", ".pc_range", "freqs_cos", "freqs_sin"))
+                or k in ("coords_d", "position_range"))
+
+    want = {k: v for k, v in front.items() if not dropped(k)}
+    whole = variant("front-whole")
+    for dtype in ("fp32", "bf16"):
+        out = os.path.join(tmp, "out-front-" + dtype)
+        rc, log = run(conv_args(fx, out, ckpt=whole, agent=agent) + ["--dtype", dtype, "--front-end", "yes"])
+        if not check("a whole front end converts (%s)" % dtype, rc == 0, "\n".join(l for l in log.splitlines() if "error" in l.lower() or "Traceback" in l or "File" in l)):
+            continue
+        tensors, _ = read_output(out)
+        got = {k for k in tensors if k.startswith(("img_backbone.", "position_encoder.", "query_pos.",
+                                                   "time_embedding.", "ego_pose_pe.", "pts_bbox_head.", "map_head."))}
+        check("front end %s: every value once, under its released name" % dtype, got == set(want),
+              sorted(got ^ set(want))[:6])
+        bad = []
+        for k in sorted(got & set(want)):
+            dt, shape, a = tensors[k]
+            vit = k.startswith("img_backbone.")
+            if dt != ("BF16" if vit and dtype == "bf16" else "F32") or shape != want[k].shape:
+                bad.append("%s: %s %s" % (k, dt, shape))
+            elif dt == "F32" and not np.array_equal(a, want[k]):
+                bad.append(k + ": values")
+            elif dt == "BF16" and not np.array_equal(a, bf16_rne(want[k])):
+                bad.append(k + ": bf16 values")
+        check("front end %s: dtypes (ViT as --dtype, the rest F32) and values bit-exact" % dtype, not bad, bad[:6])
+        with open(os.path.join(out, "config.json")) as f:
+            fe = json.load(f).get("front_end") or {}
+        bb = fe.get("backbone", {})
+        check("front end %s: config.json's backbone and ranges" % dtype,
+              (bb.get("depth"), bb.get("embed_dim"), bb.get("patch_size"), bb.get("mlp_hidden"),
+               bb.get("window_block_indexes")) == (3, 32, 16, 85, [0, 1, 3, 4]) and
+              fe.get("pc_range") == [-51.2, -51.2, -5.0, 51.2, 51.2, 3.0] and fe.get("depth_num") == 64, fe)
+
+    def tweak(key):
+        return lambda sd: sd.__setitem__(key, sd[key] + 1.0)
+    expect_failure("a head's copy of query_pos that differs",
+                   conv_args(fx, os.path.join(tmp, "out-f1"), ckpt=variant("front-copy", tweak("map_head.query_pos.0.bias")),
+                             agent=agent), "map_head.query_pos.0.bias", "differs")
+    expect_failure("a branch copy that differs",
+                   conv_args(fx, os.path.join(tmp, "out-f2"),
+                             ckpt=variant("front-branch", tweak("pts_bbox_head.cls_branches.3.6.bias")), agent=agent),
+                   "pts_bbox_head.cls_branches.3.6.bias", "six branches")
+    lacking = variant("front-lacking", lambda sd: sd.pop("img_backbone.blocks.1.mlp.w3.bias"))
+    expect_failure("--front-end yes without a whole front end",
+                   conv_args(fx, os.path.join(tmp, "out-f3"), ckpt=lacking, agent=agent) + ["--front-end", "yes"],
+                   "incomplete camera front end", "img_backbone.blocks.1.mlp.w3.bias")
+    out = os.path.join(tmp, "out-f4")
+    rc, log = run(conv_args(fx, out, ckpt=lacking, agent=agent))
+    check("--front-end auto without a whole front end converts the rest and says so",
+          rc == 0 and "not written: the model runs from precomputed vision tokens" in log and
+          not any(k.startswith("img_backbone.") for k in read_output(out)[0]), log)
+    out = os.path.join(tmp, "out-f5")
+    rc, log = run(conv_args(fx, out, ckpt=whole, agent=agent) + ["--front-end", "no"])
+    check("--front-end no leaves a whole front end out", rc == 0 and "--front-end no" in log and
+          not any(k.startswith(("img_backbone.", "map_head.")) for k in read_output(out)[0]), log)
+
+
 # Runs the converter with `import torch` failing, as under an interpreter without it.
 HIDE_TORCH = ("import runpy, sys; sys.modules['torch'] = None; sys.argv = sys.argv[1:]; "
               "runpy.run_path(sys.argv[0], run_name='__main__')")
@@ -585,6 +690,7 @@ def main():
             guarded("sharding", test_sharded, tmp, fx, orig, outs[("merge", "fp32")][1])
         guarded("options", test_options, tmp, fx, orig)
         guarded("buffers", test_buffers, tmp, fx)
+        guarded("front end", test_front_end, tmp, fx)
         guarded("interpreter", test_interpreter, tmp, fx)
         guarded("broken inputs", test_broken, tmp, fx)
     finally:

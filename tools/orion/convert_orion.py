@@ -10,8 +10,11 @@ Output folder (documented field by field in doc/orion-converter.md):
   model.safetensors, or model-0000k-of-0000n.safetensors + model.safetensors.index.json
   config.json, tokenizer.model, tokenizer_config.json, special_tokens_map.json, added_tokens.json
 
-Only the LLM (LLaMA + LoRA on q/k/v/o) and the VAE+GRU planner are written; the camera front end
-(img_backbone, pts_bbox_head, map_head, ...) and training-only modules are skipped and listed.
+The LLM (LLaMA + LoRA on q/k/v/o), the VAE+GRU planner and, when the checkpoint holds it whole, the
+camera front end (img_backbone, position_encoder, the shared query_pos / time_embedding / ego_pose_pe,
+pts_bbox_head, map_head: each value once, tools/orion/front_end.py) are written; training-only modules
+are skipped and listed. --front-end no leaves the front end out (the model then runs from precomputed
+vision tokens), --front-end yes refuses a checkpoint without a whole one.
 
 Facts about the original code this relies on (YinXuan1223/Ourion @ b08a9ec, the official history):
   - mmcv/utils/misc.py::load_model: LoraConfig(r=16, lora_alpha=16, q/k/v/o_proj), never merged;
@@ -38,6 +41,9 @@ import re
 import shlex
 import shutil
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import front_end  # noqa: E402
 
 FORMAT_VERSION = 1
 DEFAULT_MAX_SHARD_BYTES = 5 * 1000 ** 3          # "5GB" as transformers counts it
@@ -196,6 +202,16 @@ def _eval(node, env):
             else:
                 out[kw.arg] = _eval(kw.value, env)
         return out
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("list", "range") \
+            and not node.keywords:                          # list(range(a, b)): the agent's window indexes
+        args = [_eval(a, env) for a in node.args]
+        if node.func.id == "range" and 1 <= len(args) <= 3 and all(isinstance(a, int) and not isinstance(a, bool)
+                                                                  for a in args):
+            r = range(*args)
+            return list(r) if len(r) <= 4096 else Unresolved("range over 4096")
+        if node.func.id == "list" and len(args) == 1 and isinstance(args[0], (list, tuple)):
+            return list(args[0])
+        return Unresolved("call of " + node.func.id)
     if isinstance(node, ast.UnaryOp):
         v = _eval(node.operand, env)
         if isinstance(node.op, ast.USub) and _is_number(v):
@@ -757,6 +773,38 @@ def plan_outputs(sd, args, text, hp, vocab_rows):
     return outs, lora, consumed
 
 
+def plan_front_end(sd, args, outs, consumed):
+    """Append the camera front end's tensors (front_end.py) to outs; its config.json entry or None."""
+    import torch
+    present = [k for k in sd if front_end.is_front_end(k)]
+    lacking = front_end.missing(sd)
+    if args.front_end == "no" or (args.front_end == "auto" and not present):
+        log("camera front end: not written (%s)" % ("--front-end no" if present else "none in the checkpoint"))
+        return None
+    if lacking:
+        what = "incomplete camera front end: %d of its tensors missing (%s%s)" % (
+            len(lacking), ", ".join(lacking[:4]), ", ..." if len(lacking) > 4 else "")
+        if args.front_end == "yes":
+            raise ConvertError(what)
+        warn(what + "; not written: the model runs from precomputed vision tokens")
+        return None
+    out_dt = "BF16" if args.dtype == "bf16" else "F32"
+    written, dropped = front_end.plan(sd, lambda a, b: a.shape == b.shape and torch.equal(a, b), ConvertError)
+    for src, dst, part in written:
+        outs.append(OutTensor(dst, out_dt if part == "vit" else "F32", shape_of(sd, src),
+                              lambda src=src: sd[src].detach().to(torch.float32)))
+        consumed.add(src)
+    consumed.update(dropped)
+    reasons = {}
+    for why in dropped.values():
+        why = "copies of shared modules" if why.startswith("a copy of") else why
+        reasons[why] = reasons.get(why, 0) + 1
+    log("camera front end: %d tensors written; not written: %s" % (
+        len(written), "; ".join("%d %s" % (n, w) for w, n in sorted(reasons.items()))))
+    return front_end.config(sd, args.model_cfg, shape_of, cfg_get,
+                            lambda k: [float(v) for v in sd[k].detach().to(torch.float64).reshape(-1).tolist()])
+
+
 # ---------------------------------------------------------------------------------------------
 # safetensors writer.
 
@@ -812,7 +860,7 @@ def summarize_skipped(sd, consumed):
         n, c = groups.get(head, (0, 0))
         groups[head] = (n + 1, c + t.numel())
     if groups:
-        log("skipped (not part of the LLM + planner), by prefix:")
+        log("skipped (not part of the model as written), by prefix:")
         for head in sorted(groups):
             n, c = groups[head]
             log("  %-28s %6d tensors %14d params" % (head + ".*", n, c))
@@ -873,6 +921,7 @@ def convert(args):
     hp = planner_hyperparameters(sd, model_cfg, hidden)
     groups = vision_token_groups(sd, model_cfg, hidden)
     outs, lora, consumed = plan_outputs(sd, args, text, hp, vocab_rows)
+    front = plan_front_end(sd, args, outs, consumed)
     summarize_skipped(sd, consumed)
 
     prepare_out_dir(args.out, args.force)
@@ -919,6 +968,7 @@ def convert(args):
         "planner": hp,
         "vision_tokens": sum(groups),
         "vision_token_groups": groups,
+        "front_end": front,
         "prompt": {"text": PROMPT_TEXT, "image_marker": "<image>", "image_token_index": -200,
                    "add_bos": True, "readout_token": WAYPOINT_TOKEN},
         "special_tokens": {WAYPOINT_TOKEN: added[WAYPOINT_TOKEN]},
@@ -955,6 +1005,8 @@ def parse_args(argv):
     p.add_argument("--lora-alpha", type=float, default=None,
                    help="override lora_alpha (default 16, as in Orion's misc.py::load_model)")
     p.add_argument("--keep-lm-head", action="store_true", help="also write lm_head.weight")
+    p.add_argument("--front-end", choices=("auto", "yes", "no"), default="auto",
+                   help="the camera front end: written when whole (auto), required (yes), left out (no)")
     p.add_argument("--max-shard-size", type=int, default=DEFAULT_MAX_SHARD_BYTES,
                    help="bytes per shard (default 5e9)")
     p.add_argument("--force", action="store_true", help="write into a non-empty --out")
