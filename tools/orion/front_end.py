@@ -64,12 +64,16 @@ def is_front_end(key):
     return key.startswith(PREFIXES) or key in ("coords_d", "position_range")
 
 
+def vit_depth(sd):
+    """Blocks of the ViT: one past the highest img_backbone.blocks.N."""
+    return 1 + max([int(m.group(1)) for m in map(re.compile(r"^img_backbone\.blocks\.(\d+)\.").match, sd) if m],
+                   default=-1)
+
+
 def missing(sd):
     """The keys a complete front end lacks (empty: complete)."""
     out = [k for k in REQUIRED if k not in sd]
-    depth = 1 + max([int(m.group(1)) for m in map(re.compile(r"^img_backbone\.blocks\.(\d+)\.").match, sd) if m],
-                    default=-1)
-    for i in range(depth):
+    for i in range(vit_depth(sd)):
         out += ["img_backbone.blocks.%d.%s" % (i, n) for n in VIT_BLOCK if "img_backbone.blocks.%d.%s" % (i, n) not in sd]
     return out
 
@@ -110,7 +114,7 @@ def config(sd, model_cfg, shape_of, cfg_get, values):
     EVAViT arguments with the class defaults), the heads' point-cloud range, the LID depths."""
     vit = model_cfg.get("img_backbone") if isinstance(model_cfg.get("img_backbone"), dict) else {}
     w = shape_of(sd, "img_backbone.patch_embed.proj.weight")
-    depth = 1 + max(int(m.group(1)) for m in map(re.compile(r"^img_backbone\.blocks\.(\d+)\.").match, sd) if m)
+    depth = vit_depth(sd)
     det = model_cfg.get("pts_bbox_head") if isinstance(model_cfg.get("pts_bbox_head"), dict) else {}
     mp = model_cfg.get("map_head") if isinstance(model_cfg.get("map_head"), dict) else {}
     coder = det.get("bbox_coder") if isinstance(det.get("bbox_coder"), dict) else {}
