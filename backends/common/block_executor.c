@@ -90,6 +90,8 @@ vh_status vh_block_executor_check_blocks(const char *backend, const vh_kind_supp
         if (st) return st;
         if (!vh_block_variant_tensors_present(v, d, index, backend, err, err_size)) return VH_ERR_UNSUPPORTED;
         if (v->rope_2d && (st = check_rope_2d(backend, m, d, index, err, err_size))) return st;
+        if (v->on_queries && !vh_block_variant_query_shapes_valid(m, d, index, backend, err, err_size))
+            return VH_ERR_UNSUPPORTED;
         if (v->llm_layer && (st = check_lora_pairs(backend, d, err, err_size))) return st;
     }
     return VH_OK;
@@ -182,6 +184,8 @@ vh_status vh_block_executor_check_run_blocks(const char *backend, const vh_model
         needs->images |= v->uses_images;
         needs->pixels |= v->uses_pixels;
         needs->rows |= v->uses_rows;
+        needs->queries |= v->on_queries;
+        needs->gathers |= v->gathers;
         vh_status st = VH_OK;
         if (v->is_head) {
             needs->head = 1;
@@ -211,5 +215,28 @@ vh_status vh_block_executor_check_hidden(const char *backend, const char *what, 
     if (!has_rows || !rows || n_rows == 0 || n_rows > max_rows)
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: %s of %u rows (max %u)", backend, what,
                                n_rows, max_rows);
+    return VH_OK;
+}
+
+vh_status vh_block_executor_check_frames(const char *backend, const vh_executor_params *p, const vh_batch *b,
+                                         int gathers, char *err, size_t err_size)
+{
+    const uint32_t max_frames = p->max_frames ? p->max_frames : 1, max_images = p->max_images ? p->max_images : 1;
+    if (b->n_frames == 0 || b->n_frames > max_frames)
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: batch of %u frames (1 .. %u) for blocks "
+                               "on query sets", backend, b->n_frames, max_frames);
+    if (gathers && (b->n_images < b->n_frames || b->n_images % b->n_frames || b->n_images > max_images))
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: %u images in %u frames (whole frames of "
+                               "at most %u images in all)", backend, b->n_images, b->n_frames, max_images);
+    if (!(b->options & VH_BATCH_SLOT_INPUTS)) return VH_OK;
+    const vh_model_desc *m = p->model;
+    if (!b->slot_inputs || b->n_slot_inputs > m->n_slots)
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: VH_BATCH_SLOT_INPUTS with %u slot inputs "
+                               "for %u slots", backend, b->n_slot_inputs, m->n_slots);
+    for (uint32_t s = 0; s < b->n_slot_inputs; s++)
+        if (b->slot_inputs[s] && m->slots[s].kind != VH_SLOT_KIND_QUERIES)
+            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: an input for slot %u ('%s'), a %s "
+                                   "slot: only query sets are filled by the core", backend, s,
+                                   m->slots[s].name ? m->slots[s].name : "?", vh_slot_kind_name(m->slots[s].kind));
     return VH_OK;
 }

@@ -11,9 +11,10 @@
 
 #include "vlahybrid/backend.h"
 
-#define VH_N_BLOCK_VARIANTS 9
+#define VH_N_BLOCK_VARIANTS 14
 #define VH_BLOCK_VARIANT_BATCH_OPTIONS (VH_BATCH_HIDDEN_ROWS | VH_BATCH_SEGMENT_EMBEDS | VH_BATCH_PLAN | \
-                                        VH_BATCH_SEGMENT_ADAPTERS | VH_BATCH_SEGMENT_PLANS)
+                                        VH_BATCH_SEGMENT_ADAPTERS | VH_BATCH_SEGMENT_PLANS | \
+                                        VH_BATCH_SLOT_INPUTS)
 /* LoRA sets a decoder layer may hold here (of VH_TF_MAX_LORA_SETS in the vocabulary). */
 #define VH_BLOCK_VARIANT_LORA_SETS 2
 
@@ -29,6 +30,8 @@ typedef struct vh_block_variant {
     int is_head;                       /* writes the batch's outputs (the read-out) */
     int is_planner;                    /* reads the read-out's rows, writes the plans */
     int rope_2d;                       /* a tower layer with 2-D RoPE, SiLU-gated MLP, maybe windows */
+    int on_queries;                    /* writes a query set, once per frame of the batch */
+    int gathers;                       /* reads a frame's images' tokens (kept from an earlier run) */
 } vh_block_variant;
 
 /* The same entries in the same order: what the plugin table (vh_backend_iface.kinds) lists. */
@@ -51,6 +54,11 @@ typedef struct vh_block_info {
     uint32_t chain_layers;             /* the MLP chain's linear layers */
     uint32_t patch_flags;              /* the patch embedding's VH_PATCH_* */
     vh_planner_params plan;            /* a planner's parameters */
+    uint32_t n_heads;                  /* a layer on query sets: its heads */
+    uint32_t mask_prefix;              /* its mask's prefix (0: no mask) */
+    uint32_t tf_flags;                 /* a transformer layer's VH_TF_* */
+    uint32_t chain_activation;         /* an MLP chain's vh_chain_activation */
+    uint32_t chain_norm_after;         /* its LayerNorms (bit i: after layer i) */
 } vh_block_info;
 
 void vh_block_variant_read_params(const vh_model_desc *m, const vh_block_desc *d, vh_block_info *info);
@@ -61,6 +69,12 @@ vh_block_variant vh_block_variants_held(const vh_model_desc *m, uint32_t first, 
 
 /* The tensors block `index` (variant v) needs for the features it was given are there: a tower's
  * layer its fused q|k|v and biases, a decoder layer its seven projections; else 0 with why. */
+/* A block on query sets (v->on_queries) fits its slots: the widths of its inputs and output match
+ * its tensors, row counts agree, heads divide the width, a layer's inputs are those its flags name;
+ * else 0 with why (naming the block and what differs). Its tensors are there (checked before). */
+int vh_block_variant_query_shapes_valid(const vh_model_desc *m, const vh_block_desc *d, uint32_t index,
+                                        const char *backend, char *why, size_t why_size);
+
 int vh_block_variant_tensors_present(const vh_block_variant *v, const vh_block_desc *d, uint32_t index,
                                      const char *backend, char *why, size_t why_size);
 

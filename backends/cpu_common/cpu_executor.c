@@ -221,6 +221,18 @@ static vh_status allocate_buffers(vh_executor *e, char *err, size_t err_size)
             if (!e->k_cache || !e->v_cache) goto oom;
         }
     }
+    const uint64_t frames = p->max_frames ? p->max_frames : 1;
+    for (uint32_t i = 0; i < p->n_blocks; i++) {
+        const vh_block_desc *d = e->blocks[i].desc;
+        if (!e->blocks[i].variant->on_queries) continue;
+        if (!e->query_data && !(e->query_data = calloc(m->n_slots, sizeof *e->query_data))) goto oom;
+        for (uint32_t j = 0; j <= d->n_inputs; j++) {
+            const uint32_t slot = j < d->n_inputs ? d->inputs[j] : d->output;
+            if (m->slots[slot].kind != VH_SLOT_KIND_QUERIES || e->query_data[slot]) continue;
+            const vh_query_set_desc qs = cpu_query_set(e, slot);
+            if (!(e->query_data[slot] = alloc_floats(frames, qs.rows, qs.width, w))) goto oom;
+        }
+    }
     for (uint32_t i = 0; i < p->n_blocks; i++) {
         cpu_block *b = &e->blocks[i];
         if (b->kind->scratch_floats && !(b->scratch = alloc_floats(b->kind->scratch_floats(e, b), 1, 1, w))) goto oom;
@@ -339,6 +351,8 @@ void cpu_executor_destroy(vh_executor *e)
     free(e->llm.logits);
     free(e->k_cache);
     free(e->v_cache);
+    for (uint32_t s = 0; e->query_data && s < e->model->n_slots; s++) free(e->query_data[s]);
+    free(e->query_data);
     if (e->linear) e->ops->destroy(e->linear);
     vh_thread_pool_destroy(e->pool);
     free(e);
@@ -416,6 +430,15 @@ vh_status cpu_executor_run(vh_executor *e, const vh_batch *batch, uint32_t first
         (st = validate_batch(e, batch, needs.images, needs.rows, err, err_size)))
         return st;
     const int needs_rows = needs.rows;
+    if (needs.queries &&
+        (st = vh_block_executor_check_frames(e->ops->backend, p, batch, needs.gathers, err, err_size)))
+        return st;
+    /* the query sets the core fills, where a held block reads them */
+    for (uint32_t s = 0; (batch->options & VH_BATCH_SLOT_INPUTS) && s < batch->n_slot_inputs; s++)
+        if (batch->slot_inputs[s] && e->query_data && e->query_data[s]) {
+            const vh_query_set_desc qs = cpu_query_set(e, s);
+            memcpy(e->query_data[s], batch->slot_inputs[s], sizeof(float) * (size_t)batch->n_frames * qs.rows * qs.width);
+        }
 
     e->failed = VH_OK;
     /* rows bound by bind_hidden: this run works in the core's memory */
@@ -444,6 +467,20 @@ vh_status cpu_read_slot(vh_executor *e, uint32_t slot, uint32_t image, float *ds
 {
     const vh_model_desc *m = e->model;
     const uint32_t max_images = e->params.max_images ? e->params.max_images : 1;
+    if (dst && slot < m->n_slots && m->slots[slot].kind == VH_SLOT_KIND_QUERIES) {
+        const uint32_t max_frames = e->params.max_frames ? e->params.max_frames : 1;
+        if (!e->query_data || !e->query_data[slot] || image >= max_frames)
+            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: read_slot: slot %u ('%s') frame %u: "
+                                   "not a query set this executor holds (frames < %u)", e->ops->backend, slot,
+                                   m->slots[slot].name ? m->slots[slot].name : "?", image, max_frames);
+        const vh_query_set_desc qs = cpu_query_set(e, slot);
+        if (n_floats != (size_t)qs.rows * qs.width)
+            return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: read_slot: slot '%s' holds %u x %u "
+                                   "floats a frame, %zu asked", e->ops->backend, m->slots[slot].name, qs.rows,
+                                   qs.width, n_floats);
+        memcpy(dst, cpu_query_rows(e, slot, image), sizeof(float) * n_floats);
+        return VH_OK;
+    }
     if (!dst || slot >= m->n_slots || m->slots[slot].kind != VH_SLOT_KIND_TOKENS ||
         m->slots[slot].tower >= m->n_towers || !e->vit_tokens[m->slots[slot].tower] || image >= max_images)
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: read_slot: slot %u image %u is not a "

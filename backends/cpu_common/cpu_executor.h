@@ -93,6 +93,9 @@ struct vh_executor {
     vit_scratch vit;
     float *proj_in, *proj_hidden, *proj_out; /* [n_image_tokens, Dv], [.., H1], [.., Dl] */
 
+    /* query sets: the QUERIES slots the held blocks read or write, [max_frames, rows, width] each */
+    float **query_data;                /* [model n_slots], NULL where none */
+
     /* LLM */
     llm_scratch llm;
     uint32_t n_layers_held;            /* LLM blocks in this executor */
@@ -164,6 +167,19 @@ static inline float *cpu_tower_tokens(vh_executor *e, uint32_t t, uint32_t image
     return e->vit_tokens[t] + (size_t)image * (v->n_prefix + v->n_patches) * v->embed_dim;
 }
 
+/* The rows and width of QUERIES slot `slot` (checked at create). */
+static inline vh_query_set_desc cpu_query_set(const vh_executor *e, uint32_t slot)
+{
+    return e->model->query_sets[e->model->slots[slot].tower];
+}
+
+/* Frame f's rows of QUERIES slot `slot`: [rows, width]. */
+static inline float *cpu_query_rows(vh_executor *e, uint32_t slot, uint32_t frame)
+{
+    const vh_query_set_desc s = cpu_query_set(e, slot);
+    return e->query_data[slot] + (size_t)frame * s.rows * s.width;
+}
+
 /* Block kinds, a file each (cpu_vit_embed.c, ...). Inputs were validated by cpu_executor_run. */
 void cpu_vit_embed(vh_executor *e, const cpu_block *b, const vh_batch *batch);
 void cpu_vit_block(vh_executor *e, const cpu_block *b, const vh_batch *batch);
@@ -176,5 +192,11 @@ void cpu_llm_block(vh_executor *e, const cpu_block *b, const vh_batch *batch);
 void cpu_llm_head(vh_executor *e, const cpu_block *b, const vh_batch *batch);
 void cpu_planner(vh_executor *e, const cpu_block *b, const vh_batch *batch);
 uint64_t cpu_planner_scratch_floats(const vh_executor *e, const cpu_block *b);
+void cpu_query_chain(vh_executor *e, const cpu_block *b, const vh_batch *batch);
+uint64_t cpu_query_chain_scratch_floats(const vh_executor *e, const cpu_block *b);
+void cpu_modulated_norm(vh_executor *e, const cpu_block *b, const vh_batch *batch);
+uint64_t cpu_modulated_norm_scratch_floats(const vh_executor *e, const cpu_block *b);
+void cpu_query_layer(vh_executor *e, const cpu_block *b, const vh_batch *batch);
+uint64_t cpu_query_layer_scratch_floats(const vh_executor *e, const cpu_block *b);
 
 #endif

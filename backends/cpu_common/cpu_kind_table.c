@@ -33,4 +33,18 @@ const cpu_kind cpu_kinds[VH_N_BLOCK_VARIANTS] = {
     {.matrix_roles = BIT(VH_TF_Q_W) | BIT(VH_TF_K_W) | BIT(VH_TF_V_W) | BIT(VH_TF_O_W) | BIT(VH_TF_GATE_W) |
                      BIT(VH_TF_UP_W) | BIT(VH_TF_DOWN_W),
      .run = cpu_rope_tower_layer, .scratch_floats = cpu_rope_tower_layer_scratch_floats},
+    /* on query sets: the chain (from query sets, or gathering a frame's image tokens), the
+     * modulated norm, the decoder layers (self- and cross-attention: one file) */
+    {.matrix_roles = BIT(VH_CHAIN_FC1_W) | BIT(VH_CHAIN_FC2_W) | BIT(VH_CHAIN_FC3_W), .run = cpu_query_chain,
+     .scratch_floats = cpu_query_chain_scratch_floats},
+    {.matrix_roles = BIT(VH_CHAIN_FC1_W) | BIT(VH_CHAIN_FC2_W) | BIT(VH_CHAIN_FC3_W), .run = cpu_query_chain,
+     .scratch_floats = cpu_query_chain_scratch_floats},
+    {.matrix_roles = BIT(VH_MLN_REDUCE_W) | BIT(VH_MLN_GAMMA_W) | BIT(VH_MLN_BETA_W), .run = cpu_modulated_norm,
+     .scratch_floats = cpu_modulated_norm_scratch_floats},
+    {.matrix_roles = BIT(VH_TF_Q_W) | BIT(VH_TF_K_W) | BIT(VH_TF_V_W) | BIT(VH_TF_O_W) | BIT(VH_TF_UP_W) |
+                     BIT(VH_TF_DOWN_W),
+     .run = cpu_query_layer, .scratch_floats = cpu_query_layer_scratch_floats},
+    {.matrix_roles = BIT(VH_TF_Q_W) | BIT(VH_TF_K_W) | BIT(VH_TF_V_W) | BIT(VH_TF_O_W) | BIT(VH_TF_UP_W) |
+                     BIT(VH_TF_DOWN_W),
+     .run = cpu_query_layer, .scratch_floats = cpu_query_layer_scratch_floats},
 };

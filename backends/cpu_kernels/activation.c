@@ -1,4 +1,4 @@
-/* Activations: exact GELU (ViT MLPs, projector) and SiLU-gated product (Llama MLP). */
+/* Activations: exact GELU (ViT MLPs, projector), SiLU-gated product (Llama MLP), ReLU (PETR heads). */
 #include <math.h>
 
 #include "cpu_kernels.h"
@@ -41,4 +41,17 @@ void vhk_silu_mul(vh_thread_pool *pool, const float *gate, const float *up, floa
 {
     act_job job = {NULL, gate, up, out};
     vh_parallel_for(pool, n, GRAIN_VALUES, silu_mul_chunk, &job);
+}
+
+static void relu_chunk(void *ctx, int64_t begin, int64_t end, int thread_index)
+{
+    (void)thread_index;
+    float *x = ((const act_job *)ctx)->x;
+    for (int64_t i = begin; i < end; i++) x[i] = x[i] > 0.0f ? x[i] : (x[i] == x[i] ? 0.0f : x[i]);
+}
+
+void vhk_relu(vh_thread_pool *pool, float *x, int64_t n)
+{
+    act_job job = {x, NULL, NULL, NULL};
+    vh_parallel_for(pool, n, GRAIN_VALUES, relu_chunk, &job);
 }

@@ -48,6 +48,9 @@ void vhk_rmsnorm(vh_thread_pool *pool, const float *x, float *y, int64_t rows, i
 /* In place: x = 0.5 x (1 + erf(x / sqrt 2)), torch's exact (not tanh) GELU. */
 void vhk_gelu_exact(vh_thread_pool *pool, float *x, int64_t n);
 
+/* In place: x = max(x, 0), NaN kept (torch.relu). */
+void vhk_relu(vh_thread_pool *pool, float *x, int64_t n);
+
 /* out = silu(gate) * up with silu(g) = g / (1 + exp(-g)). out may alias gate or up. */
 void vhk_silu_mul(vh_thread_pool *pool, const float *gate, const float *up, float *out, int64_t n);
 

@@ -13,6 +13,10 @@
  * (vh_kind_support) and the batch options it honours, and refuses anything else with a message
  * naming it (vh_block_check below): it never computes a block it does not fully understand. A
  * plugin of ABI 2 (whose kinds named model architectures) is refused with both versions named.
+ * ABI 3.1 appends: query sets (VH_SLOT_KIND_QUERIES: a frame's rows of a fixed count and width,
+ * vh_model_desc.query_sets), frames in a batch and slots the core fills (VH_BATCH_SLOT_INPUTS),
+ * the MLP chain's activation and LayerNorms, VH_BLOCK_MODULATED_NORM, a transformer layer's heads
+ * and mask prefix for layers on query sets.
  *
  * The table describes a *block executor*. The core owns the model description (which blocks,
  * which tensors), the scheduling, and the threads between stages; the backend owns its memory,
@@ -41,7 +45,7 @@ extern "C" {
 #endif
 
 #define VH_BACKEND_ABI_MAJOR 3
-#define VH_BACKEND_ABI_MINOR 0
+#define VH_BACKEND_ABI_MINOR 1
 #define VH_BACKEND_ENTRY_SYMBOL "vh_backend_entry"
 
 #if defined(__GNUC__)
@@ -129,15 +133,18 @@ typedef enum vh_block_kind {
     VH_BLOCK_EMBED_LOOKUP = 4,  /* token ids (and image embeddings for VH_TOKEN_IMAGE rows) -> rows */
     VH_BLOCK_READOUT = 5,       /* final RMSNorm; greedy argmax over the vocabulary's logits; and/or
                                    the normed rows chosen by the batch (VH_BATCH_HIDDEN_ROWS) */
-    VH_BLOCK_VAE_GRU_PLANNER = 6 /* a trajectory planner on each segment's feature (a row the
+    VH_BLOCK_VAE_GRU_PLANNER = 6, /* a trajectory planner on each segment's feature (a row the
                                    read-out returned): a Gaussian latent (VAE encoder), a GRU over the
                                    future steps from it, a decoder to waypoints per mode */
+    VH_BLOCK_MODULATED_NORM = 7 /* a LayerNorm without affine whose scale and shift come from a
+                                   condition row: gamma(relu(reduce(c))) * ln(x) + beta(relu(reduce(c)))
+                                   (StreamPETR's MLN) */
 } vh_block_kind;
 
 static inline const char *vh_block_kind_name(uint32_t kind)
 {
     static const char *const names[] = {"?", "PATCH_EMBED", "TRANSFORMER", "MLP_CHAIN", "EMBED_LOOKUP", "READOUT",
-                                        "VAE_GRU_PLANNER"};
+                                        "VAE_GRU_PLANNER", "MODULATED_NORM"};
     return kind < sizeof names / sizeof names[0] ? names[kind] : "unknown";
 }
 
@@ -190,11 +197,21 @@ enum {
 
 static inline uint32_t vh_tf_lora_role(uint32_t set, uint32_t proj) { return VH_TF_LORA_ROLE(set, proj); }
 
-enum { /* VH_BLOCK_MLP_CHAIN roles: layer i's weight at 2 i, its bias at 2 i + 1 */
+enum { /* VH_BLOCK_MLP_CHAIN roles: layer i's weight at 2 i, its bias at 2 i + 1; the LayerNorm
+        * after layer i (vh_chain_params.norm_after) at VH_CHAIN_NORM1_W + 2 i, its bias after it */
     VH_CHAIN_FC1_W = 0, VH_CHAIN_FC1_B, /* [H1, sum of the inputs' widths], [H1] */
     VH_CHAIN_FC2_W, VH_CHAIN_FC2_B,     /* [Dl, H1], [Dl] */
     VH_CHAIN_FC3_W, VH_CHAIN_FC3_B,     /* [Dl, Dl], [Dl], absent in a chain of two */
+    VH_CHAIN_NORM1_W, VH_CHAIN_NORM1_B, /* [H1] */
+    VH_CHAIN_NORM2_W, VH_CHAIN_NORM2_B,
+    VH_CHAIN_NORM3_W, VH_CHAIN_NORM3_B,
     VH_CHAIN_N_ROLES
+};
+enum { /* VH_BLOCK_MODULATED_NORM roles (inputs: x [rows, D], c [rows, C]) */
+    VH_MLN_REDUCE_W = 0, VH_MLN_REDUCE_B, /* [D, C], [D] */
+    VH_MLN_GAMMA_W, VH_MLN_GAMMA_B,       /* [D, D], [D] */
+    VH_MLN_BETA_W, VH_MLN_BETA_B,         /* [D, D], [D] */
+    VH_MLN_N_ROLES
 };
 enum { /* VH_BLOCK_EMBED_LOOKUP roles */
     VH_EMBED_LOOKUP_TABLE = 0,          /* [V, Dl] */
@@ -266,7 +283,8 @@ typedef enum vh_mlp_kind {
 #define VH_TF_MLP_SUB_NORM (1u << 7) /* a LayerNorm on the MLP's hidden activations, before down */
 #define VH_TF_QK_POS      (1u << 8) /* positional terms added to queries and keys, not values */
 #define VH_TF_ATTN_MASK   (1u << 9) /* a structured mask on the attention scores */
-#define VH_TF_STATE_KEYS  (1u << 10) /* extra key/value rows from a state */
+#define VH_TF_EXTRA_KEYS  (1u << 10) /* self-attention over the layer's rows and extra key/value rows
+                                        from an input slot (a query set: StreamPETR's memory queries) */
 #define VH_TF_N_FLAGS 11
 #define VH_TF_QKV_BIAS (VH_TF_Q_BIAS | VH_TF_K_BIAS | VH_TF_V_BIAS)
 
@@ -274,7 +292,7 @@ static inline const char *vh_tf_flag_name(uint32_t bit)
 {
     static const char *const names[VH_TF_N_FLAGS] = {"fused q|k|v", "q bias", "k bias", "v bias", "output bias",
                                                      "MLP biases", "layer scale", "MLP sub-norm",
-                                                     "positional q/k terms", "attention mask", "keys from a state"};
+                                                     "positional q/k terms", "attention mask", "extra keys"};
     return bit < VH_TF_N_FLAGS ? names[bit] : "unknown flag";
 }
 
@@ -309,12 +327,34 @@ typedef struct vh_transformer_params { /* TRANSFORMER; sizes: its input slot's (
     uint32_t flags;                    /* VH_TF_* feature flags */
     uint32_t lora_sets;                /* LoRA sets it may hold, 0 .. VH_TF_MAX_LORA_SETS */
     float lora_scale;                  /* alpha / r of its adapters (0 without them) */
+    /* ABI 3.1: layers on query sets (VH_SLOT_KIND_QUERIES), whose width is their slot's. Inputs in
+     * order: the rows; with VH_TF_QK_POS their positional terms; then, with VH_TF_EXTRA_KEYS or
+     * VH_ATTN_CROSS, the key rows (extra keys after the layer's own rows, or the cross-attention's
+     * keys) and, with VH_TF_QK_POS, their positional terms. Queries and keys are x + pos, values x. */
+    uint32_t n_heads;                  /* attention heads (width / n_heads each) */
+    uint32_t mask_prefix;              /* VH_TF_ATTN_MASK: rows at or past mask_prefix do not see the
+                                          first mask_prefix keys (the rows before it see every key) */
 } vh_transformer_params;
+
+typedef enum vh_chain_activation {
+    VH_CHAIN_GELU = 0,                 /* erf GELU (a chain of ABI 3.0) */
+    VH_CHAIN_RELU = 1
+} vh_chain_activation;
 
 typedef struct vh_chain_params {       /* MLP_CHAIN */
     uint32_t struct_size;
-    uint32_t n_layers;                 /* 2 or 3 linear layers, GELU between them */
+    uint32_t n_layers;                 /* 2 or 3 linear layers (1 .. 3 on query sets) */
+    /* ABI 3.1. Layer i: y = W_i x + b_i; then, where bit i of norm_after is set, LayerNorm (eps
+     * norm_eps); then, but after the last layer, the activation. */
+    uint32_t activation;               /* vh_chain_activation */
+    uint32_t norm_after;               /* bit i: a LayerNorm after layer i (roles VH_CHAIN_NORM1_W + 2 i) */
+    float norm_eps;
 } vh_chain_params;
+
+typedef struct vh_mln_params {         /* MODULATED_NORM */
+    uint32_t struct_size;
+    float norm_eps;                    /* the LayerNorm's (StreamPETR's MLN: 1e-5) */
+} vh_mln_params;
 
 typedef struct vh_planner_params {     /* VAE_GRU_PLANNER */
     uint32_t struct_size;
@@ -338,20 +378,30 @@ typedef enum vh_slot_kind {
     VH_SLOT_KIND_TOKENS = 2,   /* each image's tokens of a tower [T, D] */
     VH_SLOT_KIND_EMBEDS = 3,   /* each image's embeddings in the rows' width (the rows' image rows) */
     VH_SLOT_KIND_ROWS = 4,     /* the hidden rows of the batch [rows, Dl] (what crosses executors) */
-    VH_SLOT_KIND_OUTPUTS = 5   /* the batch's outputs: tokens, logits, chosen rows, plans */
+    VH_SLOT_KIND_OUTPUTS = 5,  /* the batch's outputs: tokens, logits, chosen rows, plans */
+    VH_SLOT_KIND_QUERIES = 6   /* each frame's rows of a query set [rows, width]
+                                  (vh_model_desc.query_sets[tower]): a head's queries, their positional
+                                  terms, a memory's entries, a frame's image features */
 } vh_slot_kind;
 
 static inline const char *vh_slot_kind_name(uint32_t kind)
 {
-    static const char *const names[] = {"?", "pixels", "tokens", "embeds", "rows", "outputs"};
+    static const char *const names[] = {"?", "pixels", "tokens", "embeds", "rows", "outputs", "queries"};
     return kind < sizeof names / sizeof names[0] ? names[kind] : "unknown";
 }
 
 typedef struct vh_slot_desc {
     const char *name;          /* the model's name for it: "tower0.tokens", "rows" */
     uint32_t kind;             /* vh_slot_kind */
-    uint32_t tower;            /* PIXELS, TOKENS: the tower whose sizes apply (vh_model_desc.towers) */
+    uint32_t tower;            /* PIXELS, TOKENS: the tower whose sizes apply (vh_model_desc.towers);
+                                  QUERIES: its query set (vh_model_desc.query_sets) */
 } vh_slot_desc;
+
+/* The sizes of a query set: what a QUERIES slot holds per frame. */
+typedef struct vh_query_set_desc {
+    uint32_t rows;
+    uint32_t width;
+} vh_query_set_desc;
 
 /* States: what a stream (a sequence, vh_segment.sequence) keeps between runs, owned by one block.
  * A KV cache's positions are written by the segments that reach them: a segment at position 0
@@ -435,6 +485,9 @@ typedef struct vh_model_desc {
     const vh_state_desc *states;
     uint32_t n_blocks;
     const vh_block_desc *blocks;
+    /* ABI 3.1 */
+    uint32_t n_query_sets;
+    const vh_query_set_desc *query_sets;
 } vh_model_desc;
 
 /* The kind of block d's input i / output slot (0 when the index is out of range). */
@@ -471,6 +524,8 @@ static inline uint32_t vh_block_output_kind(const vh_model_desc *m, const vh_blo
 #define VH_BATCH_SEGMENT_PLANS (1u << 4) /* with VH_BATCH_PLAN, the planners run only on the
                                           segments whose segment_plans[] is nonzero (the others' noise
                                           is not read and their out_plan rows are left as they are) */
+#define VH_BATCH_SLOT_INPUTS (1u << 5) /* the core fills the QUERIES slots whose slot_inputs[] is not
+                                          NULL before the run's first block */
 
 typedef struct vh_segment {
     uint32_t sequence;         /* KV slot, < max_sequences */
@@ -513,6 +568,13 @@ typedef struct vh_batch {
                                     an LLM block of the run lacks is refused */
     /* VH_BATCH_SEGMENT_PLANS */
     const uint8_t *segment_plans; /* [n_segments]: nonzero where the planners run */
+    /* ABI 3.1: blocks on query sets run once per frame. A frame's images are n_images / n_frames
+     * consecutive ones (a block that gathers image tokens into a query set reads them). */
+    uint32_t n_frames;           /* frames of the batch, <= max_frames */
+    /* VH_BATCH_SLOT_INPUTS */
+    uint32_t n_slot_inputs;      /* <= the model's n_slots */
+    const float *const *slot_inputs; /* [n_slot_inputs]: NULL, or the QUERIES slot's [n_frames, rows,
+                                    width] fp32 */
 } vh_batch;
 
 /* ------------------------------------------------------------------------------------------------
@@ -553,6 +615,7 @@ typedef struct vh_executor_params {
      * made and returns VH_ERR_CANCELLED. */
     int (*progress_fn)(void *user, uint64_t done, uint64_t total);
     void *progress_user;
+    uint32_t max_frames;       /* ABI 3.1: frames in one batch (query sets); 0: 1 */
 } vh_executor_params;
 
 typedef struct vh_memory_report {
@@ -649,8 +712,9 @@ typedef struct vh_backend_iface {
     void (*unavailable_reason)(char *why, size_t why_size);
     /* What slot `slot` (vh_model_desc.slots) holds for image `image` after the last run that wrote
      * it: a tower's tokens [prefix + patches, D] fp32 (VH_SLOT_KIND_TOKENS, a tower of blocks this
-     * executor holds), n_floats of them into dst. For tools and tests that compare a front end's
-     * intermediate outputs with a reference. NULL: the backend offers none. */
+     * executor holds), or frame `image`'s rows [rows, width] of a query set (VH_SLOT_KIND_QUERIES),
+     * n_floats of them into dst. For tools and tests that compare a front end's intermediate outputs
+     * with a reference, and for a family that reads a head's outputs. NULL: the backend offers none. */
     vh_status (*read_slot)(vh_executor *executor, uint32_t slot, uint32_t image, float *dst, size_t n_floats,
                            char *err, size_t err_size);
 } vh_backend_iface;

@@ -42,8 +42,9 @@ START_TEST(variants_match_the_support_table)
         /* a transformer layer's entries say which features they run; no other kind's does */
         ck_assert_int_eq(vh_block_variant_support[i].transformer != NULL,
                          vh_block_variants[i].kind == VH_BLOCK_TRANSFORMER);
-        /* a block reads images or rows, never both */
-        ck_assert_int_eq(vh_block_variants[i].uses_images + vh_block_variants[i].uses_rows, 1);
+        /* a block reads images, rows or query sets, one of them */
+        ck_assert_int_eq(vh_block_variants[i].uses_images + vh_block_variants[i].uses_rows +
+                         vh_block_variants[i].on_queries, 1);
     }
 }
 END_TEST

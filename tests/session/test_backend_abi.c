@@ -179,8 +179,8 @@ START_TEST(test_unsupported_features)
     expect_refused(&f, i, layer, "rope '2-D interleaved'");
     p.rope = VH_ROPE_HALF, p.placement = VH_NORM_POST;
     expect_refused(&f, i, layer, "placement 'post-norm'");
-    p.placement = VH_NORM_PRE, p.flags = VH_TF_STATE_KEYS;
-    expect_refused(&f, i, layer, "keys from a state set");
+    p.placement = VH_NORM_PRE, p.flags = VH_TF_EXTRA_KEYS;
+    expect_refused(&f, i, layer, "extra keys set");
     p.flags = VH_TF_K_BIAS; /* allowed, but the bias it promises is not there */
     char lacks[64];
     snprintf(lacks, sizeof lacks, "lacks the tensor of role %d its features need", VH_TF_K_B);
