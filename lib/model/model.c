@@ -39,6 +39,22 @@ uint32_t vh_model_slot(vh_model *m, const char *name, uint32_t kind, uint32_t to
     return m->desc.n_slots++;
 }
 
+uint32_t vh_model_query_slot(vh_model *m, const char *name, uint32_t rows, uint32_t width)
+{
+    for (uint32_t i = 0; i < m->desc.n_slots; i++)
+        if (strcmp(m->slots[i].name, name) == 0) {
+            const vh_query_set_desc *q = &m->query_sets[m->slots[i].tower];
+            return m->slots[i].kind == VH_SLOT_KIND_QUERIES && q->rows == rows && q->width == width ? i
+                                                                                                   : VH_MODEL_MAX_SLOTS;
+        }
+    if (m->desc.n_slots == VH_MODEL_MAX_SLOTS) return VH_MODEL_MAX_SLOTS;
+    const uint32_t set = m->desc.n_query_sets++;
+    m->query_sets[set] = (vh_query_set_desc){rows, width};
+    m->desc.query_sets = m->query_sets;
+    m->slots[m->desc.n_slots] = (vh_slot_desc){.name = name, .kind = VH_SLOT_KIND_QUERIES, .tower = set};
+    return m->desc.n_slots++;
+}
+
 uint32_t vh_model_kv_state(vh_model *m, const char *prefix, uint32_t layer)
 {
     const uint32_t i = m->desc.n_states++;
@@ -59,6 +75,7 @@ vh_model_block *vh_model_begin_block(vh_model *m, uint32_t index, uint32_t kind,
                                  : kind == VH_BLOCK_TRANSFORMER ? sizeof(vh_transformer_params)
                                  : kind == VH_BLOCK_MLP_CHAIN ? sizeof(vh_chain_params)
                                  : kind == VH_BLOCK_VAE_GRU_PLANNER ? sizeof(vh_planner_params)
+                                 : kind == VH_BLOCK_MODULATED_NORM ? sizeof(vh_mln_params)
                                                                     : sizeof(vh_block_params);
     return b;
 }

@@ -19,7 +19,7 @@
 struct vh_family;
 
 #define VH_MODEL_MAX_ROLES VH_MAX_ROLES
-#define VH_MODEL_MAX_SLOTS 16
+#define VH_MODEL_MAX_SLOTS 96
 
 /* What a family fills for each block (vh_model_begin_block); vh_model_finish_blocks turns it into
  * the block's ABI descriptor (the present tensors, tagged with their roles). */
@@ -32,6 +32,7 @@ typedef struct vh_model_block {
         vh_transformer_params transformer;
         vh_chain_params chain;
         vh_planner_params planner;
+        vh_mln_params mln;
     } params;                          /* the kind's parameters (struct_size set by begin_block) */
 } vh_model_block;
 
@@ -43,6 +44,7 @@ typedef struct vh_model {
     vh_block_desc *blocks;             /* [desc.n_blocks] */
     vh_model_block *block_data;        /* [desc.n_blocks] what the descriptors point into */
     vh_slot_desc slots[VH_MODEL_MAX_SLOTS]; /* desc.slots: the graph's named activations */
+    vh_query_set_desc query_sets[VH_MODEL_MAX_SLOTS]; /* desc.query_sets: one per QUERIES slot */
     vh_state_desc *states;             /* [desc.n_blocks] room; desc.states/n_states: those named */
     char (*state_names)[24];           /* [desc.n_blocks] the states' names */
     uint32_t llm_embed_block, llm_first_block, head_block;
@@ -61,6 +63,10 @@ vh_status vh_model_alloc_blocks(vh_model *m, uint32_t n_blocks, vh_error *err);
 /* The slot named `name` (a string that outlives the model, a literal), added with its kind and
  * tower the first time; its index. */
 uint32_t vh_model_slot(vh_model *m, const char *name, uint32_t kind, uint32_t tower);
+/* The QUERIES slot `name` of `rows` x `width` a frame (its own query set), added the first time;
+ * its index (VH_MODEL_MAX_SLOTS when the name exists with another shape or there is no room: the
+ * blocks that name it are refused). */
+uint32_t vh_model_query_slot(vh_model *m, const char *name, uint32_t rows, uint32_t width);
 /* A new KV-cache state for block `owner`, named "<prefix><layer>.kv"; its index. */
 uint32_t vh_model_kv_state(vh_model *m, const char *prefix, uint32_t layer);
 /* Block `index`: its kind, first input slot, output slot and state (VH_NO_STATE: none); the

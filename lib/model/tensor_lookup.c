@@ -40,7 +40,8 @@ vh_status vh_tensor_take(const vh_checkpoint *ck, vh_tensor_view *view, int opti
                             file_name, name, vh_st_dtype_name(t->dtype));
     }
     int ok = t->ndim == shape.ndim;
-    for (uint32_t i = 0; ok && i < shape.ndim; i++) ok = t->shape[i] == (uint64_t)shape.dims[i];
+    for (uint32_t i = 0; ok && i < shape.ndim; i++)
+        ok = shape.dims[i] < 0 ? t->shape[i] > 0 && t->shape[i] < (1ull << 40) : t->shape[i] == (uint64_t)shape.dims[i];
     if (!ok) {
         char want[128], got[128];
         int64_t got_dims[8];
@@ -57,7 +58,7 @@ vh_status vh_tensor_take(const vh_checkpoint *ck, vh_tensor_view *view, int opti
     view->data = data;
     view->dtype = dtype;
     view->ndim = shape.ndim;
-    for (uint32_t i = 0; i < shape.ndim; i++) view->shape[i] = shape.dims[i];
+    for (uint32_t i = 0; i < shape.ndim; i++) view->shape[i] = (int64_t)t->shape[i];
     view->name = t->name;
     return VH_OK;
 }

@@ -17,7 +17,7 @@ typedef struct vh_tensor_shape {
 #define VH_SHAPE(...) \
     ((vh_tensor_shape){(uint32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), {__VA_ARGS__}})
 
-/* Look `name` up and fill `view`. Absent and optional: view->data = NULL, VH_OK. */
+/* Look `name` up and fill `view`; a negative dimension of `shape` matches any (the model reads it). Absent and optional: view->data = NULL, VH_OK. */
 vh_status vh_tensor_take(const vh_checkpoint *ck, vh_tensor_view *view, int optional, const char *name,
                          vh_tensor_shape shape, vh_error *err);
 
