@@ -200,7 +200,11 @@ model = dict(
         in_channels=_dim_,
         out_dims=llm_hidden,
         num_query=600,
+        memory_len=600,
+        topk_proposals=300,
+        num_propagated=300,
         num_extra={num_extra},
+        transformer=dict(type='PETRTemporalTransformer', num_layers=6, embed_dims=256, num_heads=8),
         use_col_loss = use_col_loss,
         use_memory = use_memory),
 )

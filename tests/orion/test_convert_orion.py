@@ -587,6 +587,13 @@ def test_front_end(tmp, fx):
               (bb.get("depth"), bb.get("embed_dim"), bb.get("patch_size"), bb.get("mlp_hidden"),
                bb.get("window_block_indexes")) == (3, 32, 16, 85, [0, 1, 3, 4]) and
               fe.get("pc_range") == [-51.2, -51.2, -5.0, 51.2, 51.2, 3.0] and fe.get("depth_num") == 64, fe)
+        # the agent config's head arguments (the tiny agent gives the det head's; the map head's and the
+        # det head's scene memory and can-bus length are the classes' defaults)
+        check("front end %s: config.json's heads" % dtype, fe.get("heads") == {
+            "det": {"num_heads": 8, "memory_len": 600, "topk_proposals": 300, "num_propagated": 300,
+                    "scene_memory_len": 256, "can_bus_len": 2},
+            "map": {"num_heads": 8, "memory_len": 1000, "topk_proposals": 500, "num_lanes_one2one": 0}},
+              fe.get("heads"))
 
     def tweak(key):
         return lambda sd: sd.__setitem__(key, sd[key] + 1.0)

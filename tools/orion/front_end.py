@@ -109,6 +109,26 @@ def plan(sd, same, ConvertError):
     return written, dropped
 
 
+def heads_config(det, mp, cfg_get):
+    """What the heads' shapes do not say, from the agent config's OrionHead / OrionHeadM arguments with
+    the classes' defaults (orion_head.py, orion_head_map.py)."""
+    def transformer(cfg, where):
+        t = cfg.get("transformer") if isinstance(cfg.get("transformer"), dict) else {}
+        return cfg_get(t, "num_heads", 8, where + ".transformer")
+    return {
+        "det": {"num_heads": transformer(det, "pts_bbox_head"),
+                "memory_len": cfg_get(det, "memory_len", 1024, "pts_bbox_head"),
+                "topk_proposals": cfg_get(det, "topk_proposals", 256, "pts_bbox_head"),
+                "num_propagated": cfg_get(det, "num_propagated", 256, "pts_bbox_head"),
+                "scene_memory_len": cfg_get(det, "scence_memory_len", 256, "pts_bbox_head"),
+                "can_bus_len": cfg_get(det, "can_bus_len", 2, "pts_bbox_head")},
+        "map": {"num_heads": transformer(mp, "map_head"),
+                "memory_len": cfg_get(mp, "memory_len", 1000, "map_head"),
+                "topk_proposals": cfg_get(mp, "topk_proposals", 500, "map_head"),
+                "num_lanes_one2one": cfg_get(mp, "num_lanes_one2one", 0, "map_head")},
+    }
+
+
 def config(sd, model_cfg, shape_of, cfg_get, values):
     """config.json's front_end: the backbone's geometry (the checkpoint's shapes, the agent config's
     EVAViT arguments with the class defaults), the heads' point-cloud range, the LID depths."""
@@ -132,6 +152,7 @@ def config(sd, model_cfg, shape_of, cfg_get, values):
                      "mlp_hidden": shape_of(sd, "img_backbone.blocks.0.mlp.w1.weight")[0]},
         "pc_range": list(pc) if pc is not None else [-51.2, -51.2, -5.0, 51.2, 51.2, 3.0],
     }
+    out["heads"] = heads_config(det, mp, cfg_get)
     if "position_range" in sd:
         out["position_range"] = values("position_range")
     if "coords_d" in sd:
