@@ -185,7 +185,11 @@ vh_status vh_block_executor_check_run_blocks(const char *backend, const vh_model
         needs->pixels |= v->uses_pixels;
         needs->rows |= v->uses_rows;
         needs->queries |= v->on_queries;
-        needs->gathers |= v->gathers;
+        if (v->gathers) { /* the images a frame's query set gathers */
+            const vh_query_set_desc *q = &m->query_sets[m->slots[d->output].tower];
+            const int per = (int)(q->rows / m->towers[m->slots[d->inputs[0]].tower].n_patches);
+            if (per > needs->gathers) needs->gathers = per;
+        }
         vh_status st = VH_OK;
         if (v->is_head) {
             needs->head = 1;
@@ -225,9 +229,9 @@ vh_status vh_block_executor_check_frames(const char *backend, const vh_executor_
     if (b->n_frames == 0 || b->n_frames > max_frames)
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: batch of %u frames (1 .. %u) for blocks "
                                "on query sets", backend, b->n_frames, max_frames);
-    if (gathers && (b->n_images < b->n_frames || b->n_images % b->n_frames || b->n_images > max_images))
-        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: %u images in %u frames (whole frames of "
-                               "at most %u images in all)", backend, b->n_images, b->n_frames, max_images);
+    if (gathers > 0 && (uint32_t)gathers > max_images / b->n_frames)
+        return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "%s: %u frames of %d images' tokens (at most %u "
+                               "images)", backend, b->n_frames, gathers, max_images);
     if (!(b->options & VH_BATCH_SLOT_INPUTS)) return VH_OK;
     const vh_model_desc *m = p->model;
     if (!b->slot_inputs || b->n_slot_inputs > m->n_slots)

@@ -52,11 +52,13 @@ typedef struct vh_block_run_needs {
     int images, pixels, rows;          /* some block reads the batch's images, its pixels, its rows */
     int head, planner;                 /* the read-out is in the run; a planner is */
     uint32_t head_block;               /* the read-out's index in the run (head) */
-    int queries, gathers;              /* some block writes a query set; gathers image tokens into one */
+    int queries;                       /* some block writes a query set */
+    int gathers;                       /* the most images' tokens a block gathers into a frame's set */
 } vh_block_run_needs;
 
-/* A run with blocks on query sets: 1 .. max_frames frames (a frame's images whole where a block
- * gathers image tokens); the slot inputs, if any, only for QUERIES slots. */
+/* A run with blocks on query sets: 1 .. max_frames frames (where a block gathers `gathers` images'
+ * tokens a frame, the frames' images within max_images); the slot inputs, if any, only for QUERIES
+ * slots. */
 vh_status vh_block_executor_check_frames(const char *backend, const vh_executor_params *params,
                                          const vh_batch *batch, int gathers, char *err, size_t err_size);
 

@@ -30,15 +30,15 @@ uint64_t cpu_query_chain_scratch_floats(const vh_executor *e, const cpu_block *b
 }
 
 /* The frame's input rows [rows, in] into dst: a single query input is read where it is. */
-static const float *frame_input(vh_executor *e, const cpu_block *b, const vh_batch *batch, uint32_t f, float *dst)
+static const float *frame_input(vh_executor *e, const cpu_block *b, uint32_t f, float *dst)
 {
     const vh_block_desc *d = b->desc;
     const vh_model_desc *m = e->model;
     const int64_t rows = cpu_query_set(e, d->output).rows, in = input_width(b);
     if (b->variant->gathers) {
-        const uint32_t tower = m->slots[d->inputs[0]].tower, per_frame = batch->n_images / batch->n_frames;
-        const int64_t tokens = m->towers[tower].n_patches;
-        for (uint32_t i = 0; i < per_frame && i * tokens < rows; i++)
+        const uint32_t tower = m->slots[d->inputs[0]].tower;
+        const int64_t tokens = m->towers[tower].n_patches, per_frame = rows / tokens;
+        for (int64_t i = 0; i < per_frame; i++)
             memcpy(dst + i * tokens * in, cpu_tower_tokens(e, tower, f * per_frame + i),
                    sizeof(float) * (size_t)(tokens * in));
         return dst;
@@ -61,7 +61,7 @@ void cpu_query_chain(vh_executor *e, const cpu_block *b, const vh_batch *batch)
     float *gathered = b->scratch, *ping = gathered + big, *pong = ping + big;
     const uint32_t n = b->info.chain_layers;
     for (uint32_t f = 0; f < batch->n_frames; f++) {
-        const float *x = frame_input(e, b, batch, f, gathered);
+        const float *x = frame_input(e, b, f, gathered);
         int64_t in = input_width(b);
         for (uint32_t l = 0; l < n; l++) {
             const int64_t out = b->mat[VH_CHAIN_FC1_W + 2 * l].shape[0];

@@ -568,8 +568,9 @@ typedef struct vh_batch {
                                     an LLM block of the run lacks is refused */
     /* VH_BATCH_SEGMENT_PLANS */
     const uint8_t *segment_plans; /* [n_segments]: nonzero where the planners run */
-    /* ABI 3.1: blocks on query sets run once per frame. A frame's images are n_images / n_frames
-     * consecutive ones (a block that gathers image tokens into a query set reads them). */
+    /* ABI 3.1: blocks on query sets run once per frame. A block that gathers image tokens into a
+     * frame's query set of R rows from a tower of T patches reads images [f R / T, (f + 1) R / T) of
+     * the last run that wrote the tower's tokens. */
     uint32_t n_frames;           /* frames of the batch, <= max_frames */
     /* VH_BATCH_SLOT_INPUTS */
     uint32_t n_slot_inputs;      /* <= the model's n_slots */

@@ -47,6 +47,8 @@ typedef struct vh_program_shape {
     uint32_t segments_per_frame;       /* independent prompts a frame's passes carry side by side, each
                                           on its own KV slot (0 or 1: one; MindDrive: 2) */
     uint32_t pass_uses;                /* VH_PASS_USES_* (family/pass_request.h): what its passes ask */
+    uint32_t images_per_frame;         /* images a frame's vision side runs at once (run_vision: a
+                                          driving rig's cameras); 0: 1 */
     char label[64];                    /* reported as vh_session_info.unnorm_key */
 } vh_program_shape;
 
@@ -65,6 +67,15 @@ vh_status vh_family_prompt_round_set(vh_family_prompt_round *round, const char *
                                      size_t n_ids, int64_t image_position, uint32_t n_image_rows, vh_error *err);
 /* Frees the ids of rounds[0 .. n_rounds) (NULL-safe) and zeroes the rounds. */
 void vh_family_prompt_rounds_free(vh_family_prompt_round *rounds, uint32_t n_rounds);
+
+/* The first stage's executor, for a vision side of several runs (vh_family.run_vision). */
+typedef struct vh_vision_runner {
+    void *user;
+    /* executor_run of blocks [first, first + n) of the vision side on `batch` */
+    vh_status (*run)(void *user, const vh_batch *batch, uint32_t first, uint32_t n, vh_error *err);
+    /* read_slot: image or frame `index` of slot `slot` after the last run that wrote it */
+    vh_status (*read_slot)(void *user, uint32_t slot, uint32_t index, float *dst, size_t n_floats, vh_error *err);
+} vh_vision_runner;
 
 typedef struct vh_family {
     const char *name;                  /* "openvla" */
@@ -111,6 +122,14 @@ typedef struct vh_family {
     vh_status (*prompt_rounds)(const vh_program *program, const char *instruction, int32_t command,
                                vh_family_prompt_round rounds[VH_FAMILY_MAX_PROMPT_ROUNDS], uint32_t *n_rounds,
                                vh_error *err);
+    /* Optional: a vision side of several runs with the family's own work between them (the driving
+     * front end, whose heads keep memory banks per stream). The core calls it instead of running
+     * blocks [0, llm_embed_block) once, on the first stage's thread before the frame's prefill,
+     * one frame at a time in submission order (a frame answered before it starts is skipped); it
+     * is the one frame function that may change what the program keeps across frames (the family
+     * keeps that behind a pointer of the program). NULL: the core runs the vision blocks on the
+     * frame's pixels. */
+    vh_status (*run_vision)(vh_family_frame *frame, const vh_vision_runner *runner, vh_error *err);
 } vh_family;
 
 /* The family claiming `model_type`, or NULL. */

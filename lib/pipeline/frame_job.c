@@ -79,6 +79,29 @@ static void pass_name(const vh_frame_job *job, char *name, size_t size)
     else snprintf(name, size, "step %u f%llu", job->n_passes, id);
 }
 
+/* The family's runs of the vision side on the first stage (vh_vision_runner). */
+static vh_status stage0_run(void *user, const vh_batch *batch, uint32_t first, uint32_t n, vh_error *err)
+{
+    const vh_job_context *ctx = user;
+    if (first + n > ctx->model->llm_embed_block)
+        return vh_error_set(err, VH_ERR_INTERNAL, "a vision run of blocks %u..%u past the vision side (%u blocks)", first,
+                            first + n - 1, ctx->model->llm_embed_block);
+    return vh_stage_run_range(&ctx->plan->stages[0], batch, first, first + n, err);
+}
+
+static vh_status stage0_read(void *user, uint32_t slot, uint32_t index, float *dst, size_t n, vh_error *err)
+{
+    const vh_job_context *ctx = user;
+    const vh_stage *s = &ctx->plan->stages[0];
+    const vh_backend_iface *be = s->plugin->iface;
+    if (!be->read_slot)
+        return vh_error_set(err, VH_ERR_UNSUPPORTED, "backend '%s' cannot hand a front end's outputs back (no "
+                            "read_slot): run this model's vision side on a CPU backend", be->name);
+    char why[512] = "";
+    vh_status st = be->read_slot(s->executor, slot, index, dst, n, why, sizeof why);
+    return st ? vh_error_set(err, st, "backend '%s': %s", be->name, why) : VH_OK;
+}
+
 vh_status vh_frame_job_run_vision(vh_frame_job *job, vh_error *err)
 {
     const vh_model *m = job->ctx->model;
@@ -86,7 +109,13 @@ vh_status vh_frame_job_run_vision(vh_frame_job *job, vh_error *err)
     for (uint32_t t = 0; t < m->desc.n_towers; t++) planes[t] = job->frame.pixels[t];
     vh_batch vision = {.struct_size = sizeof(vh_batch), .n_images = 1, .pixels = planes};
     int64_t t0 = vh_now_ns();
-    vh_status st = vh_stage_run_range(&job->ctx->plan->stages[0], &vision, 0, m->llm_embed_block, err);
+    vh_status st;
+    if (job->ctx->family->run_vision) {
+        const vh_vision_runner runner = {.user = (void *)job->ctx, .run = stage0_run, .read_slot = stage0_read};
+        st = job->ctx->family->run_vision(&job->frame, &runner, err);
+    } else {
+        st = vh_stage_run_range(&job->ctx->plan->stages[0], &vision, 0, m->llm_embed_block, err);
+    }
     if (st) return st;
     int64_t t1 = vh_now_ns();
     job->vision_ns = t1 - t0;

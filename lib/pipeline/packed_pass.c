@@ -47,6 +47,14 @@ vh_status vh_packed_pass_run_vision(vh_packed_pass *p, vh_frame_job *const *jobs
 {
     const vh_model *m = p->ctx->model;
     const uint32_t towers = m->desc.n_towers;
+    if (p->ctx->family->run_vision) { /* the family's runs, frame by frame in order */
+        for (uint32_t i = 0; i < n; i++) {
+            vh_status st = vh_frame_job_run_vision(jobs[i], err);
+            if (st) return st;
+            p->stage_time[0].busy_ns += jobs[i]->vision_ns;
+        }
+        return VH_OK;
+    }
     if (n == 0 || n > p->max_images)
         return vh_error_set(err, VH_ERR_INTERNAL, "vision batch of %u images (at most %u)", n, p->max_images);
     for (uint32_t i = 0; i < n; i++)

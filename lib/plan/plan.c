@@ -38,7 +38,8 @@ static vh_executor_params executor_params(const vh_model *model, const vh_plan_r
         .max_context = req->max_context,
         .max_rows = req->max_context * segments * images,
         /* a segment bringing its own vision rows takes an image's place (each of a frame's segments may) */
-        .max_images = images * segments,
+        .max_images = images * segments > req->images_per_frame ? images * segments : req->images_per_frame,
+        .max_frames = 1, /* blocks on query sets run one frame at a time (vh_family.run_vision) */
         .n_threads = req->n_threads,
         .memory_budget = req->gpu_memory_budget,
         .log_fn = req->log ? req->log->fn : NULL,

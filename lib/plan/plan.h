@@ -58,6 +58,7 @@ typedef struct vh_plan_request {
     uint32_t max_sequences;            /* KV sequences: frames in flight x segments_per_frame */
     uint32_t segments_per_frame;       /* a frame's independent prompts (its rows: max_context each); 0: 1 */
     uint32_t images_per_pass;          /* new frames a pass may carry (packed passes); 0: 1 */
+    uint32_t images_per_frame;         /* images one frame's vision runs carry (a rig's cameras); 0: 1 */
     uint64_t gpu_memory_budget;        /* for GPU executors; 0: the whole card */
     int32_t llm_split;                 /* two backends: LLM blocks on the first (0..n_layers); -1: choose */
     uint32_t split_zone;               /* blocks on each side of the split held by both stages */

@@ -21,6 +21,7 @@ typedef struct vh_frame_input {
     uint64_t episode;                  /* vh_session_reset starts a new one: state carried from
                                           frame to frame starts afresh */
     uint64_t sequence;                 /* the caller's sequence number (seeds sampling models) */
+    int64_t timestamp_ns;              /* the caller's capture time (a driving model's clock) */
     /* driving models (vh_frame's 0.3.0 fields; NULL / 0 when absent) */
     uint32_t n_cameras;
     const vh_camera_image *cameras;

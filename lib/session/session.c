@@ -250,6 +250,7 @@ static vh_status load_session(vh_session *s, const vh_session_params *p, vh_erro
     vh_plan_request req = {.backends = p->backends, .plugin_path = p->plugin_path, .n_threads = p->n_threads,
                            .max_context = s->max_context, .max_sequences = in_flight * segments,
                            .segments_per_frame = segments, .images_per_pass = per_pass,
+                           .images_per_frame = s->shape.images_per_frame,
                            .gpu_memory_budget = p->gpu_memory_budget, .llm_split = p->llm_split, .split_zone = zone,
                            .action_tokens = passes, .log = &s->log,
                            .executor_progress = report_executor, .executor_progress_user = &progress};

@@ -44,6 +44,21 @@ static vh_status load_llm(vh_model *m, const vh_orion_config *c, uint32_t *next,
     return TAKE(&b->by_role[VH_READOUT_NORM], SHAPE(H), "%s", "model.norm.weight");
 }
 
+/* The camera front end before the LLM (the vision side of each frame); its tokens must be the
+ * prompt's vision rows, in the LLM's width. */
+static vh_status load_front_end(vh_model *m, const vh_orion_config *c, uint32_t *next, vh_error *err)
+{
+    vh_orion_model *om = m->family_model;
+    vh_status st = vh_front_end_take_blocks(m, &c->front_end, &om->front, next, err);
+    if (st) return st;
+    const uint32_t tokens = vh_petr_head_token_rows(&om->front.det) + vh_petr_head_token_rows(&om->front.map);
+    if (tokens != c->n_vision_tokens || om->front.det.n.out_dims != c->hidden || om->front.map.n.out_dims != c->hidden)
+        return vh_error_set(err, VH_ERR_BAD_MODEL, "%s: the front end's heads give %u tokens of %u and %u channels; the "
+                            "prompt takes %u vision tokens of the LLM's %u", vh_checkpoint_dir(m->checkpoint), tokens,
+                            om->front.det.n.out_dims, om->front.map.n.out_dims, c->n_vision_tokens, c->hidden);
+    return VH_OK;
+}
+
 static vh_status load_planner(vh_model *m, const vh_orion_config *c, uint32_t *next, vh_error *err)
 {
     vh_orion_model *om = m->family_model;
@@ -78,8 +93,10 @@ vh_status vh_orion_load(vh_model *m, const char *dir, const char *config_text, s
                            .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .head_dim = c->head_dim,
                            .vocab = c->vocab, .rms_eps = c->rms_eps};
     m->max_positions = c->max_positions;
-    if ((st = vh_model_alloc_blocks(m, c->n_layers + 3, err))) return st;
+    const uint32_t front = c->front_end.present ? vh_front_end_block_count(m->checkpoint, &c->front_end) : 0;
+    if ((st = vh_model_alloc_blocks(m, front + c->n_layers + 3, err))) return st;
     uint32_t next = 0;
+    if (front && (st = load_front_end(m, c, &next, err))) return st;
     if ((st = load_llm(m, c, &next, err)) || (st = load_planner(m, c, &next, err))) return st;
     vh_model_finish_blocks(m);
     return VH_OK;
@@ -90,6 +107,7 @@ void vh_orion_unload(vh_model *m)
     vh_orion_model *om = m->family_model;
     if (!om) return;
     vh_orion_config_free(&om->config);
+    vh_front_end_graph_free(&om->front);
     free(om);
     m->family_model = NULL;
 }

@@ -64,6 +64,7 @@ static vh_status parse_root(vh_config_fields *c, const json_t *root, vh_orion_co
         (st = vh_config_string(c, prompt, "prompt.", "readout_token", cfg->readout_token, sizeof cfg->readout_token)))
         return st;
     cfg->add_bos = !bos || json_is_true(bos);
+    if ((st = vh_front_end_config_parse(c, root, &cfg->front_end))) return st;
     if (!(cfg->prompt = strdup(json_string_value(ptext))))
         return vh_error_set(c->err, VH_ERR_OUT_OF_MEMORY, "out of memory");
     if (!strstr(cfg->prompt, cfg->image_marker) || !strstr(cfg->prompt, cfg->readout_token))

@@ -1,5 +1,6 @@
 /*
- * Orion's config.json as tools/orion/convert_orion.py writes it (doc/orion-converter.md):
+ * Orion's config.json as tools/orion/convert_orion.py writes it (doc/orion-converter.md), with the
+ * camera front end's front_end when the checkpoint has one:
  * model_type "orion"; text_config (transformers' LlamaConfig of the pretrain_qformer folder, with
  * the embedding's rows as vocab_size); lora (merged or not); planner (the VAE + GRU planner's
  * hyperparameters); vision_tokens; prompt (the released agent's conversation text, its image
@@ -8,6 +9,7 @@
 #ifndef VH_FAMILY_ORION_CONFIG_H
 #define VH_FAMILY_ORION_CONFIG_H
 
+#include "family/driving/front_end.h"
 #include "util/error.h"
 #include "vlahybrid/backend.h"
 
@@ -28,6 +30,8 @@ typedef struct vh_orion_config {
     char image_marker[32];             /* "<image>" */
     char readout_token[64];            /* "<waypoint_ego>": its final-normed hidden state is read */
     int add_bos;
+    /* the camera front end (front_end.present 0: the model starts from the vision tokens) */
+    vh_front_end_config front_end;
 } vh_orion_config;
 
 /* Parse config.json text (`source` names it in messages). On failure *cfg is left empty. */

@@ -8,6 +8,7 @@
 #include "family/driving/driving_noise.h"
 #include "family/driving/driving_warmup.h"
 #include "family/driving/planner_result.h"
+#include "family/orion/orion_cameras.h"
 #include "family/orion/orion_model.h"
 #include "family/orion/orion_prompt.h"
 #include "text/bpe_tokenizer.h"
@@ -30,6 +31,7 @@ struct vh_program {
     uint32_t plan_out;                 /* floats a plan holds: preds [M][T][2], mu [L], log_sigma [L] */
     uint64_t seed;
     float *warmup_tokens;              /* made on first use */
+    vh_orion_stream *stream;           /* the camera front end's state across frames (NULL without it) */
 };
 
 typedef struct orion_job {
@@ -38,6 +40,9 @@ typedef struct orion_job {
     float *noise;                      /* [latent] the frame's, or seeded */
     uint32_t readout;                  /* the batch row of <waypoint_ego> */
     int32_t command;
+    vh_orion_cameras *cameras;         /* with the front end: the frame's prepared cameras */
+    float *tokens;                     /* [n_vision_tokens][hidden] the front end's tokens */
+    int use_cameras;                   /* this frame came as cameras (else as vision tokens) */
 } orion_job;
 
 /* added_tokens.json: {"<waypoint_ego>": 32000, ...}, the ids the checkpoint's tokenizer gives the
@@ -106,6 +111,7 @@ static void program_free(vh_program *p)
 {
     if (!p) return;
     vh_tokenizer_free(p->tokenizer);
+    vh_orion_stream_free(p->stream);
     free(p->prompt);
     free(p->warmup_tokens);
     free(p);
@@ -129,6 +135,7 @@ static vh_status program_create(const vh_model *m, const vh_session_params *para
                           vh_tokenizer_vocab_size(p->tokenizer), p->config->vocab);
     if (!st) st = read_added_tokens(p, dir, err);
     if (!st) st = make_prompt(p, err);
+    if (!st && p->config->front_end.present) st = vh_orion_stream_create(m, &p->stream, err);
     if (st) {
         program_free(p);
         return st;
@@ -139,6 +146,7 @@ static vh_status program_create(const vh_model *m, const vh_session_params *para
     shape->passes_per_frame = 1; /* one prefill, no decoding */
     shape->max_context = p->n_rows;
     shape->pass_uses = PASS_USES;
+    shape->images_per_frame = p->config->front_end.present ? p->config->front_end.n_cameras : 1;
     *out = p;
     return VH_OK;
 }
@@ -158,10 +166,12 @@ static vh_status check_frame(const vh_program *p, const vh_frame *f, vh_error *e
     if (f->unnorm_key)
         return vh_error_set(err, VH_ERR_UNNORM_KEY, "frame->unnorm_key '%.64s': an Orion model has no dataset "
                             "statistics to choose from (leave it NULL)", f->unnorm_key);
-    if (!f->vision_tokens)
+    vh_status st;
+    if (!f->vision_tokens && c->front_end.present && (st = vh_orion_cameras_check(p->model, f, err))) return st;
+    if (!f->vision_tokens && !c->front_end.present)
         return vh_error_set(err, VH_ERR_BAD_FRAME, "an Orion frame needs its %u vision tokens (frame->vision_tokens): "
-                            "this version starts from the tokens", c->n_vision_tokens);
-    if (f->n_vision_tokens != c->n_vision_tokens || f->vision_token_width != c->hidden)
+                            "this checkpoint has no camera front end (convert_orion.py --front-end)", c->n_vision_tokens);
+    if (f->vision_tokens && (f->n_vision_tokens != c->n_vision_tokens || f->vision_token_width != c->hidden))
         return vh_error_set(err, VH_ERR_BAD_FRAME, "frame->vision_tokens is %u x %u; the model takes %u x %u",
                             f->n_vision_tokens, f->vision_token_width, c->n_vision_tokens, c->hidden);
     if (f->command < 0 || f->command >= (int32_t)c->n_modes)
@@ -183,6 +193,12 @@ static vh_status job_init(const vh_program *p, vh_family_frame *frame, vh_error 
     oj->noise = malloc(sizeof(float) * p->config->latent_dim);
     if (!oj->feature || !oj->plan || !oj->noise)
         return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (frame buffers)");
+    if (p->config->front_end.present) {
+        vh_status st = vh_orion_cameras_create(p->model, &oj->cameras, err);
+        if (st) return st;
+        if (!(oj->tokens = malloc(sizeof(float) * p->config->n_vision_tokens * p->config->hidden)))
+            return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (frame buffers)");
+    }
     return VH_OK;
 }
 
@@ -192,16 +208,22 @@ static void job_free(vh_family_frame *frame)
     free(oj->feature);
     free(oj->plan);
     free(oj->noise);
+    vh_orion_cameras_free(oj->cameras);
+    free(oj->tokens);
     free(oj);
     frame->state = NULL;
 }
 
 static vh_status prepare(vh_family_frame *frame, const vh_frame_input *in, vh_error *err)
 {
-    (void)err;
     const vh_program *p = frame->program;
     const vh_orion_config *c = p->config;
     orion_job *oj = frame->state;
+    oj->use_cameras = !in->vision_tokens;
+    if (oj->use_cameras) {
+        vh_status st = vh_orion_cameras_prepare(p->model, oj->cameras, in, err);
+        if (st) return st;
+    }
     /* rows: [text before the image | the vision tokens | the rest of the text] */
     memcpy(frame->tokens, p->prompt, sizeof(int32_t) * p->image_index);
     for (uint32_t i = 0; i < c->n_vision_tokens; i++) frame->tokens[p->image_index + i] = VH_TOKEN_IMAGE;
@@ -215,11 +237,22 @@ static vh_status prepare(vh_family_frame *frame, const vh_frame_input *in, vh_er
      * the hidden row at <waypoint_ego> and the planner's plan */
     frame->pass = (vh_pass_request){
         .kind = VH_PASS_PREFILL, .n_segments = 1,
-        .segments = {{.n_rows = p->n_rows, .vision_rows = in->vision_tokens, .plans = 1}}, .tokens = frame->tokens,
+        .segments = {{.n_rows = p->n_rows, .vision_rows = oj->use_cameras ? oj->tokens : in->vision_tokens,
+                      .plans = 1}},
+        .tokens = frame->tokens,
         .n_hidden_rows = 1, .hidden_rows = &oj->readout, .out_hidden = oj->feature,
         .plan_noise = oj->noise, .plan_noise_stride = c->latent_dim, .out_plan = oj->plan,
         .plan_out_stride = p->plan_out};
     return VH_OK;
+}
+
+/* The camera front end's runs (a frame of vision tokens has none). */
+static vh_status run_vision(vh_family_frame *frame, const vh_vision_runner *runner, vh_error *err)
+{
+    const vh_program *p = frame->program;
+    orion_job *oj = frame->state;
+    if (!oj->use_cameras) return VH_OK;
+    return vh_orion_cameras_run(p->model, p->stream, oj->cameras, runner, oj->tokens, err);
 }
 
 static int advance(vh_family_frame *frame)
@@ -281,4 +314,5 @@ const vh_family vh_family_orion = {
     .result = result,
     .warmup_input = warmup_input,
     .prompt_rounds = prompt_rounds,
+    .run_vision = run_vision,
 };

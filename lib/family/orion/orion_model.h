@@ -19,6 +19,7 @@
 typedef struct vh_orion_model {
     vh_orion_config config;
     uint32_t planner_block;
+    vh_front_end_graph front;          /* config.front_end.present: the vision side's blocks */
 } vh_orion_model;
 
 vh_status vh_orion_load(vh_model *m, const char *dir, const char *config_text, size_t config_len,

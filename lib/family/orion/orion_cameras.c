@@ -1,0 +1,249 @@
+#include "family/orion/orion_cameras.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "family/driving/camera_preprocess.h"
+
+struct vh_orion_stream {
+    vh_petr_head_state det, map;
+    uint64_t episode;
+    int started;
+    int have_coords;                   /* cam.pos_embed in the executor is of `lidar2img` */
+    float lidar2img[VH_FRONT_END_CAMERAS * 16];
+    float *coords;                     /* [image_rows][3 depth_num] */
+    const float **inputs;              /* [n_slots] */
+};
+
+struct vh_orion_cameras {
+    float *planes;                     /* [n_cameras][3][S][S] */
+    float lidar2img[VH_FRONT_END_CAMERAS * 16]; /* after the image transforms */
+    vh_petr_frame frame;
+    uint64_t episode;
+};
+
+static const vh_orion_model *orion_of(const vh_model *m) { return m->family_model; }
+
+vh_status vh_orion_stream_create(const vh_model *m, vh_orion_stream **out, vh_error *err)
+{
+    const vh_orion_model *om = orion_of(m);
+    const vh_front_end_config *fe = &om->config.front_end;
+    vh_orion_stream *s = calloc(1, sizeof *s);
+    *out = s;
+    if (!s) return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (the front end's state)");
+    vh_status st = vh_petr_head_state_init(&s->det, &om->front.det, &fe->heads, m->desc.n_slots, err);
+    if (!st) st = vh_petr_head_state_init(&s->map, &om->front.map, &fe->heads, m->desc.n_slots, err);
+    if (st) return st;
+    s->coords = malloc(sizeof(float) * fe->heads.image_rows * 3 * fe->position.depth_num);
+    s->inputs = calloc(m->desc.n_slots, sizeof *s->inputs);
+    if (!s->coords || !s->inputs) return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (the front end's state)");
+    return VH_OK;
+}
+
+void vh_orion_stream_free(vh_orion_stream *s)
+{
+    if (!s) return;
+    vh_petr_head_state_free(&s->det);
+    vh_petr_head_state_free(&s->map);
+    free(s->coords);
+    free(s->inputs);
+    free(s);
+}
+
+vh_status vh_orion_cameras_create(const vh_model *m, vh_orion_cameras **out, vh_error *err)
+{
+    const vh_front_end_config *fe = &orion_of(m)->config.front_end;
+    const size_t S = fe->backbone.img_size;
+    vh_orion_cameras *c = calloc(1, sizeof *c);
+    *out = c;
+    if (!c || !(c->planes = malloc(sizeof(float) * fe->n_cameras * 3 * S * S)))
+        return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (camera planes)");
+    return VH_OK;
+}
+
+void vh_orion_cameras_free(vh_orion_cameras *c)
+{
+    if (!c) return;
+    free(c->planes);
+    free(c);
+}
+
+static int finite_all(const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) return 0;
+    return 1;
+}
+
+vh_status vh_orion_cameras_check(const vh_model *m, const vh_frame *f, vh_error *err)
+{
+    const vh_front_end_config *fe = &orion_of(m)->config.front_end;
+    if (f->n_cameras != fe->n_cameras || !f->cameras)
+        return vh_error_set(err, VH_ERR_BAD_FRAME, "an Orion frame needs its %u camera images (frame->cameras: %u) or "
+                            "its vision tokens", fe->n_cameras, f->n_cameras);
+    for (uint32_t i = 0; i < f->n_cameras; i++)
+        if (!f->cameras[i].rgb || !f->cameras[i].width || !f->cameras[i].height)
+            return vh_error_set(err, VH_ERR_BAD_FRAME, "frame->cameras[%u] has no pixels", i);
+    const size_t n = (size_t)f->n_cameras * 16;
+    if (!(f->lidar2img || (f->intrinsics && f->extrinsics)))
+        return vh_error_set(err, VH_ERR_BAD_FRAME, "an Orion camera frame needs each camera's calibration: "
+                            "frame->lidar2img, or frame->intrinsics with frame->extrinsics");
+    if ((f->lidar2img && !finite_all(f->lidar2img, n)) || (f->intrinsics && !finite_all(f->intrinsics, n)) ||
+        (f->extrinsics && !finite_all(f->extrinsics, n)))
+        return vh_error_set(err, VH_ERR_BAD_FRAME, "a camera's calibration holds a value that is not finite");
+    if (!f->ego_pose || !finite_all(f->ego_pose, 16))
+        return vh_error_set(err, VH_ERR_BAD_FRAME, "an Orion camera frame needs frame->ego_pose (finite, LiDAR to world)");
+    if (!f->can_bus || !finite_all(f->can_bus, VH_CAN_BUS_FLOATS))
+        return vh_error_set(err, VH_ERR_BAD_FRAME, "an Orion camera frame needs frame->can_bus (%d finite floats)",
+                            VH_CAN_BUS_FLOATS);
+    return VH_OK;
+}
+
+/* out = a b for 4 x 4 row-major, in double */
+static void mat4_mul(const double *a, const double *b, double *out)
+{
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < 4; c++) {
+            double acc = 0;
+            for (int k = 0; k < 4; k++) acc += a[r * 4 + k] * b[k * 4 + c];
+            out[r * 4 + c] = acc;
+        }
+}
+
+/* The inverse of a 4 x 4 (Gauss-Jordan, partial pivoting, double); 0 when singular. */
+static int mat4_inverse(const float *m, float *out)
+{
+    double a[4][8];
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < 8; c++) a[r][c] = c < 4 ? m[r * 4 + c] : (c - 4 == r);
+    for (int c = 0; c < 4; c++) {
+        int p = c;
+        for (int r = c + 1; r < 4; r++)
+            if (fabs(a[r][c]) > fabs(a[p][c])) p = r;
+        if (fabs(a[p][c]) < 1e-12) return 0;
+        for (int k = 0; k < 8; k++) {
+            const double t = a[c][k];
+            a[c][k] = a[p][k];
+            a[p][k] = t;
+        }
+        const double d = a[c][c];
+        for (int k = 0; k < 8; k++) a[c][k] /= d;
+        for (int r = 0; r < 4; r++)
+            if (r != c) {
+                const double f = a[r][c];
+                for (int k = 0; k < 8; k++) a[r][k] -= f * a[c][k];
+            }
+    }
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < 4; c++) out[r * 4 + c] = (float)a[r][4 + c];
+    return 1;
+}
+
+vh_status vh_orion_cameras_prepare(const vh_model *m, vh_orion_cameras *c, const vh_frame_input *in, vh_error *err)
+{
+    const vh_front_end_config *fe = &orion_of(m)->config.front_end;
+    vh_camera_prep prep = vh_camera_prep_agent();
+    prep.out_w = prep.out_h = fe->backbone.img_size;
+    const size_t plane = (size_t)3 * prep.out_w * prep.out_h;
+    for (uint32_t i = 0; i < fe->n_cameras; i++) {
+        const vh_camera_image *cam = &in->cameras[i];
+        /* the image transforms as a matrix on K: K' = A K (A from K = I) */
+        double A[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, K[9];
+        vh_status st = vh_camera_preprocess(&prep, cam->rgb, cam->width, cam->height, cam->stride,
+                                            c->planes + i * plane, A, err);
+        if (st) return st;
+        double A4[16] = {A[0], A[1], A[2], 0, A[3], A[4], A[5], 0, A[6], A[7], A[8], 0, 0, 0, 0, 1}, src[16], l2i[16];
+        if (in->intrinsics && in->extrinsics) { /* the agent's lidar2img: K' (4 x 4) @ lidar2cam */
+            const float *k = in->intrinsics + i * 16;
+            for (int r = 0; r < 3; r++)
+                for (int q = 0; q < 3; q++) K[r * 3 + q] = k[r * 4 + q];
+            double K4[16] = {0}, Kp[16];
+            for (int r = 0; r < 3; r++)
+                for (int q = 0; q < 3; q++) {
+                    double acc = 0;
+                    for (int j = 0; j < 3; j++) acc += A[r * 3 + j] * K[j * 3 + q];
+                    K4[r * 4 + q] = acc;
+                }
+            K4[15] = 1;
+            memcpy(Kp, K4, sizeof Kp);
+            for (int j = 0; j < 16; j++) src[j] = in->extrinsics[i * 16 + j];
+            mat4_mul(Kp, src, l2i);
+        } else {
+            for (int j = 0; j < 16; j++) src[j] = in->lidar2img[i * 16 + j];
+            mat4_mul(A4, src, l2i);
+        }
+        for (int j = 0; j < 16; j++) c->lidar2img[i * 16 + j] = (float)l2i[j];
+    }
+    vh_petr_frame *f = &c->frame;
+    memset(f, 0, sizeof *f);
+    f->timestamp = (double)in->timestamp_ns * 1e-9;
+    memcpy(f->ego_pose, in->ego_pose, sizeof f->ego_pose);
+    if (!mat4_inverse(f->ego_pose, f->ego_pose_inv))
+        return vh_error_set(err, VH_ERR_BAD_FRAME, "frame->ego_pose has no inverse");
+    memcpy(f->can_bus, in->can_bus, sizeof f->can_bus);
+    f->command = (float)in->command;
+    c->episode = in->episode;
+    return VH_OK;
+}
+
+/* The heads' runs through the first stage (vh_petr_runner over vh_vision_runner). */
+typedef struct head_runner {
+    const vh_vision_runner *r;
+    uint32_t n_slots;
+} head_runner;
+
+static vh_status head_run(void *user, uint32_t first, uint32_t n, const float *const *inputs, vh_error *err)
+{
+    const head_runner *h = user;
+    vh_batch b = {.struct_size = sizeof b, .options = VH_BATCH_SLOT_INPUTS, .n_frames = 1,
+                  .n_slot_inputs = h->n_slots, .slot_inputs = inputs};
+    return h->r->run(h->r->user, &b, first, n, err);
+}
+
+static vh_status head_read(void *user, uint32_t slot, float *dst, size_t n, vh_error *err)
+{
+    const head_runner *h = user;
+    return h->r->read_slot(h->r->user, slot, 0, dst, n, err);
+}
+
+vh_status vh_orion_cameras_run(const vh_model *m, vh_orion_stream *s, const vh_orion_cameras *c,
+                               const vh_vision_runner *r, float *tokens, vh_error *err)
+{
+    const vh_orion_model *om = orion_of(m);
+    const vh_front_end_config *fe = &om->config.front_end;
+    const vh_front_end_graph *g = &om->front;
+    const size_t S = fe->backbone.img_size, plane = 3 * S * S;
+    /* the ViT on the six cameras */
+    const float *planes[VH_FRONT_END_CAMERAS];
+    for (uint32_t i = 0; i < fe->n_cameras; i++) planes[i] = c->planes + i * plane;
+    vh_batch vit = {.struct_size = sizeof vit, .n_images = fe->n_cameras, .pixels = planes};
+    vh_status st = r->run(r->user, &vit, g->first_block, g->vit_blocks, err);
+    if (st) return st;
+    /* the position embedding: again only when the rig's lidar2img changed */
+    const size_t n_mat = (size_t)fe->n_cameras * 16;
+    if (!s->have_coords || memcmp(s->lidar2img, c->lidar2img, sizeof(float) * n_mat)) {
+        const uint32_t grid = fe->backbone.img_size / fe->backbone.patch_size;
+        if ((st = vh_petr_position_coords(&fe->position, fe->n_cameras, c->lidar2img, grid, grid, s->coords, err)))
+            return st;
+        memset(s->inputs, 0, sizeof *s->inputs * m->desc.n_slots);
+        s->inputs[g->coords] = s->coords;
+        vh_batch pos = {.struct_size = sizeof pos, .options = VH_BATCH_SLOT_INPUTS, .n_frames = 1,
+                        .n_slot_inputs = m->desc.n_slots, .slot_inputs = s->inputs};
+        s->have_coords = 0;
+        if ((st = r->run(r->user, &pos, g->position_block, 1, err))) return st;
+        memcpy(s->lidar2img, c->lidar2img, sizeof(float) * n_mat);
+        s->have_coords = 1;
+    }
+    /* the heads, their banks this stream's; a new episode starts them afresh */
+    vh_petr_frame f = c->frame;
+    f.same_episode = s->started && s->episode == c->episode;
+    s->episode = c->episode;
+    s->started = 1;
+    const head_runner h = {r, m->desc.n_slots};
+    const vh_petr_runner pr = {.user = (void *)&h, .run = head_run, .read = head_read, .n_slots = m->desc.n_slots};
+    const uint32_t det_rows = vh_petr_head_token_rows(&g->det);
+    if ((st = vh_petr_head_frame(&g->det, &fe->heads, &s->det, &pr, &f, NULL, NULL, tokens, err))) return st;
+    return vh_petr_head_frame(&g->map, &fe->heads, &s->map, &pr, &f, NULL, NULL,
+                              tokens + (size_t)det_rows * g->det.n.out_dims, err);
+}

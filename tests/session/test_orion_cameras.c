@@ -1,0 +1,247 @@
+/*
+ * Orion from six cameras through a session (tests/fixtures/orion/model-front: the tiny Orion LLM and
+ * planner with a tiny camera front end, tiny_weights.EVA_TINY and HEADS_FRONT). The front end's parts
+ * are checked against the released code elsewhere (test_eva_fixtures, test_camera_preprocess,
+ * test_petr_position, test_petr_heads); here the family's wiring of them:
+ *   - camera frames of a moving ego are answered with a trajectory, in every execution mode the
+ *     same one (the heads' banks carried frame to frame in submission order);
+ *   - the memory matters: the third frame's answer differs from the same frame's in a fresh session,
+ *     and after vh_session_reset (a new episode) it equals the fresh session's;
+ *   - a frame of vision tokens on this checkpoint gives the tokens-only checkpoint's answer (the same
+ *     decision half), and leaves the banks alone;
+ *   - bad camera frames are refused at submit, naming what is missing.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_support.h"
+#include "vlahybrid/vlahybrid.h"
+
+#ifndef CAMERAS_BACKEND
+#define CAMERAS_BACKEND "cpu_generic"
+#endif
+enum { CAMS = 6, W = 400, H = 225, FRAMES = 3, LATENT = 32, POINTS = 6 };
+
+typedef struct rig {
+    uint8_t *rgb[FRAMES][CAMS];
+    vh_camera_image cams[FRAMES][CAMS];
+    float lidar2img[CAMS * 16], ego_pose[FRAMES][16], can_bus[FRAMES][VH_CAN_BUS_FLOATS], noise[LATENT];
+} rig;
+
+static uint64_t next_u64(uint64_t *s)
+{
+    *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
+    return *s;
+}
+
+/* Six cameras around the ego (yaw 60 degrees apart), 1600 x 900 intrinsics scaled to the images'
+ * width as the agent's resize takes 1600 x 900; the ego drives forward and turns. */
+static void make_rig(rig *r)
+{
+    uint64_t seed = 0x9e3779b97f4a7c15ull;
+    for (int t = 0; t < FRAMES; t++)
+        for (int c = 0; c < CAMS; c++) {
+            r->rgb[t][c] = malloc((size_t)W * H * 3);
+            for (size_t i = 0; i < (size_t)W * H * 3; i++) r->rgb[t][c][i] = (uint8_t)(next_u64(&seed) >> 56);
+            r->cams[t][c] = (vh_camera_image){.rgb = r->rgb[t][c], .width = W, .height = H};
+        }
+    for (int c = 0; c < CAMS; c++) {
+        const double yaw = c * M_PI / 3, f = 1266.0, cx = 800, cy = 450;
+        /* lidar (x forward, y left, z up) to camera (x right, y down, z forward), rotated by yaw */
+        const double R[9] = {sin(yaw), -cos(yaw), 0, 0, 0, -1, cos(yaw), sin(yaw), 0};
+        double l2c[16] = {R[0], R[1], R[2], 0, R[3], R[4], R[5], 1.5, R[6], R[7], R[8], 0.2, 0, 0, 0, 1};
+        const double K[16] = {f, 0, cx, 0, 0, f, cy, 0, 0, 0, 1, 0, 0, 0, 0, 1};
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 4; j++) {
+                double acc = 0;
+                for (int k = 0; k < 4; k++) acc += K[i * 4 + k] * l2c[k * 4 + j];
+                r->lidar2img[c * 16 + i * 4 + j] = (float)acc;
+            }
+    }
+    for (int t = 0; t < FRAMES; t++) {
+        const double yaw = 0.1 * t, x = 3.0 * t, y = 0.2 * t * t;
+        const float pose[16] = {(float)cos(yaw), (float)-sin(yaw), 0, (float)x, (float)sin(yaw), (float)cos(yaw), 0,
+                                (float)y, 0, 0, 1, 1.8f, 0, 0, 0, 1};
+        memcpy(r->ego_pose[t], pose, sizeof pose);
+        for (int k = 0; k < VH_CAN_BUS_FLOATS; k++) r->can_bus[t][k] = (float)(0.1 * k + 0.5 * t);
+    }
+    for (int k = 0; k < LATENT; k++) r->noise[k] = (float)(0.05 * k - 0.8);
+}
+
+static void free_rig(rig *r)
+{
+    for (int t = 0; t < FRAMES; t++)
+        for (int c = 0; c < CAMS; c++) free(r->rgb[t][c]);
+}
+
+static void frame_of(rig *r, int t, vh_frame *f)
+{
+    vh_frame_init(f);
+    f->n_cameras = CAMS;
+    f->cameras = r->cams[t];
+    f->lidar2img = r->lidar2img;
+    f->ego_pose = r->ego_pose[t];
+    f->can_bus = r->can_bus[t];
+    f->command = 2;
+    f->timestamp_ns = 1000000000ll + 500000000ll * t;
+    f->noise = r->noise;
+    f->n_noise = LATENT;
+}
+
+static vh_session *open_session(const char *model, vh_execution_mode mode)
+{
+    char *dir = vh_test_fixture_path(model);
+    vh_session_params p;
+    vh_session_params_init(&p);
+    p.model_path = dir;
+    p.backends = CAMERAS_BACKEND;
+    p.execution_mode = mode;
+    p.queue_policy = VH_QUEUE_BLOCK;
+    p.queue_capacity = 16;
+    p.n_threads = 2;
+    p.warmup_frames = 0;
+    vh_session *s = NULL;
+    ck_assert_msg(vh_session_create(&p, &s) == VH_OK, "%s", vh_last_error());
+    free(dir);
+    return s;
+}
+
+/* Submit frame t and wait for its trajectory. */
+static void answer(vh_session *s, rig *r, int t, float *trajectory)
+{
+    vh_frame f;
+    frame_of(r, t, &f);
+    ck_assert_msg(vh_submit_frame(s, &f, NULL) == VH_OK, "frame %d: %s", t, vh_last_error());
+    vh_action a;
+    vh_action_init(&a);
+    ck_assert_int_eq(vh_poll_action(s, &a, -1), VH_OK);
+    ck_assert_msg(a.status == VH_OK, "frame %d: status %d (%s)", t, a.status, vh_session_last_error(s));
+    ck_assert_uint_eq(a.n_points, POINTS);
+    for (int i = 0; i < 2 * POINTS; i++) ck_assert_msg(isfinite(a.trajectory[i]), "frame %d: a waypoint not finite", t);
+    memcpy(trajectory, a.trajectory, sizeof(float) * 2 * POINTS);
+}
+
+static int same(const float *a, const float *b) { return !memcmp(a, b, sizeof(float) * 2 * POINTS); }
+
+START_TEST(test_cameras_to_trajectory)
+{
+    rig r;
+    make_rig(&r);
+    float serial[FRAMES][2 * POINTS], got[2 * POINTS], fresh[2 * POINTS];
+    vh_session *s = open_session("orion/model-front", VH_EXECUTION_SERIAL);
+    for (int t = 0; t < FRAMES; t++) answer(s, &r, t, serial[t]);
+    /* a reset: the third frame as the first of a new episode */
+    ck_assert_int_eq(vh_session_reset(s, 0), VH_OK);
+    answer(s, &r, 2, got);
+    vh_session_destroy(s);
+    s = open_session("orion/model-front", VH_EXECUTION_SERIAL);
+    answer(s, &r, 2, fresh);
+    vh_session_destroy(s);
+    ck_assert_msg(!same(fresh, serial[2]), "the third frame's answer does not depend on the frames before it");
+    ck_assert_msg(same(fresh, got), "after a reset the answer is not a fresh session's");
+    /* the other modes: frame by frame the same answers */
+    const vh_execution_mode modes[2] = {VH_EXECUTION_PIPELINE, VH_EXECUTION_PACKED};
+    for (int m = 0; m < 2; m++) {
+        s = open_session("orion/model-front", modes[m]);
+        for (int t = 0; t < FRAMES; t++) {
+            answer(s, &r, t, got);
+            ck_assert_msg(same(got, serial[t]), "mode %d frame %d differs from serial", m, t);
+        }
+        vh_session_destroy(s);
+    }
+    free_rig(&r);
+}
+END_TEST
+
+/* Vision tokens on the front-end checkpoint: the tokens-only checkpoint's answer (the same LLM and
+ * planner), and the banks untouched (the camera frame after it answers as without it). */
+START_TEST(test_tokens_on_the_front_end_checkpoint)
+{
+    rig r;
+    make_rig(&r);
+    const size_t n = (size_t)529 * 64;
+    float *tokens = malloc(sizeof(float) * n), a_traj[2 * POINTS], b_traj[2 * POINTS], cams[2][2 * POINTS];
+    uint64_t seed = 7;
+    for (size_t i = 0; i < n; i++) tokens[i] = (float)((double)(next_u64(&seed) >> 11) / 9007199254740992.0 - 0.5);
+    vh_frame f;
+    vh_frame_init(&f);
+    f.vision_tokens = tokens, f.n_vision_tokens = 529, f.vision_token_width = 64, f.command = 1;
+    f.noise = r.noise, f.n_noise = LATENT;
+    vh_session *only = open_session("orion/model", VH_EXECUTION_SERIAL);
+    vh_session *front = open_session("orion/model-front", VH_EXECUTION_SERIAL);
+    vh_action a;
+    ck_assert_int_eq(vh_submit_frame(only, &f, NULL), VH_OK);
+    vh_action_init(&a);
+    ck_assert_int_eq(vh_poll_action(only, &a, -1), VH_OK);
+    ck_assert_int_eq(a.status, VH_OK);
+    memcpy(a_traj, a.trajectory, sizeof a_traj);
+    answer(front, &r, 0, cams[0]);
+    ck_assert_int_eq(vh_submit_frame(front, &f, NULL), VH_OK);
+    vh_action_init(&a);
+    ck_assert_int_eq(vh_poll_action(front, &a, -1), VH_OK);
+    ck_assert_int_eq(a.status, VH_OK);
+    memcpy(b_traj, a.trajectory, sizeof b_traj);
+    ck_assert_msg(same(a_traj, b_traj), "the front-end checkpoint's decision half differs from the tokens-only one");
+    answer(front, &r, 1, cams[1]);
+    vh_session_destroy(front);
+    /* frames 0, 1 without the token frame between them */
+    front = open_session("orion/model-front", VH_EXECUTION_SERIAL);
+    float want[2 * POINTS];
+    answer(front, &r, 0, want);
+    answer(front, &r, 1, want);
+    ck_assert_msg(same(want, cams[1]), "a token frame changed the front end's memory");
+    vh_session_destroy(front);
+    vh_session_destroy(only);
+    free(tokens);
+    free_rig(&r);
+}
+END_TEST
+
+START_TEST(test_bad_camera_frames)
+{
+    rig r;
+    make_rig(&r);
+    vh_session *s = open_session("orion/model-front", VH_EXECUTION_SERIAL);
+    float nan_pose[16];
+    struct { const char *what, *in_message; } bad[] = {
+        {"five cameras", "6 camera images"}, {"no calibration", "calibration"}, {"no ego pose", "frame->ego_pose"},
+        {"no can_bus", "frame->can_bus"}, {"NaN pose", "frame->ego_pose"}, {"a camera without pixels", "cameras[3]"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        vh_frame f;
+        frame_of(&r, 0, &f);
+        vh_camera_image cams[CAMS];
+        memcpy(cams, r.cams[0], sizeof cams);
+        switch (i) {
+        case 0: f.n_cameras = 5; break;
+        case 1: f.lidar2img = NULL; break;
+        case 2: f.ego_pose = NULL; break;
+        case 3: f.can_bus = NULL; break;
+        case 4: memcpy(nan_pose, r.ego_pose[0], sizeof nan_pose); nan_pose[3] = NAN; f.ego_pose = nan_pose; break;
+        case 5: cams[3].rgb = NULL; f.cameras = cams; break;
+        }
+        ck_assert_msg(vh_submit_frame(s, &f, NULL) == VH_ERR_BAD_FRAME, "%s accepted", bad[i].what);
+        ck_assert_msg(strstr(vh_last_error(), bad[i].in_message), "%s: '%s'", bad[i].what, vh_last_error());
+    }
+    float t0[2 * POINTS];
+    answer(s, &r, 0, t0); /* the session goes on */
+    vh_session_destroy(s);
+    free_rig(&r);
+}
+END_TEST
+
+int main(void)
+{
+    if (!vh_test_backend_usable(CAMERAS_BACKEND)) return 77;
+    Suite *s = suite_create("orion_cameras");
+    TCase *tc = tcase_create("cameras");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, test_cameras_to_trajectory);
+    tcase_add_test(tc, test_tokens_on_the_front_end_checkpoint);
+    tcase_add_test(tc, test_bad_camera_frames);
+    suite_add_tcase(s, tc);
+    return vh_test_run_suite(s);
+}
