@@ -10,7 +10,8 @@
 #define MAX_INLINE_NOISE 65536
 
 static const char *const known_members[] = {"image", "vision_tokens", "instruction", "command", "noise",
-                                            "timestamp_ns", "sequence", "tag", "unnorm_key", "cameras", NULL};
+                                            "timestamp_ns", "sequence", "tag", "unnorm_key", "cameras", "ego_pose",
+                                            "can_bus", NULL};
 
 /* `relative` from the frame file's folder (dir, "" for the current one), unless absolute. */
 static char *resolve(const char *dir, const char *relative)
@@ -73,6 +74,28 @@ static int read_noise(const json_t *obj, const char *dir, vh_frame_file_entry *e
     return 0;
 }
 
+/* `key` of obj as n finite float32 numbers: a flat array, or (n = 16) four rows of four. 1 read,
+ * 0 absent, -1 said. */
+static int numbers_member(const json_t *obj, const char *key, size_t n, float *out, char *why, size_t why_size)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (!v) return 0;
+    const int rows = n == 16 && json_is_array(v) && json_array_size(v) == 4;
+    if (!json_is_array(v) || (!rows && json_array_size(v) != n))
+        return snprintf(why, why_size, "\"%s\" must be %s", key, n == 16 ? "a 4 x 4 matrix (4 rows of 4, or 16 numbers)"
+                                                                        : "an array of 18 numbers"), -1;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *x = rows ? json_array_get(json_array_get(v, i / 4), i % 4) : json_array_get(v, i);
+        if (rows && json_array_size(json_array_get(v, i / 4)) != 4)
+            return snprintf(why, why_size, "\"%s\" row %zu is not 4 numbers", key, i / 4), -1;
+        const double d = json_number_value(x);
+        if (!json_is_number(x) || !isfinite((float)d))
+            return snprintf(why, why_size, "\"%s\"[%zu] is not a finite float32 number", key, i), -1;
+        out[i] = (float)d;
+    }
+    return 1;
+}
+
 static int read_cameras(const json_t *obj, const char *dir, vh_frame_file_entry *e, char *why, size_t why_size)
 {
     const json_t *v = json_object_get(obj, "cameras");
@@ -86,14 +109,18 @@ static int read_cameras(const json_t *obj, const char *dir, vh_frame_file_entry 
         const json_t *member;
         if (!json_is_object(c)) return snprintf(why, why_size, "\"cameras\"[%zu] is not an object", i), -1;
         json_object_foreach((json_t *)c, key, member) {
-            if (strcmp(key, "name") && strcmp(key, "image"))
-                return snprintf(why, why_size, "\"cameras\"[%zu]: unknown member \"%s\" (\"name\", \"image\")", i, key),
-                       -1;
+            if (strcmp(key, "name") && strcmp(key, "image") && strcmp(key, "lidar2img") && strcmp(key, "intrinsics") &&
+                strcmp(key, "extrinsics"))
+                return snprintf(why, why_size, "\"cameras\"[%zu]: unknown member \"%s\" (\"name\", \"image\", "
+                                "\"lidar2img\", \"intrinsics\", \"extrinsics\")", i, key), -1;
         }
         vh_frame_file_camera *cam = &e->cameras[e->n_cameras++];
         char inner[128];
         if (string_member(c, "name", &cam->name, inner, sizeof inner) ||
-            path_member(c, "image", dir, &cam->image, inner, sizeof inner))
+            path_member(c, "image", dir, &cam->image, inner, sizeof inner) ||
+            (cam->has_lidar2img = numbers_member(c, "lidar2img", 16, cam->lidar2img, inner, sizeof inner)) < 0 ||
+            (cam->has_intrinsics = numbers_member(c, "intrinsics", 16, cam->intrinsics, inner, sizeof inner)) < 0 ||
+            (cam->has_extrinsics = numbers_member(c, "extrinsics", 16, cam->extrinsics, inner, sizeof inner)) < 0)
             return snprintf(why, why_size, "\"cameras\"[%zu]: %s", i, inner), -1;
         if (!cam->image) return snprintf(why, why_size, "\"cameras\"[%zu] has no \"image\"", i), -1;
     }
@@ -117,7 +144,9 @@ static int read_entry(const json_t *obj, const char *dir, vh_frame_file_entry *e
         path_member(obj, "vision_tokens", dir, &e->vision_tokens, why, why_size) ||
         string_member(obj, "instruction", &e->instruction, why, why_size) ||
         string_member(obj, "unnorm_key", &e->unnorm_key, why, why_size) || read_noise(obj, dir, e, why, why_size) ||
-        read_cameras(obj, dir, e, why, why_size))
+        read_cameras(obj, dir, e, why, why_size) ||
+        (e->has_ego_pose = numbers_member(obj, "ego_pose", 16, e->ego_pose, why, why_size)) < 0 ||
+        (e->has_can_bus = numbers_member(obj, "can_bus", 18, e->can_bus, why, why_size)) < 0)
         return -1;
     if ((got = integer_member(obj, "command", 0, 63, &n, why, why_size)) < 0) return -1;
     if (got) e->command = (int)n;

@@ -12,8 +12,12 @@
  *   "sequence"       integer >= 0: the frame's sequence (a sampling model draws its noise from it)
  *   "tag"            integer >= 0: the caller's value, printed with the frame's answer
  *   "unnorm_key"     string: the dataset that un-normalises this frame's action (OpenVLA)
- *   "cameras"        array of {"name": string, "image": string}: a multi-camera frame's images,
- *                    passed to the library as vh_frame.cameras
+ *   "cameras"        array of {"name": string, "image": string, and 4 x 4 "lidar2img",
+ *                    "intrinsics", "extrinsics"}: a multi-camera frame's images and calibration,
+ *                    passed to the library as vh_frame.cameras (and its lidar2img, intrinsics,
+ *                    extrinsics where every camera gives them)
+ *   "ego_pose"       4 x 4 numbers (nested arrays, or 16 in a row): LiDAR to world
+ *   "can_bus"        18 numbers
  * Paths are relative to the frame file's folder unless absolute. Empty lines are skipped. Which of
  * the members a model needs (and which it refuses) is vh-run's to check, knowing the model. */
 #ifndef VH_TOOLS_FRAME_FILE_H
@@ -27,6 +31,8 @@
 typedef struct vh_frame_file_camera {
     char *name;  /* may be NULL */
     char *image; /* resolved path */
+    int has_lidar2img, has_intrinsics, has_extrinsics;
+    float lidar2img[16], intrinsics[16], extrinsics[16];
 } vh_frame_file_camera;
 
 typedef struct vh_frame_file_entry {
@@ -44,6 +50,8 @@ typedef struct vh_frame_file_entry {
     uint64_t sequence, tag;
     uint32_t n_cameras;
     vh_frame_file_camera cameras[VH_FRAME_FILE_MAX_CAMERAS];
+    int has_ego_pose, has_can_bus;
+    float ego_pose[16], can_bus[18];
 } vh_frame_file_entry;
 
 typedef struct vh_frame_file {

@@ -766,8 +766,8 @@ static void *submit_frames(void *arg)
         if (o->orion) { /* the tokens, the command and the noise, read before the start */
             const float *noise = run->noises && run->noises[image_index] ? run->noises[image_index] : run->noise;
             f.vision_tokens = run->tokens[image_index];
-            f.n_vision_tokens = run->shape.n_tokens;
-            f.vision_token_width = run->shape.width;
+            f.n_vision_tokens = f.vision_tokens ? run->shape.n_tokens : 0;
+            f.vision_token_width = f.vision_tokens ? run->shape.width : 0;
             f.command = frame_command(o, image_index);
             f.noise = noise;
             f.n_noise = noise ? run->shape.latent : 0;
@@ -783,7 +783,21 @@ static void *submit_frames(void *arg)
         f.timestamp_ns = capture_ns;
         const vh_frame_file_entry *entry = frame_entry(o, image_index);
         vh_camera_image cams[VH_FRAME_FILE_MAX_CAMERAS];
-        if (entry) { /* the line's own sequence, capture time and cameras */
+        float calib[3][VH_FRAME_FILE_MAX_CAMERAS * 16];
+        if (entry) { /* the line's own sequence, capture time, cameras with their calibration, ego state */
+            int all[3] = {entry->n_cameras > 0, entry->n_cameras > 0, entry->n_cameras > 0};
+            for (uint32_t c = 0; c < entry->n_cameras; c++) {
+                const vh_frame_file_camera *fc = &entry->cameras[c];
+                all[0] &= fc->has_lidar2img, all[1] &= fc->has_intrinsics, all[2] &= fc->has_extrinsics;
+                memcpy(calib[0] + c * 16, fc->lidar2img, sizeof fc->lidar2img);
+                memcpy(calib[1] + c * 16, fc->intrinsics, sizeof fc->intrinsics);
+                memcpy(calib[2] + c * 16, fc->extrinsics, sizeof fc->extrinsics);
+            }
+            f.lidar2img = all[0] ? calib[0] : NULL;
+            f.intrinsics = all[1] ? calib[1] : NULL;
+            f.extrinsics = all[2] ? calib[2] : NULL;
+            f.ego_pose = entry->has_ego_pose ? entry->ego_pose : NULL;
+            f.can_bus = entry->has_can_bus ? entry->can_bus : NULL;
             if (entry->has_sequence) f.sequence = entry->sequence;
             if (entry->has_timestamp) f.timestamp_ns = entry->timestamp_ns;
             for (uint32_t c = 0; c < entry->n_cameras; c++)
@@ -1007,7 +1021,8 @@ static int apply_frame_file(options *o, const vh_frame_file *ff, const vh_orion_
     for (size_t i = 0; i < ff->n_entries; i++) {
         const vh_frame_file_entry *e = &ff->entries[i];
         const char *bad = NULL;
-        if (o->orion && !e->vision_tokens) bad = "a driving model's frame needs \"vision_tokens\"";
+        if (o->orion && !e->vision_tokens && !e->n_cameras)
+            bad = "a driving model's frame needs \"vision_tokens\" (or, with a camera front end, \"cameras\")";
         else if (o->orion && (e->image || e->instruction || e->unnorm_key))
             bad = "a driving model takes \"vision_tokens\", not \"image\", \"instruction\" or \"unnorm_key\"";
         else if (!o->orion && !e->image) bad = "an OpenVLA frame needs \"image\"";
@@ -1133,6 +1148,10 @@ int main(int argc, char **argv)
         }
         const uint32_t token_dims[2] = {shape.n_tokens, shape.width};
         for (int i = 0; i < o.n_token_files; i++) {
+            if (!o.token_files[i]) { /* a frame file's camera frame: the front end makes its tokens */
+                o.images[i] = o.frame_file->entries[i].cameras[0].image;
+                continue;
+            }
             o.images[i] = o.token_files[i]; /* frames cycle over the files as over images */
             tokens[i] = vh_read_float_array(o.token_files[i], "vision tokens", token_dims, 2, why, sizeof why);
             if (!tokens[i]) {

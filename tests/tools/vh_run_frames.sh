@@ -4,7 +4,8 @@
 # against the fixtures' reference (OpenVLA's own code) frame by frame; per-line unnorm_key on the
 # two-dataset model against its reference; tag, sequence and timestamp_ns come back in --json;
 # cameras are passed through; --frames cycles over the lines. Orion: per-line vision tokens (.f32
-# and .npy), command and noise (a file, an inline array) give cases.json's trajectories. Bad lines
+# and .npy), command and noise (a file, an inline array) give cases.json's trajectories; Orion with a
+# camera front end from six cameras with their calibration, ego pose and can_bus per line. Bad lines
 # (unknown member, a member twice, not JSON, a missing image, members the model does not take, a command out of
 # range, noise of the wrong length, ...) stop the run with status 2 and the line number before the
 # model loads, so no frame is lost; every accepted frame is answered.
@@ -103,6 +104,40 @@ for got, name, command in zip(f, ["set0_cmd2", "set1_cmd4"], [2, 4]):
     assert got["command"] == command and err <= 1e-4, (name, got["command"], err)
 assert f[0]["noise"] == "inline" and f[0]["tag"] == 1 and f[1]["noise"].endswith("eps_b.npy") and f[1]["sequence"] == 9, f
 print("Orion: both lines give their cases' trajectories")
+PY
+
+echo "== Orion from six cameras: images, calibration per camera, ego pose and can_bus per line"
+"$py" - "$frames" "$work" <<'PY'
+import json, math, sys
+frames, w = sys.argv[1:]
+def l2i(c):  # K (1600 x 900 rig) @ lidar2cam of a camera at yaw 60 c degrees
+    yaw = c * math.pi / 3
+    R = [[math.sin(yaw), -math.cos(yaw), 0], [0, 0, -1], [math.cos(yaw), math.sin(yaw), 0]]
+    l2c = [R[0] + [0.0], R[1] + [1.5], R[2] + [0.2], [0, 0, 0, 1]]
+    K = [[1266.0, 0, 800, 0], [0, 1266.0, 450, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
+    return [[sum(K[i][k] * l2c[k][j] for k in range(4)) for j in range(4)] for i in range(4)]
+with open(f"{w}/cameras.jsonl", "w") as f:
+    for t in range(2):
+        cams = [{"image": f"{frames}/frame_{(c + t) % 5}.png", "lidar2img": l2i(c)} for c in range(6)]
+        pose = [[1, 0, 0, 3.0 * t], [0, 1, 0, 0], [0, 0, 1, 1.8], [0, 0, 0, 1]]
+        f.write(json.dumps({"cameras": cams, "ego_pose": pose, "can_bus": [0.1 * k for k in range(18)], "command": 2,
+                            "timestamp_ns": 1000000000 + 500000000 * t, "noise": [0.0] * 32}) + "\n")
+    # the same frame without its ego pose: refused by the library at submit, the run goes on
+    f.write(json.dumps({"cameras": cams, "can_bus": [0.0] * 18, "command": 2}) + "\n")
+PY
+set +e
+"$vh_run" --backend cpu_generic --model "$orion/model-front" --frame-file "$work/cameras.jsonl" --json --warmup 0 \
+    > "$work/cameras.json" 2> "$work/cameras.err"
+set -e
+"$py" - "$work/cameras.json" "$work/cameras.err" <<'PY'
+import json, sys
+f = [json.loads(l) for l in open(sys.argv[1])]
+err = open(sys.argv[2]).read()
+ok = [x for x in f if x["status"] == "ok"]
+assert len(ok) == 2 and all(x["cameras"] == 6 and len(x["trajectory"]) == 12 for x in ok), (f, err)
+assert ok[0]["trajectory"] != ok[1]["trajectory"], "two different frames gave one trajectory"
+assert "frame->ego_pose" in err or any("ego_pose" in json.dumps(x) for x in f), (f, err)
+print("Orion from cameras: both camera lines answered, the one without its ego pose refused")
 PY
 
 echo "== bad lines stop the run before the load"
