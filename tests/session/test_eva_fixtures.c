@@ -40,10 +40,22 @@ typedef struct fixture {
     char why[512];
 } fixture;
 
+/* A fixture set: the tiny one (eva/) or the agent's geometry (eva/real/: 640 x 640, a 40 x 40 grid
+ * in 16 x 16 windows padded to 48 x 48, one image, the patch embedding's and the last layer's
+ * tokens). */
+typedef struct geometry {
+    const char *dir;
+    uint32_t img, grid, window, images;
+    uint32_t checkpoints[DEPTH + 1], n_checkpoints;
+} geometry;
+static const geometry tiny = {"eva", S, G, WIN, IMAGES, {0, 1, 2, 3}, 4};
+static const geometry real = {"eva/real", 640, 40, 16, 1, {0, DEPTH}, 2};
+static const geometry *geo = &tiny;
+
 static float *read_f32(const char *name, size_t n)
 {
     char rel[128];
-    snprintf(rel, sizeof rel, "eva/%s", name);
+    snprintf(rel, sizeof rel, "%s/%s", geo->dir, name);
     char *path = vh_test_fixture_path(rel);
     size_t size = 0;
     float *data = (float *)vh_test_read_file(path, &size);
@@ -56,7 +68,8 @@ static float *read_f32(const char *name, size_t n)
 static vh_eva_config tiny_config(void)
 {
     vh_eva_config c = vh_eva_config_agent();
-    c.img_size = S, c.embed_dim = D, c.depth = DEPTH, c.num_heads = HEADS, c.mlp_hidden = F, c.window_size = WIN;
+    c.img_size = geo->img, c.embed_dim = D, c.depth = DEPTH, c.num_heads = HEADS, c.mlp_hidden = F;
+    c.window_size = geo->window;
     c.window_blocks = 0;
     for (uint32_t l = 0; l < DEPTH; l++) c.window_blocks |= (uint64_t)window_layer[l] << l;
     return c;
@@ -68,11 +81,12 @@ static void setup(fixture *f)
     vh_error err;
     ck_assert_msg(vh_plugin_load(EVA_BACKEND, NULL, NULL, &f->plugin, &err) == VH_OK, "%s", err.message);
     f->model = calloc(1, sizeof *f->model);
-    char *dir = vh_test_fixture_path("eva");
+    char *dir = vh_test_fixture_path(geo->dir);
     ck_assert_msg(vh_checkpoint_open(dir, &f->model->checkpoint, &err) == VH_OK, "%s", err.message);
     free(dir);
     ck_assert_msg(vh_model_alloc_blocks(f->model, 1 + DEPTH, &err) == VH_OK, "%s", err.message);
     f->model->desc.n_towers = 1;
+    const size_t T = (size_t)geo->grid * geo->grid;
     const vh_eva_config c = tiny_config();
     uint32_t next = 0;
     ck_assert_msg(vh_eva_take_blocks(f->model, &c, "", 0, "cam.pixels", "vit.tokens", &next, &f->pos, &err) == VH_OK,
@@ -88,7 +102,7 @@ static void setup(fixture *f)
     ck_assert_msg(pos_error <= 4e-6, "the interpolated position table: error %g", pos_error);
     free(want);
     free(module_pos);
-    f->pixels = read_f32("pixels.f32", (size_t)IMAGES * 3 * S * S);
+    f->pixels = read_f32("pixels.f32", (size_t)geo->images * 3 * geo->img * geo->img);
 }
 
 static void teardown(fixture *f)
@@ -108,7 +122,7 @@ static vh_transformer_params *layer(fixture *f, uint32_t b)
 static vh_status create(fixture *f, uint32_t n_blocks, vh_executor **ex)
 {
     vh_executor_params p = {.struct_size = sizeof p, .model = &f->model->desc, .first_block = 0, .n_blocks = n_blocks,
-                            .max_sequences = 1, .max_context = 1, .max_rows = 1, .max_images = IMAGES,
+                            .max_sequences = 1, .max_context = 1, .max_rows = 1, .max_images = geo->images,
                             .n_threads = 2};
     *ex = NULL;
     f->why[0] = '\0';
@@ -155,6 +169,42 @@ START_TEST(test_eva_against_released_module)
     free(got);
     free(want);
     teardown(&f);
+}
+END_TEST
+
+/* The agent's geometry: a 40 x 40 grid in windows of 16 (the last row and column of windows hold
+ * 8 real tokens of 16 and 8 of padding), the table interpolated 14 -> 40, 1600 tokens an image. */
+START_TEST(test_eva_real_geometry)
+{
+    geo = &real;
+    fixture f;
+    setup(&f);
+    vh_executor *ex;
+    ck_assert_msg(create(&f, 1 + DEPTH, &ex) == VH_OK, "%s", f.why);
+    const float *planes[1] = {f.pixels};
+    vh_batch batch = {.struct_size = sizeof batch, .n_images = 1, .pixels = planes};
+    const size_t n = (size_t)real.grid * real.grid * D;
+    float *got = malloc(sizeof(float) * n);
+    double *want = malloc(sizeof(double) * n);
+    for (uint32_t c = 0; c < real.n_checkpoints; c++) {
+        const uint32_t k = real.checkpoints[c];
+        ck_assert_msg(f.plugin->iface->executor_run(ex, &batch, 0, k + 1, f.why, sizeof f.why) == VH_OK, "%s", f.why);
+        ck_assert_msg(f.plugin->iface->read_slot(ex, 1, 0, got, n, f.why, sizeof f.why) == VH_OK, "%s", f.why);
+        char name[32];
+        snprintf(name, sizeof name, "tokens_%u.f32", k);
+        float *ref = read_f32(name, n);
+        for (size_t j = 0; j < n; j++) want[j] = ref[j];
+        const double e = vh_test_rel_error_of_largest(got, want, n);
+        printf("%s: the agent's geometry, %s: error %.3g of the largest value (bound %.3g)\n", EVA_BACKEND,
+               k ? "after window, global, window layers" : "patch embedding", e, EVA_TOL);
+        ck_assert_msg(e <= EVA_TOL, "real geometry checkpoint %u: error %g", k, e);
+        free(ref);
+    }
+    f.plugin->iface->executor_destroy(ex);
+    free(got);
+    free(want);
+    teardown(&f);
+    geo = &tiny;
 }
 END_TEST
 
@@ -224,6 +274,7 @@ int main(void)
     TCase *tc = tcase_create("eva");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_eva_against_released_module);
+    tcase_add_test(tc, test_eva_real_geometry);
     tcase_add_test(tc, test_eva_refusals);
     tcase_add_test(tc, test_eva_loader_refusals);
     suite_add_tcase(s, tc);
