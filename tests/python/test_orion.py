@@ -74,5 +74,49 @@ class Orion(unittest.TestCase):
                 s.predict(None, None, vision_tokens=self.tokens[0].ravel(), command=2)
 
 
+def rig(t):
+    """Six cameras around the ego (yaw 60 degrees apart; K of the 1600 x 900 rig) of numpy RGB8 images,
+    an ego driving forward, the agent's 18 can-bus floats: a camera frame's fields."""
+    r = np.random.default_rng(100 + t)
+    cams, l2i = [], []
+    for c in range(6):
+        yaw = c * np.pi / 3
+        l2c = np.array([[np.sin(yaw), -np.cos(yaw), 0, 0], [0, 0, -1, 1.5], [np.cos(yaw), np.sin(yaw), 0, 0.2],
+                        [0, 0, 0, 1]])
+        K = np.array([[1266.0, 0, 800, 0], [0, 1266.0, 450, 0], [0, 0, 1, 0], [0, 0, 0, 1]])
+        l2i.append(K @ l2c)
+        cams.append((f"CAM_{c}", r.integers(0, 256, (225, 400, 3), dtype=np.uint8)))
+    pose = np.eye(4)
+    pose[0, 3] = 3.0 * t
+    return dict(cameras=cams, lidar2img=np.array(l2i, np.float32), ego_pose=pose.astype(np.float32),
+                can_bus=np.linspace(0, 1.7, 18, dtype=np.float32), timestamp_ns=10**9 + t * 5 * 10**8)
+
+
+class OrionCameras(unittest.TestCase):
+    """The front-end checkpoint (tests/fixtures/orion/model-front) from numpy camera frames: each answered
+    with a trajectory; the second frame's answer depends on the first (the heads' memory), a new session
+    repeats the first's; a frame without its ego pose is refused."""
+
+    def test_camera_frames(self):
+        model = os.path.join(ORION, "model-front")
+        eps = np.zeros(32, np.float32)
+        with vlahybrid.Session(model, backends="cpu_generic") as s:
+            a = s.predict(None, None, command=2, noise=eps, **rig(0))
+            b = s.predict(None, None, command=2, noise=eps, **rig(1))
+            self.assertEqual(a.shape, (6, 2))
+            self.assertTrue(np.all(np.isfinite(a)) and np.all(np.isfinite(b)))
+            with self.assertRaises(vlahybrid.BadFrameError) as e:
+                frame = rig(2)
+                del frame["ego_pose"]
+                s.predict(None, None, command=2, noise=eps, **frame)
+            self.assertIn("ego_pose", e.exception.message)
+        with vlahybrid.Session(model, backends="cpu_generic") as s:
+            np.testing.assert_array_equal(s.predict(None, None, command=2, noise=eps, **rig(0)), a)
+            fresh = s.predict(None, None, command=2, noise=eps, **rig(1))
+        np.testing.assert_array_equal(fresh, b)
+        with vlahybrid.Session(model, backends="cpu_generic") as s:  # frame 1 without frame 0 before it
+            self.assertFalse(np.array_equal(s.predict(None, None, command=2, noise=eps, **rig(1)), b))
+
+
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1])
