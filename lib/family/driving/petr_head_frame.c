@@ -5,6 +5,8 @@
  */
 #include "family/driving/petr_heads.h"
 
+#include "family/driving/petr_math.h"
+
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -66,14 +68,6 @@ void vh_petr_head_state_free(vh_petr_head_state *s)
     for (size_t i = 0; i < sizeof b / sizeof *b; i++) free(b[i]);
     free(s->inputs);
     memset(s, 0, sizeof *s);
-}
-
-/* inverse_sigmoid (transformer.py): log(max(x, eps) / max(1 - x, eps)) with x clamped to [0, 1]. */
-static float inverse_sigmoid(float x)
-{
-    x = x < 0.0f ? 0.0f : x > 1.0f ? 1.0f : x;
-    const float x1 = x < 1e-5f ? 1e-5f : x, x2 = 1.0f - x < 1e-5f ? 1e-5f : 1.0f - x;
-    return logf(x1 / x2);
 }
 
 static float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
@@ -166,7 +160,7 @@ static void decoder_inputs(step *t, const vh_petr_head *h, const vh_petr_heads_c
     give(t, h->extra_pos, s->extra_pos);
 }
 
-/* Each query's points in metres from its branch output: sigmoid(out + inverse_sigmoid(ref)),
+/* Each query's points in metres from its branch output: sigmoid(out + vh_inverse_sigmoid(ref)),
  * denormalised to pc_range; the reference of a propagated query is its memory entry's point. */
 static void decode_points(const vh_petr_head *h, const vh_petr_heads_config *c, vh_petr_head_state *s)
 {
@@ -179,7 +173,7 @@ static void decode_points(const vh_petr_head *h, const vh_petr_heads_config *c, 
                 float ref;
                 if (r < n->queries) ref = h->query_ref[(r * P + p) * 3 + k];
                 else ref = (s->bank.points[(size_t)(r - n->queries) * 3 + k] - pc[k]) / (pc[3 + k] - pc[k]);
-                const float v = sigmoid(s->boxes[(size_t)r * n->reg_out + p * 3 + k] + inverse_sigmoid(ref));
+                const float v = sigmoid(s->boxes[(size_t)r * n->reg_out + p * 3 + k] + vh_inverse_sigmoid(ref));
                 s->points[(size_t)(r * P + p) * 3 + k] = v * (pc[3 + k] - pc[k]) + pc[k];
             }
     vh_petr_max_sigmoid(s->logits, rows, n->classes, s->scores);

@@ -1,48 +1,13 @@
 #include "family/driving/petr_position.h"
 
+#include "family/driving/petr_math.h"
+
 #include <math.h>
 
 vh_petr_position vh_petr_position_agent(void)
 {
     return (vh_petr_position){.depth_num = 64, .depth_start = 1.0f, .range = {-61.2f, -61.2f, -10.0f, 61.2f, 61.2f, 10.0f},
                               .stride = 16, .pad_w = 640, .pad_h = 640};
-}
-
-/* The inverse of a 4 x 4 (Gauss-Jordan with partial pivoting in float64); 0 when singular. */
-static int invert4(const float *m, double inv[16])
-{
-    double a[4][8];
-    for (int r = 0; r < 4; r++)
-        for (int c = 0; c < 8; c++) a[r][c] = c < 4 ? m[r * 4 + c] : (c - 4 == r);
-    for (int c = 0; c < 4; c++) {
-        int pivot = c;
-        for (int r = c + 1; r < 4; r++)
-            if (fabs(a[r][c]) > fabs(a[pivot][c])) pivot = r;
-        if (!(fabs(a[pivot][c]) > 1e-300)) return 0;
-        for (int k = 0; k < 8; k++) {
-            const double t = a[c][k];
-            a[c][k] = a[pivot][k], a[pivot][k] = t;
-        }
-        const double d = a[c][c];
-        for (int k = 0; k < 8; k++) a[c][k] /= d;
-        for (int r = 0; r < 4; r++)
-            if (r != c) {
-                const double f = a[r][c];
-                for (int k = 0; k < 8; k++) a[r][k] -= f * a[c][k];
-            }
-    }
-    for (int r = 0; r < 4; r++)
-        for (int c = 0; c < 4; c++) inv[r * 4 + c] = a[r][c + 4];
-    return 1;
-}
-
-/* mmcv's inverse_sigmoid: log(clamp(x, eps) / clamp(1 - x, eps)) of x clamped to [0, 1]. */
-static float inverse_sigmoid(float x)
-{
-    const float eps = 1e-5f;
-    x = x < 0.0f ? 0.0f : x > 1.0f ? 1.0f : x;
-    const float x1 = x < eps ? eps : x, x2 = 1.0f - x < eps ? eps : 1.0f - x;
-    return logf(x1 / x2);
 }
 
 vh_status vh_petr_position_coords(const vh_petr_position *p, uint32_t n_cams, const float *lidar2img,
@@ -60,7 +25,7 @@ vh_status vh_petr_position_coords(const vh_petr_position *p, uint32_t n_cams, co
     const float eps = 1e-5f;
     for (uint32_t cam = 0; cam < n_cams; cam++) {
         double inv64[16];
-        if (!invert4(lidar2img + (size_t)cam * 16, inv64))
+        if (!vh_mat4_invert(lidar2img + (size_t)cam * 16, inv64))
             return vh_error_set(err, VH_ERR_INVALID_ARGUMENT, "position embedding: camera %u's lidar2img has no inverse",
                                 cam);
         float inv[16];
@@ -78,7 +43,7 @@ vh_status vh_petr_position_coords(const vh_petr_position *p, uint32_t n_cams, co
                         const float *row = inv + k * 4;
                         const float w = row[0] * c[0] + row[1] * c[1] + row[2] * c[2] + row[3] * c[3];
                         const float t = (w - p->range[k]) / (p->range[k + 3] - p->range[k]);
-                        o[i * 3 + k] = inverse_sigmoid(t);
+                        o[i * 3 + k] = vh_inverse_sigmoid(t);
                     }
                 }
             }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "family/driving/camera_preprocess.h"
+#include "family/driving/petr_math.h"
 
 struct vh_orion_stream {
     vh_petr_head_state det, map;
@@ -111,35 +112,6 @@ static void mat4_mul(const double *a, const double *b, double *out)
         }
 }
 
-/* The inverse of a 4 x 4 (Gauss-Jordan, partial pivoting, double); 0 when singular. */
-static int mat4_inverse(const float *m, float *out)
-{
-    double a[4][8];
-    for (int r = 0; r < 4; r++)
-        for (int c = 0; c < 8; c++) a[r][c] = c < 4 ? m[r * 4 + c] : (c - 4 == r);
-    for (int c = 0; c < 4; c++) {
-        int p = c;
-        for (int r = c + 1; r < 4; r++)
-            if (fabs(a[r][c]) > fabs(a[p][c])) p = r;
-        if (fabs(a[p][c]) < 1e-12) return 0;
-        for (int k = 0; k < 8; k++) {
-            const double t = a[c][k];
-            a[c][k] = a[p][k];
-            a[p][k] = t;
-        }
-        const double d = a[c][c];
-        for (int k = 0; k < 8; k++) a[c][k] /= d;
-        for (int r = 0; r < 4; r++)
-            if (r != c) {
-                const double f = a[r][c];
-                for (int k = 0; k < 8; k++) a[r][k] -= f * a[c][k];
-            }
-    }
-    for (int r = 0; r < 4; r++)
-        for (int c = 0; c < 4; c++) out[r * 4 + c] = (float)a[r][4 + c];
-    return 1;
-}
-
 vh_status vh_orion_cameras_prepare(const vh_model *m, vh_orion_cameras *c, const vh_frame_input *in, vh_error *err)
 {
     const vh_front_end_config *fe = &orion_of(m)->config.front_end;
@@ -179,8 +151,10 @@ vh_status vh_orion_cameras_prepare(const vh_model *m, vh_orion_cameras *c, const
     memset(f, 0, sizeof *f);
     f->timestamp = (double)in->timestamp_ns * 1e-9;
     memcpy(f->ego_pose, in->ego_pose, sizeof f->ego_pose);
-    if (!mat4_inverse(f->ego_pose, f->ego_pose_inv))
+    double inv[16];
+    if (!vh_mat4_invert(f->ego_pose, inv))
         return vh_error_set(err, VH_ERR_BAD_FRAME, "frame->ego_pose has no inverse");
+    for (int j = 0; j < 16; j++) f->ego_pose_inv[j] = (float)inv[j];
     memcpy(f->can_bus, in->can_bus, sizeof f->can_bus);
     f->command = (float)in->command;
     c->episode = in->episode;
