@@ -137,8 +137,7 @@ typedef enum vh_block_kind {
                                    read-out returned): a Gaussian latent (VAE encoder), a GRU over the
                                    future steps from it, a decoder to waypoints per mode */
     VH_BLOCK_MODULATED_NORM = 7 /* a LayerNorm without affine whose scale and shift come from a
-                                   condition row: gamma(relu(reduce(c))) * ln(x) + beta(relu(reduce(c)))
-                                   (StreamPETR's MLN) */
+                                   condition row: gamma(relu(reduce(c))) * ln(x) + beta(relu(reduce(c))) */
 } vh_block_kind;
 
 static inline const char *vh_block_kind_name(uint32_t kind)
@@ -284,7 +283,7 @@ typedef enum vh_mlp_kind {
 #define VH_TF_QK_POS      (1u << 8) /* positional terms added to queries and keys, not values */
 #define VH_TF_ATTN_MASK   (1u << 9) /* a structured mask on the attention scores */
 #define VH_TF_EXTRA_KEYS  (1u << 10) /* self-attention over the layer's rows and extra key/value rows
-                                        from an input slot (a query set: StreamPETR's memory queries) */
+                                        from an input slot (a query set: a memory of earlier frames) */
 #define VH_TF_N_FLAGS 11
 #define VH_TF_QKV_BIAS (VH_TF_Q_BIAS | VH_TF_K_BIAS | VH_TF_V_BIAS)
 
@@ -353,7 +352,7 @@ typedef struct vh_chain_params {       /* MLP_CHAIN */
 
 typedef struct vh_mln_params {         /* MODULATED_NORM */
     uint32_t struct_size;
-    float norm_eps;                    /* the LayerNorm's (StreamPETR's MLN: 1e-5) */
+    float norm_eps;                    /* the LayerNorm's */
 } vh_mln_params;
 
 typedef struct vh_planner_params {     /* VAE_GRU_PLANNER */
