@@ -63,15 +63,6 @@ static const void *tensor(fixture *f, const char *name, vh_st_dtype dtype, uint6
     return data;
 }
 
-static double error_of(const float *got, const float *want, size_t n)
-{
-    double *wide = malloc(sizeof(double) * n);
-    for (size_t i = 0; i < n; i++) wide[i] = want[i];
-    const double e = vh_test_rel_error_of_largest(got, wide, n);
-    free(wide);
-    return e;
-}
-
 /* The first `cols` columns of rows [n][width] */
 static float *columns(const float *rows, uint32_t n, uint32_t width, uint32_t cols)
 {
@@ -199,7 +190,7 @@ static void check(fixture *f, const char *what, int t, const float *got, const c
 {
     char full[128];
     snprintf(full, sizeof full, "t%d.%s", t, name);
-    const double e = error_of(got, tensor(f, full, VH_ST_F32, n), n);
+    const double e = vh_test_rel_error_of_largest_f32(got, tensor(f, full, VH_ST_F32, n), n);
     printf("%s: frame %d %s: error %.3g of the largest value (bound %.1g)\n", PETR_BACKEND, t, what, e, bound);
     ck_assert_msg(e <= bound, "frame %d %s: error %g (bound %g)", t, what, e, bound);
 }

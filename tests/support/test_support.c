@@ -118,6 +118,18 @@ double vh_test_rel_error_of_largest(const float *a, const double *b, size_t n)
     return vh_test_max_rel_error(a, b, n, scale);
 }
 
+double vh_test_rel_error_of_largest_f32(const float *a, const float *b, size_t n)
+{
+    double scale = 1e-12, worst = 0;
+    for (size_t i = 0; i < n; i++)
+        if (fabs((double)b[i]) > scale) scale = fabs((double)b[i]);
+    for (size_t i = 0; i < n; i++) {
+        const double e = fabs((double)a[i] - (double)b[i]) / scale;
+        if (!(e <= worst)) worst = isnan(e) ? INFINITY : e;
+    }
+    return worst;
+}
+
 int vh_test_run_suite(Suite *suite)
 {
     SRunner *runner = srunner_create(suite);

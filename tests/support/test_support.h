@@ -27,6 +27,8 @@ double vh_test_max_rel_error(const float *a, const double *b, size_t n, double f
 /* Largest |a-b| over n values, relative to the largest |b| (a driving model's outputs: the
  * reference's scale, not each value's); NaN: infinite. */
 double vh_test_rel_error_of_largest(const float *a, const double *b, size_t n);
+/* The same against a float32 reference (a fixture stored in float32), widened exactly. */
+double vh_test_rel_error_of_largest_f32(const float *a, const float *b, size_t n);
 
 /* Whether backend `name` loads and has a usable device here. Asked in a child process, because a
  * GPU runtime initialised in the test's main process would not survive check's fork into each
