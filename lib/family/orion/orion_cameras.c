@@ -130,7 +130,7 @@ vh_status vh_orion_cameras_prepare(const vh_model *m, vh_orion_cameras *c, const
             const float *k = in->intrinsics + i * 16;
             for (int r = 0; r < 3; r++)
                 for (int q = 0; q < 3; q++) K[r * 3 + q] = k[r * 4 + q];
-            double K4[16] = {0}, Kp[16];
+            double K4[16] = {0};
             for (int r = 0; r < 3; r++)
                 for (int q = 0; q < 3; q++) {
                     double acc = 0;
@@ -138,9 +138,8 @@ vh_status vh_orion_cameras_prepare(const vh_model *m, vh_orion_cameras *c, const
                     K4[r * 4 + q] = acc;
                 }
             K4[15] = 1;
-            memcpy(Kp, K4, sizeof Kp);
             for (int j = 0; j < 16; j++) src[j] = in->extrinsics[i * 16 + j];
-            mat4_mul(Kp, src, l2i);
+            mat4_mul(K4, src, l2i);
         } else {
             for (int j = 0; j < 16; j++) src[j] = in->lidar2img[i * 16 + j];
             mat4_mul(A4, src, l2i);
