@@ -10,7 +10,7 @@
 #define MAX_INLINE_NOISE 65536
 
 static const char *const known_members[] = {"image", "vision_tokens", "instruction", "command", "noise",
-                                            "timestamp_ns", "sequence", "tag", "unnorm_key", "cameras", "ego_pose",
+                                            "timestamp_ns", "sequence", "tag", "stream", "unnorm_key", "cameras", "ego_pose",
                                             "can_bus", NULL};
 
 /* `relative` from the frame file's folder (dir, "" for the current one), unless absolute. */
@@ -156,6 +156,8 @@ static int read_entry(const json_t *obj, const char *dir, vh_frame_file_entry *e
     if ((e->has_sequence = got)) e->sequence = (uint64_t)n;
     if ((got = integer_member(obj, "tag", 0, INT64_MAX, &n, why, why_size)) < 0) return -1;
     if ((e->has_tag = got)) e->tag = (uint64_t)n;
+    if ((got = integer_member(obj, "stream", 0, INT64_MAX, &n, why, why_size)) < 0) return -1;
+    if ((e->has_stream = got)) e->stream = (uint64_t)n;
     if (e->image && e->vision_tokens) return snprintf(why, why_size, "both \"image\" and \"vision_tokens\""), -1;
     if (!e->image && !e->vision_tokens && !e->n_cameras)
         return snprintf(why, why_size, "no \"image\", \"vision_tokens\" or \"cameras\""), -1;

@@ -11,6 +11,7 @@
  *   "timestamp_ns"   integer: the frame's capture time, returned in its answer
  *   "sequence"       integer >= 0: the frame's sequence (a sampling model draws its noise from it)
  *   "tag"            integer >= 0: the caller's value, printed with the frame's answer
+ *   "stream"         integer >= 0: the stream (vehicle) the frame belongs to (vh_frame.stream)
  *   "unnorm_key"     string: the dataset that un-normalises this frame's action (OpenVLA)
  *   "cameras"        array of {"name": string, "image": string, and 4 x 4 "lidar2img",
  *                    "intrinsics", "extrinsics"}: a multi-camera frame's images and calibration,
@@ -45,9 +46,9 @@ typedef struct vh_frame_file_entry {
     char *noise_file;          /* resolved path, or NULL */
     float *noise;              /* an inline "noise" array, or NULL */
     uint32_t n_noise;
-    int has_timestamp, has_sequence, has_tag;
+    int has_timestamp, has_sequence, has_tag, has_stream;
     int64_t timestamp_ns;
-    uint64_t sequence, tag;
+    uint64_t sequence, tag, stream;
     uint32_t n_cameras;
     vh_frame_file_camera cameras[VH_FRAME_FILE_MAX_CAMERAS];
     int has_ego_pose, has_can_bus;

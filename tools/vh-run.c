@@ -485,7 +485,7 @@ static const char *frame_unnorm_key(const options *o, int input)
     return e && e->unnorm_key ? e->unnorm_key : o->unnorm_key;
 }
 
-/* What a frame file's line gave (sequence, tag, timestamp_ns, unnorm_key), back in its JSON. */
+/* What a frame file's line gave (sequence, tag, stream, timestamp_ns, unnorm_key), back in its JSON. */
 static void add_frame_file_members(const options *o, json_t *obj, const vh_action *a)
 {
     const vh_frame_file_entry *e = frame_entry(o, input_of(o, a));
@@ -493,6 +493,7 @@ static void add_frame_file_members(const options *o, json_t *obj, const vh_actio
     json_object_set_new(obj, "line", json_integer(e->line));
     if (e->has_sequence) json_object_set_new(obj, "sequence", json_integer((json_int_t)a->sequence));
     if (e->has_tag) json_object_set_new(obj, "tag", json_integer((json_int_t)e->tag));
+    if (e->has_stream) json_object_set_new(obj, "stream", json_integer((json_int_t)e->stream));
     if (e->has_timestamp) json_object_set_new(obj, "timestamp_ns", json_integer((json_int_t)a->timestamp_ns));
     if (e->unnorm_key) json_object_set_new(obj, "unnorm_key", json_string(e->unnorm_key));
     if (e->n_cameras) json_object_set_new(obj, "cameras", json_integer(e->n_cameras));
@@ -800,6 +801,7 @@ static void *submit_frames(void *arg)
             f.can_bus = entry->has_can_bus ? entry->can_bus : NULL;
             if (entry->has_sequence) f.sequence = entry->sequence;
             if (entry->has_timestamp) f.timestamp_ns = entry->timestamp_ns;
+            if (entry->has_stream) f.stream = entry->stream;
             for (uint32_t c = 0; c < entry->n_cameras; c++)
                 cams[c] = (vh_camera_image){.rgb = run->cameras[image_index][c].rgb,
                                             .width = run->cameras[image_index][c].width,

@@ -291,6 +291,10 @@ typedef struct vh_frame {
                                   the session's unnorm_key. One the model lacks (or one whose
                                   action has another length than the session's) is refused at
                                   submit with VH_ERR_UNNORM_KEY. */
+    /* Added after 0.5.0 (callers with 0.5.0 headers pass the shorter struct_size: stream 0): */
+    uint64_t stream;           /* the caller's stream (a vehicle, a robot) the frame belongs to: a
+                                  model that keeps state across frames (Orion's camera front end)
+                                  keeps it per stream, frames of one stream in submission order */
 } vh_frame;
 
 VH_API void vh_frame_init_sized(vh_frame *frame, size_t struct_size);

@@ -22,6 +22,7 @@ typedef struct vh_frame_input {
                                           frame to frame starts afresh */
     uint64_t sequence;                 /* the caller's sequence number (seeds sampling models) */
     int64_t timestamp_ns;              /* the caller's capture time (a driving model's clock) */
+    uint64_t stream;                   /* the caller's stream (state kept across frames is per stream) */
     /* driving models (vh_frame's 0.3.0 fields; NULL / 0 when absent) */
     uint32_t n_cameras;
     const vh_camera_image *cameras;

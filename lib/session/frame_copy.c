@@ -107,6 +107,7 @@ vh_frame_record *vh_frame_copy(const vh_frame *f)
     d->command = f->command;
     d->command_timestamp_ns = f->command_timestamp_ns;
     d->timestamp_ns = f->timestamp_ns;
+    d->stream = f->stream;
     if (f->n_cameras) {
         vh_camera_image *cams = (vh_camera_image *)(block + at_cam);
         for (uint32_t c = 0; c < f->n_cameras; c++) {

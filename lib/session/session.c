@@ -447,8 +447,9 @@ vh_status vh_submit_frame(vh_session *s, const vh_frame *frame, uint64_t *frame_
     CHECK_SESSION(s, "vh_submit_frame");
     if (is_shut(s)) return fail(s, VH_ERR_SHUTDOWN, SHUT_MESSAGE, "");
     if (!frame) return fail(s, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "frame");
-    /* 0.1.0, 0.2.0 and 0.3.0 callers pass the struct as it ended then */
-    const size_t known = frame->struct_size == offsetof(vh_frame, unnorm_key)
+    /* 0.1.0 .. 0.5.0 callers pass the struct as it ended then */
+    const size_t known = frame->struct_size == offsetof(vh_frame, unnorm_key) ||
+                                 frame->struct_size == offsetof(vh_frame, stream) /* 0.4.0, 0.5.0 */
                              ? frame->struct_size
                              : known_struct_size(frame->struct_size, offsetof(vh_frame, sequence),
                                                  offsetof(vh_frame, n_cameras), sizeof *frame);

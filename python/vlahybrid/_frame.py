@@ -8,7 +8,7 @@ from ._image import Pixels, floats
 INT_RANGES = {
     "tag": (0, 2**64 - 1), "timestamp_ns": (-2**63, 2**63 - 1), "sequence": (0, 2**64 - 1),
     "deadline_ns": (-2**63, 2**63 - 1), "command": (-2**31, 2**31 - 1),
-    "command_timestamp_ns": (-2**63, 2**63 - 1),
+    "command_timestamp_ns": (-2**63, 2**63 - 1), "stream": (0, 2**64 - 1),
 }
 FIELDS = tuple(INT_RANGES) + ("unnorm_key", "cameras", "lidar2img", "intrinsics", "extrinsics", "ego_pose",
                               "can_bus", "vision_tokens", "noise")

@@ -119,6 +119,8 @@ class Frame(ctypes.Structure):
         ("n_noise", c_uint32),
         # 0.4.0
         ("unnorm_key", c_char_p),
+        # after 0.5.0
+        ("stream", c_uint64),
     ]
 
 

@@ -201,7 +201,7 @@ class Session:
     def submit(self, image, instruction, **fields):
         """Queue a frame; returns its id (1, 2, 3, ...). `image`: HxWx3 uint8 numpy array (any
         row stride) or a PIL image; None for a frame without one (Orion: vision_tokens).
-        Fields: tag, timestamp_ns, sequence, deadline_ns, and for driving models cameras,
+        Fields: tag, timestamp_ns, sequence, deadline_ns, stream, and for driving models cameras,
         lidar2img, intrinsics, extrinsics, ego_pose, can_bus, command, command_timestamp_ns,
         vision_tokens, noise (doc/python.md). The library copies everything before returning.
         Raises BusyError when the queue is full under queue_policy "reject"."""

@@ -93,6 +93,7 @@ int main(void)
     FIELD(vh_frame, noise);
     FIELD(vh_frame, n_noise);
     FIELD(vh_frame, unnorm_key);
+    FIELD(vh_frame, stream);
     end();
 
     BEGIN(vh_action_extra_info);

@@ -95,7 +95,7 @@ def rig(t):
 class OrionCameras(unittest.TestCase):
     """The front-end checkpoint (tests/fixtures/orion/model-front) from numpy camera frames: each answered
     with a trajectory; the second frame's answer depends on the first (the heads' memory), a new session
-    repeats the first's; a frame without its ego pose is refused."""
+    repeats the first's; a frame without its ego pose is refused; two streams in one session keep their own."""
 
     def test_camera_frames(self):
         model = os.path.join(ORION, "model-front")
@@ -115,7 +115,12 @@ class OrionCameras(unittest.TestCase):
             fresh = s.predict(None, None, command=2, noise=eps, **rig(1))
         np.testing.assert_array_equal(fresh, b)
         with vlahybrid.Session(model, backends="cpu_generic") as s:  # frame 1 without frame 0 before it
-            self.assertFalse(np.array_equal(s.predict(None, None, command=2, noise=eps, **rig(1)), b))
+            fresh_1 = s.predict(None, None, command=2, noise=eps, **rig(1))
+            self.assertFalse(np.array_equal(fresh_1, b))
+        with vlahybrid.Session(model, backends="cpu_generic") as s:  # two vehicles: each its own memory
+            np.testing.assert_array_equal(s.predict(None, None, command=2, noise=eps, stream=5, **rig(0)), a)
+            np.testing.assert_array_equal(s.predict(None, None, command=2, noise=eps, stream=9, **rig(1)), fresh_1)
+            np.testing.assert_array_equal(s.predict(None, None, command=2, noise=eps, stream=5, **rig(1)), b)
 
 
 if __name__ == "__main__":

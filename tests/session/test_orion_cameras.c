@@ -7,6 +7,8 @@
  *     same one (the heads' banks carried frame to frame in submission order);
  *   - the memory matters: the third frame's answer differs from the same frame's in a fresh session,
  *     and after vh_session_reset (a new episode) it equals the fresh session's;
+ *   - several streams (vh_frame.stream) interleaved in one session each answer as alone; past the
+ *     session's 16 streams the least recent one's memory is dropped (its next frame as a first);
  *   - a frame of vision tokens on this checkpoint gives the tokens-only checkpoint's answer (the same
  *     decision half), and leaves the banks alone;
  *   - bad camera frames are refused at submit, naming what is missing.
@@ -156,6 +158,84 @@ START_TEST(test_cameras_to_trajectory)
 }
 END_TEST
 
+/* Submit frame t of `stream` (tag = stream * 16 + t), no wait. */
+static void submit_of(vh_session *s, rig *r, int t, uint64_t stream)
+{
+    vh_frame f;
+    frame_of(r, t, &f);
+    f.stream = stream;
+    f.tag = stream * 16 + (uint64_t)t;
+    ck_assert_msg(vh_submit_frame(s, &f, NULL) == VH_OK, "stream %llu frame %d: %s", (unsigned long long)stream, t,
+                  vh_last_error());
+}
+
+/* Two vehicles in one session, their frames interleaved and in flight together (pipelined and
+ * packed): each stream's answers are the serial single-stream ones, so no bank is shared. */
+START_TEST(test_streams_keep_their_own_memory)
+{
+    rig r;
+    make_rig(&r);
+    float alone[FRAMES][2 * POINTS];
+    vh_session *s = open_session("orion/model-front", VH_EXECUTION_SERIAL);
+    for (int t = 0; t < FRAMES; t++) answer(s, &r, t, alone[t]);
+    vh_session_destroy(s);
+    const uint64_t ids[2] = {7, 1ull << 40};
+    /* stream 7 runs two frames ahead: 7:0 7:1 B:0 7:2 B:1 B:2 */
+    const int order[6][2] = {{0, 0}, {0, 1}, {1, 0}, {0, 2}, {1, 1}, {1, 2}};
+    const vh_execution_mode modes[3] = {VH_EXECUTION_SERIAL, VH_EXECUTION_PIPELINE, VH_EXECUTION_PACKED};
+    for (int m = 0; m < 3; m++) {
+        s = open_session("orion/model-front", modes[m]);
+        for (int i = 0; i < 6; i++) submit_of(s, &r, order[i][1], ids[order[i][0]]);
+        for (int i = 0; i < 6; i++) {
+            vh_action a;
+            vh_action_init(&a);
+            ck_assert_int_eq(vh_poll_action(s, &a, -1), VH_OK);
+            ck_assert_msg(a.status == VH_OK, "mode %d: status %d (%s)", m, a.status, vh_session_last_error(s));
+            const int t = (int)(a.tag % 16);
+            ck_assert_msg(a.tag / 16 == ids[0] || a.tag / 16 == ids[1], "an unknown tag");
+            ck_assert_msg(same(a.trajectory, alone[t]), "mode %d: stream %llu frame %d is not its answer alone", m,
+                          (unsigned long long)(a.tag / 16), t);
+        }
+        vh_session_destroy(s);
+    }
+    free_rig(&r);
+}
+END_TEST
+
+/* Seventeen streams, a frame each: the first one's memory gives way to the seventeenth, so its next
+ * frame answers as a first frame; stream 2's (seen more recently) is kept. */
+START_TEST(test_least_recent_stream_gives_way)
+{
+    rig r;
+    make_rig(&r);
+    float alone[2][2 * POINTS], first[2 * POINTS], got[2][2 * POINTS];
+    vh_session *s = open_session("orion/model-front", VH_EXECUTION_SERIAL);
+    answer(s, &r, 0, alone[0]);
+    answer(s, &r, 1, alone[1]);
+    vh_session_destroy(s);
+    s = open_session("orion/model-front", VH_EXECUTION_SERIAL);
+    answer(s, &r, 1, first); /* frame 1's inputs as a first frame */
+    vh_session_destroy(s);
+    ck_assert_msg(!same(first, alone[1]), "frame 1 does not depend on frame 0");
+
+    s = open_session("orion/model-front", VH_EXECUTION_SERIAL);
+    vh_action a;
+    const uint64_t then[2] = {0, 2}; /* after 17 first frames: stream 0 (dropped), stream 2 (kept) */
+    for (uint64_t i = 0; i < 19; i++) {
+        const uint64_t id = i < 17 ? i : then[i - 17];
+        submit_of(s, &r, i < 17 ? 0 : 1, id);
+        vh_action_init(&a);
+        ck_assert_int_eq(vh_poll_action(s, &a, -1), VH_OK);
+        ck_assert_msg(a.status == VH_OK, "stream %llu: %s", (unsigned long long)id, vh_session_last_error(s));
+        if (i >= 17) memcpy(got[i - 17], a.trajectory, sizeof got[0]);
+    }
+    vh_session_destroy(s);
+    ck_assert_msg(same(got[0], first), "stream 0, dropped for the seventeenth, did not start afresh");
+    ck_assert_msg(same(got[1], alone[1]), "stream 2 lost its memory");
+    free_rig(&r);
+}
+END_TEST
+
 /* Vision tokens on the front-end checkpoint: the tokens-only checkpoint's answer (the same LLM and
  * planner), and the banks untouched (the camera frame after it answers as without it). */
 START_TEST(test_tokens_on_the_front_end_checkpoint)
@@ -240,6 +320,8 @@ int main(void)
     TCase *tc = tcase_create("cameras");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_cameras_to_trajectory);
+    tcase_add_test(tc, test_streams_keep_their_own_memory);
+    tcase_add_test(tc, test_least_recent_stream_gives_way);
     tcase_add_test(tc, test_tokens_on_the_front_end_checkpoint);
     tcase_add_test(tc, test_bad_camera_frames);
     suite_add_tcase(s, tc);

@@ -57,6 +57,12 @@ vh_status vh_petr_head_state_init(vh_petr_head_state *s, const vh_petr_head *h, 
     return VH_OK;
 }
 
+void vh_petr_head_state_restart(vh_petr_head_state *s)
+{
+    s->bank.started = false;
+    s->scene.started = false;
+}
+
 void vh_petr_head_state_free(vh_petr_head_state *s)
 {
     if (!s) return;

@@ -109,6 +109,9 @@ typedef struct vh_petr_head_state {
 vh_status vh_petr_head_state_init(vh_petr_head_state *s, const vh_petr_head *h, const vh_petr_heads_config *c,
                                   uint32_t n_slots, vh_error *err);
 void vh_petr_head_state_free(vh_petr_head_state *s);
+/* The next frame as a fresh state's first (the `memory_embedding is None` branch): whatever the
+ * banks hold now (a dropped stream's, a failed frame's half-update) is not read again. */
+void vh_petr_head_state_restart(vh_petr_head_state *s);
 
 /* Frame f through the head: pre-update, the runs, post-update. The image features and position
  * embedding are in their slots already, or given here (NULL: the executor's). tokens: [rows][out_dims]

@@ -7,10 +7,22 @@
 #include "family/driving/camera_preprocess.h"
 #include "family/driving/petr_math.h"
 
-struct vh_orion_stream {
+/* One stream's (vehicle's) state: its heads' banks and the episode they belong to. */
+typedef struct stream_state {
+    uint64_t id;
     vh_petr_head_state det, map;
     uint64_t episode;
-    int started;
+    uint64_t last_frame;               /* the program's frame count at this stream's last frame */
+    int started;                       /* 0: no frame yet in this state */
+} stream_state;
+
+/* What the program keeps across frames: the streams seen, made on a stream's first frame, and the
+ * position embedding the executor holds (of one rig: recomputed when a frame's rig differs). */
+struct vh_orion_stream {
+    const vh_model *m;
+    stream_state streams[VH_ORION_MAX_STREAMS];
+    uint32_t n_streams;
+    uint64_t frames;                   /* camera frames run */
     int have_coords;                   /* cam.pos_embed in the executor is of `lidar2img` */
     float lidar2img[VH_FRONT_END_CAMERAS * 16];
     float *coords;                     /* [image_rows][3 depth_num] */
@@ -21,7 +33,7 @@ struct vh_orion_cameras {
     float *planes;                     /* [n_cameras][3][S][S] */
     float lidar2img[VH_FRONT_END_CAMERAS * 16]; /* after the image transforms */
     vh_petr_frame frame;
-    uint64_t episode;
+    uint64_t episode, stream;
 };
 
 static const vh_orion_model *orion_of(const vh_model *m) { return m->family_model; }
@@ -33,9 +45,7 @@ vh_status vh_orion_stream_create(const vh_model *m, vh_orion_stream **out, vh_er
     vh_orion_stream *s = calloc(1, sizeof *s);
     *out = s;
     if (!s) return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (the front end's state)");
-    vh_status st = vh_petr_head_state_init(&s->det, &om->front.det, &fe->heads, m->desc.n_slots, err);
-    if (!st) st = vh_petr_head_state_init(&s->map, &om->front.map, &fe->heads, m->desc.n_slots, err);
-    if (st) return st;
+    s->m = m;
     s->coords = malloc(sizeof(float) * fe->heads.image_rows * 3 * fe->position.depth_num);
     s->inputs = calloc(m->desc.n_slots, sizeof *s->inputs);
     if (!s->coords || !s->inputs) return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (the front end's state)");
@@ -45,8 +55,10 @@ vh_status vh_orion_stream_create(const vh_model *m, vh_orion_stream **out, vh_er
 void vh_orion_stream_free(vh_orion_stream *s)
 {
     if (!s) return;
-    vh_petr_head_state_free(&s->det);
-    vh_petr_head_state_free(&s->map);
+    for (uint32_t i = 0; i < s->n_streams; i++) {
+        vh_petr_head_state_free(&s->streams[i].det);
+        vh_petr_head_state_free(&s->streams[i].map);
+    }
     free(s->coords);
     free(s->inputs);
     free(s);
@@ -157,6 +169,43 @@ vh_status vh_orion_cameras_prepare(const vh_model *m, vh_orion_cameras *c, const
     memcpy(f->can_bus, in->can_bus, sizeof f->can_bus);
     f->command = (float)in->command;
     c->episode = in->episode;
+    c->stream = in->stream;
+    return VH_OK;
+}
+
+/* Stream `id`'s state, made on its first frame. Past VH_ORION_MAX_STREAMS the stream seen least
+ * recently gives its place: its memory is dropped, and its next frame starts afresh (as after a gap). */
+static vh_status stream_of(vh_orion_stream *s, uint64_t id, stream_state **out, vh_error *err)
+{
+    s->frames++;
+    stream_state *n = NULL;
+    for (uint32_t i = 0; i < s->n_streams && !n; i++)
+        if (s->streams[i].id == id) n = &s->streams[i];
+    if (!n && s->n_streams == VH_ORION_MAX_STREAMS) {
+        n = &s->streams[0];
+        for (uint32_t i = 1; i < s->n_streams; i++)
+            if (s->streams[i].last_frame < n->last_frame) n = &s->streams[i];
+        n->id = id;
+        n->started = 0;
+        vh_petr_head_state_restart(&n->det);
+        vh_petr_head_state_restart(&n->map);
+    }
+    if (!n) {
+        const vh_orion_model *om = orion_of(s->m);
+        n = &s->streams[s->n_streams];
+        memset(n, 0, sizeof *n);
+        n->id = id;
+        vh_status st = vh_petr_head_state_init(&n->det, &om->front.det, &om->config.front_end.heads, s->m->desc.n_slots, err);
+        if (!st) st = vh_petr_head_state_init(&n->map, &om->front.map, &om->config.front_end.heads, s->m->desc.n_slots, err);
+        if (st) {
+            vh_petr_head_state_free(&n->det);
+            vh_petr_head_state_free(&n->map);
+            return st;
+        }
+        s->n_streams++;
+    }
+    n->last_frame = s->frames;
+    *out = n;
     return VH_OK;
 }
 
@@ -209,14 +258,23 @@ vh_status vh_orion_cameras_run(const vh_model *m, vh_orion_stream *s, const vh_o
         s->have_coords = 1;
     }
     /* the heads, their banks this stream's; a new episode starts them afresh */
+    stream_state *ss = NULL;
+    if ((st = stream_of(s, c->stream, &ss, err))) return st;
     vh_petr_frame f = c->frame;
-    f.same_episode = s->started && s->episode == c->episode;
-    s->episode = c->episode;
-    s->started = 1;
+    f.same_episode = ss->started && ss->episode == c->episode;
+    ss->episode = c->episode;
+    ss->started = 1;
     const head_runner h = {r, m->desc.n_slots};
     const vh_petr_runner pr = {.user = (void *)&h, .run = head_run, .read = head_read, .n_slots = m->desc.n_slots};
     const uint32_t det_rows = vh_petr_head_token_rows(&g->det);
-    if ((st = vh_petr_head_frame(&g->det, &fe->heads, &s->det, &pr, &f, NULL, NULL, tokens, err))) return st;
-    return vh_petr_head_frame(&g->map, &fe->heads, &s->map, &pr, &f, NULL, NULL,
-                              tokens + (size_t)det_rows * g->det.n.out_dims, err);
+    st = vh_petr_head_frame(&g->det, &fe->heads, &ss->det, &pr, &f, NULL, NULL, tokens, err);
+    if (!st) st = vh_petr_head_frame(&g->map, &fe->heads, &ss->map, &pr, &f, NULL, NULL,
+                                     tokens + (size_t)det_rows * g->det.n.out_dims, err);
+    /* a frame that failed midway may leave its banks half-updated: the stream's next frame starts afresh */
+    if (st) {
+        ss->started = 0;
+        vh_petr_head_state_restart(&ss->det);
+        vh_petr_head_state_restart(&ss->map);
+    }
+    return st;
 }

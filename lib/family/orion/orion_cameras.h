@@ -5,7 +5,8 @@
  * stage (run_vision's part): the ViT on the six images, the 3-D position embedding when the rig's
  * lidar2img changed, the det and map heads in the stream's order with their memory banks, and the
  * 529 tokens [det 273 | map 256] become the prefill's vision rows. A frame that brings its own
- * vision tokens skips all of it (and leaves the banks alone).
+ * vision tokens skips all of it (and leaves the banks alone). Each stream (vh_frame.stream) has its
+ * own banks; a new episode (vh_session_reset) starts each afresh at its next frame.
  */
 #ifndef VH_FAMILY_ORION_CAMERAS_H
 #define VH_FAMILY_ORION_CAMERAS_H
@@ -13,7 +14,10 @@
 #include "family/family.h"
 #include "family/orion/orion_model.h"
 
-/* What the program keeps across frames: the stream's banks and the last rig's position inputs. */
+#define VH_ORION_MAX_STREAMS 16        /* streams (vehicles) one session keeps the front end's memory of */
+
+/* What the program keeps across frames: each stream's banks (vh_frame.stream) and the position
+ * embedding the executor holds. */
 typedef struct vh_orion_stream vh_orion_stream;
 /* A frame's camera buffers (in its job). */
 typedef struct vh_orion_cameras vh_orion_cameras;
