@@ -10,7 +10,7 @@
  *       [--llm-layers N] [--llm-hidden H] ...
  *       [--dtype bf16|f16|f32 (bf16)] [--seed S (0)]
  *       [--shard-bytes B (4 GiB, Orion 5e9; suffixes k, M, G = KiB, MiB, GiB)] [--threads N (online cores)]
- *       [--no-sync] [--dry-run] [--list]
+ *       [--no-sync] [--dry-run] [--list] [--front-end [--vit-layers N (24)]] (Orion)
  *
  * The folder has openvla/openvla-7b's layout: config.json (with norm_stats for one dataset,
  * "bridge_orig"), preprocessor_config.json, the tokenizer side files, a copy of tokenizer.model, and
@@ -46,7 +46,16 @@
  * special_tokens_map.json, and a copy of --tokenizer (the Llama-2 sentencepiece model, 32000 pieces).
  * --llm-layers and --llm-hidden (a multiple of 8) reduce it as for OpenVLA; dtypes bf16 and f32 only;
  * --vision does not apply. Planner weights: nn.Linear's N(0, 1/in) and biases N(0, 0.02^2) as above,
- * the GRU's U(-1/sqrt(H/4), 1/sqrt(H/4)) as nn.GRU initialises it.
+ * the GRU's U(-1/sqrt(H/4), 1/sqrt(H/4)) as nn.GRU initialises it. --front-end adds the camera
+ * front end as the converter writes it from Orion.pth (tools/orion/front_end.py): EVA-02-L
+ * (img_backbone.*: 24 blocks of 1024, 16 heads, SwiGLU 2730 with its sub-LayerNorm, q/v biases,
+ * the 14 x 14 + 1 position table; in --dtype), and in F32 the position encoder (192 -> 1024 -> 256),
+ * the modules both heads share (query_pos, time_embedding, ego_pose_pe), the det head (6 PETR
+ * layers of 256 with FFN 2048, 600 queries, 256 extra, the memory decoders, the can-bus MLP,
+ * branch 0 of its classes and boxes) and the map head (300 + 1500 lanes); config.json gets the
+ * agent's front_end (640 x 640 images, windows of 16 in every block but 2, 5, ..., 23, the heads'
+ * memory of 600 with top-300). --vit-layers N keeps the first N ViT blocks (for tests). Linear and
+ * norm weights as above; reference points U(0, 1); query and lane embeddings N(0, 1).
  *
  * --family minddrive: MindDrive's decision half as doc/minddrive-converter.md describes the
  * converter's output (--lora keep, the default): the Qwen2 LLM of --size 0.5b (Qwen2-0.5B: hidden
@@ -180,6 +189,9 @@ typedef struct options {
     int md_size;      /* --size: index into minddrive_sizes */
     int layers_given, hidden_given, size_given;
     int vision_tiny, vision_given, shard_given;
+    int front_end;    /* --front-end: Orion's camera front end */
+    int vit_given;
+    uint32_t vit_layers; /* --vit-layers (24) */
     out_dtype dtype;
     uint64_t seed, shard_bytes;
     int threads, no_sync, dry_run, list;
@@ -193,7 +205,7 @@ typedef enum init_kind {
     INIT_UNIFORM, /* U(lo, hi) */
 } init_kind;
 
-typedef enum tensor_part { PART_VISION, PART_PROJECTOR, PART_LLM, PART_PLANNER, PART_COUNT } tensor_part;
+typedef enum tensor_part { PART_VISION, PART_PROJECTOR, PART_LLM, PART_PLANNER, PART_FRONT_END, PART_COUNT } tensor_part;
 
 typedef struct tensor_spec {
     char name[112];
@@ -204,6 +216,7 @@ typedef struct tensor_spec {
     float a, b;                      /* NORMAL: mean, std; UNIFORM: lo, hi */
     uint64_t scaled_first, scaled_end; /* elements multiplied by ACTION_HEAD_SCALE (LM-head rows) */
     tensor_part part;
+    int f32;                         /* written as F32 whatever --dtype (Orion's heads, as the converter) */
     uint64_t key;                    /* hash of (seed, name) */
     uint32_t shard;
     uint64_t offset;                 /* within its shard's byte buffer */
@@ -414,6 +427,166 @@ static void add_orion_llm(tensor_list *L, const llm_dims *l)
     add_tensor(L, PART_LLM, INIT_NORMAL, 1.0f, 0.1f, DIMS(D), "model.norm.weight");
 }
 
+/* Orion's camera front end as tools/orion/convert_orion.py writes it (tools/orion/front_end.py):
+ * EVA-02-L (img_backbone.*, in --dtype) and, in F32 as the agent runs them, the position encoder,
+ * the modules both heads share (once, at the top), the det head (pts_bbox_head.*) and the map head
+ * (map_head.*), each branch once (branch 0). Geometry: the released agent config (spec sections 2-3);
+ * the heads' output width is the LLM's. */
+enum {
+    EVA_EMBED = 1024, EVA_LAYERS = 24, EVA_HEADS = 16, EVA_MLP = 2730, EVA_PATCH = 16, EVA_IMAGE = 640,
+    EVA_WINDOW = 16, EVA_PRETRAIN_GRID = 14,
+    PETR_EMBED = 256, PETR_HEADS = 8, PETR_FFN = 2048, PETR_MEMORY_FFN = 512, PETR_LAYERS = 6,
+    PETR_DET_QUERIES = 600, PETR_EXTRA = 256, PETR_MEMORY_LEN = 600, PETR_TOPK = 300, PETR_NUM_MEMORY = 16,
+    PETR_SCENE_LEN = 256, PETR_CANBUS_LEN = 2, PETR_DET_CLASSES = 9, PETR_MAP_CLASSES = 6, PETR_LANES = 300,
+    PETR_LANES_MANY = 1500, PETR_CONTROL = 11, PETR_DEPTH_BINS = 64,
+};
+/* EVAViT's window_block_indexes in the agent config: every block but 2, 5, 8, ..., 23 */
+static int eva_windowed(uint32_t block) { return block % 3 != 2; }
+
+static void add_eva(tensor_list *L, uint32_t layers)
+{
+    const uint64_t D = EVA_EMBED, F = EVA_MLP, P = EVA_PATCH, G = EVA_PRETRAIN_GRID;
+    const tensor_part p = PART_FRONT_END;
+    char name[160];
+    add_tensor(L, p, INIT_NORMAL, 0.0f, (float)(1.0 / sqrt(3.0 * P * P)), DIMS(D, 3, P, P),
+               "img_backbone.patch_embed.proj.weight");
+    add_tensor(L, p, INIT_NORMAL, 0.0f, 0.02f, DIMS(D), "img_backbone.patch_embed.proj.bias");
+    add_tensor(L, p, INIT_NORMAL, 0.0f, 0.5f, DIMS(1, G * G + 1, D), "img_backbone.pos_embed");
+    for (uint32_t i = 0; i < layers; i++) {
+        static const char *const qkv[] = {"q_proj", "k_proj", "v_proj"};
+        snprintf(name, sizeof name, "img_backbone.blocks.%u.norm1", i);
+        add_layernorm(L, p, D, name);
+        for (int k = 0; k < 3; k++) {
+            snprintf(name, sizeof name, "img_backbone.blocks.%u.attn.%s", i, qkv[k]);
+            add_linear(L, p, D, D, 0, name);
+        }
+        add_tensor(L, p, INIT_NORMAL, 0.0f, 0.02f, DIMS(D), "img_backbone.blocks.%u.attn.q_bias", i);
+        add_tensor(L, p, INIT_NORMAL, 0.0f, 0.02f, DIMS(D), "img_backbone.blocks.%u.attn.v_bias", i);
+        snprintf(name, sizeof name, "img_backbone.blocks.%u.attn.proj", i);
+        add_linear(L, p, D, D, 1, name);
+        snprintf(name, sizeof name, "img_backbone.blocks.%u.norm2", i);
+        add_layernorm(L, p, D, name);
+        snprintf(name, sizeof name, "img_backbone.blocks.%u.mlp.w1", i);
+        add_linear(L, p, D, F, 1, name);
+        snprintf(name, sizeof name, "img_backbone.blocks.%u.mlp.w2", i);
+        add_linear(L, p, D, F, 1, name);
+        snprintf(name, sizeof name, "img_backbone.blocks.%u.mlp.ffn_ln", i);
+        add_layernorm(L, p, F, name);
+        snprintf(name, sizeof name, "img_backbone.blocks.%u.mlp.w3", i);
+        add_linear(L, p, F, D, 1, name);
+    }
+}
+
+/* PETR decoder layers under `pre` (mmcv's names): a query decoder's self-attention (0), norm (1),
+ * cross-attention (2), norm (3), FFN (4), norm (5); a memory decoder's cross-attention (0, no
+ * biases), norm (1), FFN (2), norm (3). */
+static void add_petr_decoder(tensor_list *L, const char *pre, uint32_t layers, int query_decoder)
+{
+    const uint64_t D = PETR_EMBED, F = query_decoder ? PETR_FFN : PETR_MEMORY_FFN;
+    const int attn[2] = {0, 2}, n_attn = query_decoder ? 2 : 1, ffn = query_decoder ? 4 : 2;
+    const tensor_part p = PART_FRONT_END;
+    char name[200];
+    for (uint32_t l = 0; l < layers; l++) {
+        for (int a = 0; a < n_attn; a++) {
+            add_tensor(L, p, INIT_NORMAL, 0.0f, (float)(1.0 / sqrt((double)D)), DIMS(3 * D, D),
+                       "%s._layers.%u.transformer_layers.%d.attn.in_proj_weight", pre, l, attn[a]);
+            if (query_decoder)
+                add_tensor(L, p, INIT_NORMAL, 0.0f, 0.02f, DIMS(3 * D),
+                           "%s._layers.%u.transformer_layers.%d.attn.in_proj_bias", pre, l, attn[a]);
+            snprintf(name, sizeof name, "%s._layers.%u.transformer_layers.%d.attn.out_proj", pre, l, attn[a]);
+            add_linear(L, p, D, D, query_decoder, name);
+        }
+        for (int n = 1; n <= (query_decoder ? 5 : 3); n += 2) {
+            snprintf(name, sizeof name, "%s._layers.%u.transformer_layers.%d", pre, l, n);
+            add_layernorm(L, p, D, name);
+        }
+        snprintf(name, sizeof name, "%s._layers.%u.transformer_layers.%d._layers.0", pre, l, ffn);
+        add_linear(L, p, D, F, 1, name);
+        snprintf(name, sizeof name, "%s._layers.%u.transformer_layers.%d._layers.3", pre, l, ffn);
+        add_linear(L, p, F, D, 1, name);
+    }
+}
+
+/* A head's cls branch (Linear, LN, ReLU, Linear, LN, ReLU, Linear) or reg branch (Linear, ReLU,
+ * Linear, ReLU, Linear): branch 0 only. */
+static void add_petr_branch(tensor_list *L, const char *head, int cls, uint64_t out)
+{
+    const int linears[2][3] = {{0, 2, 4}, {0, 3, 6}};
+    char name[160];
+    for (int j = 0; j < 3; j++) {
+        snprintf(name, sizeof name, "%s.%s_branches.0.%d", head, cls ? "cls" : "reg", linears[cls][j]);
+        add_linear(L, PART_FRONT_END, PETR_EMBED, j == 2 ? out : PETR_EMBED, 1, name);
+    }
+    for (int n = 1; cls && n <= 4; n += 3) {
+        snprintf(name, sizeof name, "%s.cls_branches.0.%d", head, n);
+        add_layernorm(L, PART_FRONT_END, PETR_EMBED, name);
+    }
+}
+
+static void add_orion_front_end(tensor_list *L, uint32_t vit_layers, uint64_t out)
+{
+    const uint64_t D = PETR_EMBED;
+    const tensor_part p = PART_FRONT_END;
+    add_eva(L, vit_layers);
+    const uint32_t heads_first = L->n;
+    add_linear(L, p, 3 * PETR_DEPTH_BINS, 4 * D, 1, "position_encoder.0");
+    add_linear(L, p, 4 * D, D, 1, "position_encoder.2");
+    add_linear(L, p, 3 * 12 * PETR_CONTROL, D, 1, "query_pos.0"); /* nerf of 11 points x 3: 396 */
+    add_linear(L, p, D, D, 1, "query_pos.2");
+    add_linear(L, p, D, D, 1, "time_embedding.0");
+    add_layernorm(L, p, D, "time_embedding.1");
+    add_linear(L, p, 13 * 12, D, 1, "ego_pose_pe.reduce.0");      /* nerf of [age, egopose[:3]]: 156 */
+    add_linear(L, p, D, D, 1, "ego_pose_pe.gamma");
+    add_linear(L, p, D, D, 1, "ego_pose_pe.beta");
+    /* the det head */
+    add_tensor(L, p, INIT_NORMAL, 0.0f, 1.0f, DIMS(PETR_NUM_MEMORY, D), "pts_bbox_head.memory_query.weight");
+    add_linear(L, p, D, D, 1, "pts_bbox_head.scene_time_embedding.0");
+    add_layernorm(L, p, D, "pts_bbox_head.scene_time_embedding.1");
+    add_linear(L, p, EVA_EMBED, D, 1, "pts_bbox_head.input_projection");
+    add_linear(L, p, D, out, 1, "pts_bbox_head.output_projection");
+    add_tensor(L, p, INIT_UNIFORM, 0.0f, 1.0f, DIMS(PETR_DET_QUERIES, 3), "pts_bbox_head.reference_points.weight");
+    add_tensor(L, p, INIT_UNIFORM, 0.0f, 1.0f, DIMS(PETR_TOPK, 3), "pts_bbox_head.pseudo_reference_points.weight");
+    add_tensor(L, p, INIT_NORMAL, 0.0f, 1.0f, DIMS(PETR_EXTRA, D), "pts_bbox_head.query_embedding.weight");
+    add_linear(L, p, 89, 4 * D, 1, "pts_bbox_head.can_bus_embed.0");
+    add_linear(L, p, 4 * D, out, 1, "pts_bbox_head.can_bus_embed.2");
+    add_petr_decoder(L, "pts_bbox_head.transformer.query_decoder", PETR_LAYERS, 1);
+    add_petr_decoder(L, "pts_bbox_head.memory_decoder_cq", 1, 0);
+    add_petr_decoder(L, "pts_bbox_head.memory_decoder_mq", 1, 0);
+    add_petr_branch(L, "pts_bbox_head", 1, PETR_DET_CLASSES);
+    add_petr_branch(L, "pts_bbox_head", 0, 10);
+    /* the map head */
+    add_linear(L, p, EVA_EMBED, D, 1, "map_head.input_projection");
+    add_linear(L, p, D, out, 1, "map_head.output_projection");
+    add_linear(L, p, D, 3, 1, "map_head.reference_points_lane");
+    add_tensor(L, p, INIT_NORMAL, 0.0f, 1.0f, DIMS(PETR_CONTROL, D), "map_head.points_embedding_lane.weight");
+    add_tensor(L, p, INIT_NORMAL, 0.0f, 1.0f, DIMS(PETR_LANES + PETR_LANES_MANY, D),
+               "map_head.instance_embedding_lane.weight");
+    add_tensor(L, p, INIT_NORMAL, 0.0f, 1.0f, DIMS(PETR_EXTRA, D), "map_head.query_embedding.weight");
+    add_petr_decoder(L, "map_head.transformer.query_decoder", PETR_LAYERS, 1);
+    add_petr_branch(L, "map_head", 1, PETR_MAP_CLASSES);
+    add_petr_branch(L, "map_head", 0, 3 * PETR_CONTROL);
+    for (uint32_t i = heads_first; i < L->n && !L->oom; i++) L->t[i].f32 = 1;
+}
+
+/* config.json's front_end as tools/orion/front_end.py's config() writes it for the agent. */
+static json_t *make_front_end_config(uint32_t vit_layers)
+{
+    json_t *windows = json_array();
+    for (uint32_t i = 0; i < vit_layers; i++)
+        if (eva_windowed(i)) json_array_append_new(windows, json_integer(i));
+    return json_pack("{s:{s:i, s:i, s:i, s:i, s:i, s:i, s:o, s:i}, s:[f, f, f, f, f, f], s:[f, f, f, f, f, f], s:i,"
+                     " s:{s:{s:i, s:i, s:i, s:i, s:i, s:i}, s:{s:i, s:i, s:i, s:i}}}",
+                     "backbone", "embed_dim", EVA_EMBED, "patch_size", EVA_PATCH, "depth", (int)vit_layers,
+                     "num_heads", EVA_HEADS, "img_size", EVA_IMAGE, "window_size", EVA_WINDOW,
+                     "window_block_indexes", windows, "mlp_hidden", EVA_MLP,
+                     "pc_range", -51.2, -51.2, -5.0, 51.2, 51.2, 3.0,
+                     "position_range", -61.2, -61.2, -10.0, 61.2, 61.2, 10.0, "depth_num", PETR_DEPTH_BINS,
+                     "heads", "det", "num_heads", PETR_HEADS, "memory_len", PETR_MEMORY_LEN, "topk_proposals",
+                     PETR_TOPK, "num_propagated", PETR_TOPK, "scene_memory_len", PETR_SCENE_LEN, "can_bus_len",
+                     PETR_CANBUS_LEN, "map", "num_heads", PETR_HEADS, "memory_len", PETR_MEMORY_LEN,
+                     "topk_proposals", PETR_TOPK, "num_lanes_one2one", PETR_LANES);
+}
+
 /* The VAE + GRU planner (doc/orion-converter.md, "Planner names in full"), H = the LLM's width:
  * encoder H -> 2H -> 2H -> H/2, distribution H/2 -> 2 latent, GRU (4 layers of H/4, input latent),
  * MLP H/4 -> H/2 -> H -> H, decoder 2H -> 2H -> 2H -> 2 modes, under `prefix` ("planner." for Orion,
@@ -551,6 +724,9 @@ static int append(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
 
 /* The safetensors header of shard s: {"__metadata__":{"format":"pt"}, tensors by name with
  * increasing offsets}, padded with spaces to a multiple of 8 (as the safetensors library does). */
+/* Bytes an element of t takes in the file. */
+static uint64_t tensor_esize(const plan *P, const tensor_spec *t) { return t->f32 ? 4 : P->esize; }
+
 static int build_header(plan *P, uint32_t s, uint32_t first, uint32_t end, const char *st_dtype)
 {
     char *buf = NULL;
@@ -560,8 +736,8 @@ static int build_header(plan *P, uint32_t s, uint32_t first, uint32_t end, const
     for (uint32_t k = first; k < end && !bad; k++) {
         tensor_spec *t = &P->list.t[P->order[k]];
         t->offset = offset;
-        uint64_t bytes = t->numel * P->esize;
-        bad |= append(&buf, &len, &cap, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[", t->name, st_dtype);
+        uint64_t bytes = t->numel * tensor_esize(P, t);
+        bad |= append(&buf, &len, &cap, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[", t->name, t->f32 ? "F32" : st_dtype);
         for (uint32_t i = 0; i < t->ndim && !bad; i++)
             bad |= append(&buf, &len, &cap, i ? ",%" PRIu64 : "%" PRIu64, t->shape[i]);
         bad |= append(&buf, &len, &cap, "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}", offset, offset + bytes);
@@ -666,6 +842,7 @@ static int make_plan(const options *o, plan *P)
         /* the converter's file order: shards filled greedily in name order */
         add_orion_llm(L, &P->llm);
         add_vae_gru_planner(L, P->llm.hidden, "planner.", ORION_MODES);
+        if (o->front_end) add_orion_front_end(L, o->vit_layers, P->llm.hidden);
         if (L->oom) goto oom;
         qsort(L->t, L->n, sizeof *L->t, compare_tensor_names);
     } else {
@@ -686,7 +863,7 @@ static int make_plan(const options *o, plan *P)
     uint32_t shard = 0;
     for (uint32_t i = 0; i < L->n; i++) {
         tensor_spec *t = &L->t[i];
-        uint64_t bytes = t->numel * P->esize;
+        uint64_t bytes = t->numel * tensor_esize(P, t);
         if (in_shard > 0 && in_shard + bytes > o->shard_bytes) {
             shard++;
             in_shard = 0;
@@ -1111,14 +1288,16 @@ static json_t *make_orion_config(const options *o, const plan *P)
     char source[64];
     snprintf(source, sizeof source, PROG " --seed %" PRIu64, o->seed);
     const int n_tokens = orion_token_groups[0] + orion_token_groups[1] + orion_token_groups[2] + orion_token_groups[3];
-    return json_pack("{s:s, s:i, s:s, s:o, s:o, s:o, s:i, s:[i, i, i, i], s:{s:s, s:s, s:i, s:b, s:s},"
-                     " s:{s:i}, s:b, s:{s:s, s:n, s:n, s:n}}",
+    json_t *c = json_pack("{s:s, s:i, s:s, s:o, s:o, s:o, s:i, s:[i, i, i, i], s:{s:s, s:s, s:i, s:b, s:s},"
+                          " s:{s:i}, s:b, s:{s:s, s:n, s:n, s:n}}",
                      "model_type", "orion", "vlahybrid_format", 1, "dtype", dtype, "text_config", text, "lora", lora,
                      "planner", planner, "vision_tokens", n_tokens, "vision_token_groups", orion_token_groups[0],
                      orion_token_groups[1], orion_token_groups[2], orion_token_groups[3], "prompt", "text",
                      orion_prompt, "image_marker", "<image>", "image_token_index", -200, "add_bos", 1,
                      "readout_token", "<waypoint_ego>", "special_tokens", "<waypoint_ego>", ORION_WAYPOINT_ID,
                      "lm_head", 0, "source", "checkpoint", source, "llm_dir", "agent_config", "llm_path");
+    if (c && o->front_end) json_object_set_new(c, "front_end", make_front_end_config(o->vit_layers));
+    return c;
 }
 
 /* Orion's side files: Vicuna's tokenizer_config.json and special_tokens_map.json (the converter
@@ -1295,7 +1474,7 @@ typedef struct writer {
     job *jobs;
     uint64_t n_jobs;
     uint32_t n_slots;
-    uint8_t **slots;         /* [n_slots] of CHUNK_ELEMENTS * esize bytes */
+    uint8_t **slots;         /* [n_slots] of CHUNK_ELEMENTS * 4 bytes */
     uint64_t *slot_job;      /* the job allowed to fill the slot next */
     uint64_t *slot_done;     /* job + 1 once the slot holds that job's bytes */
     uint64_t next_job;       /* next job a worker takes */
@@ -1320,7 +1499,8 @@ static void *worker_main(void *arg)
         pthread_mutex_unlock(&w->lock);
         if (atomic_load(&w->cancel)) return NULL;
         const job *jb = &w->jobs[j];
-        generate(&w->P->list.t[jb->tensor], jb->first, jb->count, w->dtype, w->slots[s]);
+        const tensor_spec *t = &w->P->list.t[jb->tensor];
+        generate(t, jb->first, jb->count, t->f32 ? DT_F32 : w->dtype, w->slots[s]);
         pthread_mutex_lock(&w->lock);
         w->slot_done[s] = j + 1;
         pthread_cond_broadcast(&w->slot_ready);
@@ -1434,7 +1614,7 @@ static int write_weights(const plan *P, const options *o, const char *dir, write
             rc = -1;
             break;
         }
-        size_t bytes = (size_t)(jb->count * P->esize);
+        size_t bytes = (size_t)(jb->count * tensor_esize(P, &P->list.t[jb->tensor]));
         if (write_all(fd, w->slots[slot], bytes, path)) {
             rc = -1;
             break;
@@ -1474,7 +1654,7 @@ static void usage(FILE *f)
             "usage: " PROG " --out DIR --tokenizer PATH/tokenizer.model [--family openvla|orion] [--llm-layers N]\n"
             "       " PROG " --family minddrive --out DIR --tokenizer PATH/tokenizer.json [--size 0.5b|3b] ...\n"
             "       [--llm-hidden H] [--vision full|tiny] [--dtype bf16|f16|f32] [--seed S] [--shard-bytes B]\n"
-            "       [--threads N] [--no-sync] [--dry-run] [--list]\n"
+            "       [--threads N] [--no-sync] [--dry-run] [--list] [--front-end [--vit-layers N]]\n"
             "       " PROG " --help | --version\n"
             "Writes an OpenVLA checkpoint folder with OpenVLA-7B's tensor names and shapes and random, seeded\n"
             "weights (for benchmarks).\n"
@@ -1486,6 +1666,9 @@ static void usage(FILE *f)
             "                   bf16 or f32, shards of 5e9 bytes | minddrive: a MindDrive folder as\n"
             "                   tools/minddrive/convert_minddrive.py writes it (--lora keep): Qwen2 with two\n"
             "                   LoRA experts, the speed and path planners; --tokenizer is a tokenizer.json\n"
+            "  --front-end      Orion: the camera front end too (EVA-02-L at 640, the position encoder, the det\n"
+            "                   and map heads at the agent's geometry; the ViT in --dtype, the rest F32)\n"
+            "  --vit-layers N   the front end's ViT blocks, 1..24 (default 24; windowed unless N %% 3 == 2)\n"
             "  --size S         MindDrive's LLM: 0.5b (default; Qwen2-0.5B) | 3b (Qwen2.5-3B)\n"
             "  --llm-layers N   LLM layers, 1..1024 (default 32; MindDrive: the size's)\n"
             "  --llm-hidden H   LLM width, even, 2..65536 (default 4096; tests: intermediate 2.6875 H rounded\n"
@@ -1530,7 +1713,7 @@ static int parse_u64(const char *s, uint64_t lo, uint64_t hi, int suffixes, uint
 static int parse_args(int argc, char **argv, options *o)
 {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    *o = (options){.llm_layers = LLAMA_LAYERS, .llm_hidden = LLAMA_HIDDEN, .dtype = DT_BF16,
+    *o = (options){.llm_layers = LLAMA_LAYERS, .llm_hidden = LLAMA_HIDDEN, .dtype = DT_BF16, .vit_layers = EVA_LAYERS,
                    .shard_bytes = 4 * GiB, .threads = cores > 0 ? (int)(cores > 256 ? 256 : cores) : 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -1546,9 +1729,10 @@ static int parse_args(int argc, char **argv, options *o)
         if (!strcmp(a, "--no-sync")) { o->no_sync = 1; continue; }
         if (!strcmp(a, "--dry-run")) { o->dry_run = 1; continue; }
         if (!strcmp(a, "--list")) { o->dry_run = o->list = 1; continue; }
+        if (!strcmp(a, "--front-end")) { o->front_end = 1; continue; }
         static const char *const value_flags[] = {"--out", "--tokenizer", "--family", "--llm-layers", "--llm-hidden",
                                                   "--vision", "--dtype", "--seed", "--shard-bytes", "--threads",
-                                                  "--size", NULL};
+                                                  "--size", "--vit-layers", NULL};
         if (vh_tool_check_option(PROG, argc, argv, i, value_flags)) return -1;
         const char *s = argv[++i];
         if (!strcmp(a, "--out")) o->out = s;
@@ -1575,6 +1759,10 @@ static int parse_args(int argc, char **argv, options *o)
             o->shard_given = 1;
         }
         else if (!strcmp(a, "--threads") && !parse_u64(s, 1, 1024, 0, &v)) o->threads = (int)v;
+        else if (!strcmp(a, "--vit-layers") && !parse_u64(s, 1, EVA_LAYERS, 0, &v)) {
+            o->vit_layers = (uint32_t)v;
+            o->vit_given = 1;
+        }
         else if (!strcmp(a, "--vision") && (!strcmp(s, "full") || !strcmp(s, "tiny"))) {
             o->vision_tiny = !strcmp(s, "tiny");
             o->vision_given = 1;
@@ -1586,6 +1774,14 @@ static int parse_args(int argc, char **argv, options *o)
             fprintf(stderr, PROG ": bad option or value: %s %s\n", a, s);
             return -1;
         }
+    }
+    if ((o->front_end || o->vit_given) && !o->orion) {
+        fprintf(stderr, PROG ": --front-end and --vit-layers are for --family orion\n");
+        return -1;
+    }
+    if (o->vit_given && !o->front_end) {
+        fprintf(stderr, PROG ": --vit-layers needs --front-end\n");
+        return -1;
     }
     if (o->size_given && !o->minddrive) {
         fprintf(stderr, PROG ": --size is for --family minddrive\n");
@@ -1637,19 +1833,25 @@ static void print_plan(const options *o, const plan *P)
                o->dry_run ? "plan" : "wrote", o->vision_tiny ? "tiny" : "full (DINOv2 ViT-L/14 reg4 + SigLIP so400m/14)",
                P->llm.layers, P->llm.hidden, P->llm.intermediate, P->llm.heads, VOCAB_PADDED,
                dtype_names[o->dtype].option, o->seed);
+    if (o->orion && o->front_end)
+        printf("  camera front end: EVA-02-L %u blocks at %d x %d (%s), position encoder, det + map heads (F32)\n",
+               o->vit_layers, EVA_IMAGE, EVA_IMAGE, dtype_names[o->dtype].option);
     for (uint32_t s = 0; s < P->n_shards; s++)
         printf("  %-36s %15" PRIu64 " bytes  %5u tensors\n", P->shards[s].file,
                P->shards[s].header_bytes + P->shards[s].data_bytes, P->shards[s].n_tensors);
     if (o->list) {
         for (uint32_t k = 0; k < P->list.n; k++) {
             const tensor_spec *t = &P->list.t[P->order[k]];
-            printf("    %s %s [", t->name, dtype_names[o->dtype].safetensors);
+            printf("    %s %s [", t->name, t->f32 ? "F32" : dtype_names[o->dtype].safetensors);
             for (uint32_t i = 0; i < t->ndim; i++) printf(i ? ", %" PRIu64 : "%" PRIu64, t->shape[i]);
             printf("] %s\n", P->shards[t->shard].file);
         }
     }
     printf("tensors %u\n", P->list.n);
-    if (o->orion || o->minddrive)
+    if (o->orion && o->front_end)
+        printf("parameters %" PRIu64 " (llm %" PRIu64 ", planner %" PRIu64 ", camera front end %" PRIu64 ")\n",
+               P->total_params, P->params[PART_LLM], P->params[PART_PLANNER], P->params[PART_FRONT_END]);
+    else if (o->orion || o->minddrive)
         printf("parameters %" PRIu64 " (llm %" PRIu64 ", planner%s %" PRIu64 ")\n", P->total_params, P->params[PART_LLM],
                o->minddrive ? "s" : "", P->params[PART_PLANNER]);
     else
@@ -1785,7 +1987,7 @@ static int write_checkpoint(const options *o, const plan *P, const char *out, co
     }
     for (uint32_t s = 0; s < w.n_slots; s++) {
         w.slot_job[s] = s;
-        if (!(w.slots[s] = malloc(CHUNK_ELEMENTS * P->esize))) {
+        if (!(w.slots[s] = malloc(CHUNK_ELEMENTS * 4))) { /* the widest element: F32 */
             fprintf(stderr, PROG ": out of memory\n");
             goto fail;
         }

@@ -697,6 +697,83 @@ START_TEST(orion_f32_sharded_runs)
 }
 END_TEST
 
+/* --front-end: config.json's front_end has the members the converter writes (those of the
+ * converted fixture tests/fixtures/orion/model-front), the ViT in --dtype and the heads in F32, and a
+ * session of the family takes every tensor (a 2-block ViT: no frame is run, a camera frame at the
+ * agent's geometry takes tens of seconds on cpu_generic). */
+static void same_members(const json_t *a, const json_t *b, const char *what)
+{
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)a, k, v) {
+        ck_assert_msg(json_object_get(b, k), "%s.%s: not in the converted fixture's", what, k);
+        if (json_is_object(v)) {
+            char sub[128];
+            snprintf(sub, sizeof sub, "%s.%s", what, k);
+            same_members(v, json_object_get(b, k), sub);
+        }
+    }
+    ck_assert_uint_eq(json_object_size(a), json_object_size(b));
+}
+
+/* A safetensors file's JSON header, as a string. */
+static char *safetensors_header(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    uint8_t len8[8];
+    ck_assert_uint_eq(fread(len8, 1, 8, f), 8);
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; i--) n = n << 8 | len8[i];
+    ck_assert_uint_lt(n, 1u << 26);
+    char *h = malloc(n + 1);
+    ck_assert_ptr_nonnull(h);
+    ck_assert_uint_eq(fread(h, 1, n, f), n);
+    h[n] = 0;
+    fclose(f);
+    return h;
+}
+
+START_TEST(orion_front_end_loads)
+{
+    char *tmp = vh_test_make_temp_dir();
+    const char *extra[] = {"--front-end", "--vit-layers", "2", NULL};
+    char *model = generate_orion(tmp, "front", extra);
+    json_t *c = load_json(model, "config.json");
+    char *fixture_dir = vh_test_fixture_path("orion/model-front");
+    json_t *want = load_json(fixture_dir, "config.json");
+    const json_t *fe = json_object_get(c, "front_end");
+    ck_assert_ptr_nonnull(fe);
+    same_members(fe, json_object_get(want, "front_end"), "front_end");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(fe, "backbone"), "depth")), 2);
+    /* window_block_indexes of the agent's ViT cut to 2 blocks: [0, 1] */
+    ck_assert_uint_eq(json_array_size(json_object_get(json_object_get(fe, "backbone"), "window_block_indexes")), 2);
+    /* the dtypes: the ViT's bf16, a head's F32 */
+    char *file = join(model, "model.safetensors"), *text = safetensors_header(file);
+    const char *vit = strstr(text, "\"img_backbone.blocks.0.attn.q_proj.weight\":{\"dtype\":\"BF16\"");
+    const char *head = strstr(text, "\"pts_bbox_head.input_projection.weight\":{\"dtype\":\"F32\"");
+    ck_assert_msg(vit && head, "the front end's dtypes are not the converter's (ViT bf16, heads F32)");
+    free(text);
+    free(file);
+
+    vh_session_params p;
+    vh_session_params_init(&p);
+    p.model_path = model;
+    p.backends = "cpu_generic";
+    p.n_threads = 2;
+    p.warmup_frames = 0;
+    vh_session *s = NULL;
+    ck_assert_msg(vh_session_create(&p, &s) == VH_OK, "%s: %s", model, vh_last_error());
+    vh_session_destroy(s);
+    json_decref(c);
+    json_decref(want);
+    free(fixture_dir);
+    free(model);
+    vh_test_remove_tree(tmp);
+    free(tmp);
+}
+END_TEST
+
 /* The full-size Orion plan, without writing it: Vicuna-7B + the planner, 3 shards of <= 5e9 bytes. */
 START_TEST(orion_full_size_plan)
 {
@@ -765,6 +842,7 @@ static Suite *suite(void)
     tcase_add_test(tc, orion_bf16_runs);
     tcase_add_test(tc, orion_f32_sharded_runs);
     tcase_add_test(tc, orion_full_size_plan);
+    tcase_add_test(tc, orion_front_end_loads);
     suite_add_tcase(s, tc);
     return s;
 }
