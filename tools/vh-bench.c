@@ -5,7 +5,7 @@
  *            [--threads N] [--inflight K | --rate HZ] [--plugin-path P] [--instruction TEXT] [--unnorm-key KEY]
  *            [--split N[,N...]] [--mode M[,M...]] [--frames-in-flight K[,K...]] [--rounds R]
  *            [--format text|table|csv|json] [--json] [--gpu-mem-budget BYTES] [--zone N] [--trace PATH]
- *            [--session-warmup N] [--seed S]
+ *            [--session-warmup N] [--seed S] [--frame-source tokens|cameras] [--cameras] [--camera-size WxH]
  *
  * One run submits N copies of one image after W warm-up frames (on top of the session's own warm-up
  * inside vh_session_create, --session-warmup: -1 the session's default, 0 none), keeping K frames
@@ -40,7 +40,17 @@
  * 0, 1, ..., 5, 0, ...; the planner's noise is the library's draw from the session seed (--seed) and
  * each frame's sequence. Everything else (modes, --split, --frames-in-flight, --rate, the report)
  * is the same; Orion has no decode steps (one prefill a frame, then the planner).
+ *
+ * An Orion folder converted with the camera front end (config.json's front_end) runs on camera
+ * frames instead, unless --frame-source tokens says tokens (--frame-source cameras, or --cameras,
+ * asks for them and is refused on a folder without a front end): six RGB images of --camera-size
+ * (default 1600x900, the agent's), pixels from --seed, CAMERA_IMAGE_SETS sets used in turn, with a
+ * fixed rig's lidar2img, an ego driving a circle, can_bus to match and timestamp_ns 0.5 s apart
+ * (tools/camera_rig.h), the commands and noise as above, stream 0. Every run is one episode from
+ * the rig's frame 0 (a session kept over rounds is reset first), so the rounds time the same work.
+ * The front end runs on the CPU backends only (doc/api.md): a GPU first stage fails the frames.
  */
+#include <ctype.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +59,7 @@
 
 #include "bench_sweep.h"
 #include "bundled_data.h"
+#include "camera_rig.h"
 #include "image_file.h"
 #include "json_line.h"
 #include "orion_inputs.h"
@@ -56,13 +67,21 @@
 #include "tool_cli.h"
 #include "vlahybrid/vlahybrid.h"
 
-#define ORION_TOKEN_SETS 4 /* distinct synthetic frames an Orion benchmark cycles over */
+#define ORION_TOKEN_SETS 4  /* distinct synthetic frames an Orion benchmark cycles over */
+#define CAMERA_IMAGE_SETS 3 /* distinct camera frames: 6 x 4.3 MB each at 1600 x 900 */
+
+/* What an Orion model's frames carry: --frame-source, or (auto) cameras where the folder has a
+ * camera front end, else tokens. */
+typedef enum frame_source { SOURCE_AUTO, SOURCE_TOKENS, SOURCE_CAMERAS } frame_source;
 
 typedef enum output_format { FORMAT_TEXT, FORMAT_TABLE, FORMAT_CSV, FORMAT_JSON } output_format;
 
 typedef struct options {
     const char *model, *image, *backends, *plugin_path, *instruction, *unnorm_key;
-    uint64_t seed;                                /* --seed: Orion's synthetic tokens and noise */
+    uint64_t seed;                                /* --seed: Orion's synthetic tokens, images and noise */
+    frame_source source;                          /* --frame-source, --cameras */
+    uint32_t camera_w, camera_h;                  /* --camera-size */
+    int camera_size_given;
     int frames, warmup, threads, inflight;        /* inflight 0: the session's frames in flight */
     double rate;                                  /* frames/s arriving; 0: closed loop (inflight) */
     output_format format;
@@ -82,10 +101,11 @@ typedef struct run_result {
     const char *mode;
 } run_result;
 
-/* The frames one run submits: an image with an instruction, or Orion's synthetic tokens. */
+/* The frames one run submits: an image with an instruction, or Orion's synthetic tokens or cameras. */
 typedef struct bench_input {
-    int orion;
+    int orion, cameras;
     vh_orion_shape shape;
+    vh_camera_rig rig; /* cameras */
     uint8_t *rgb;
     uint32_t width, height;
     float *tokens[ORION_TOKEN_SETS];
@@ -115,16 +135,37 @@ static const char *const valued_options[] = {"--model", "--image", "--backend", 
                                              "--unnorm-key", "--frames", "--warmup", "--session-warmup",
                                              "--threads", "--inflight", "--seed", "--rate", "--rounds", "--format",
                                              "--split", "--mode", "--frames-in-flight", "--gpu-mem-budget", "--zone",
-                                             "--trace", NULL};
+                                             "--trace", "--frame-source", "--camera-size", NULL};
+
+/* --camera-size WxH, each 1..16384 (what the library takes for an image) */
+static int parse_camera_size(const char *v, options *o)
+{
+    char *x = NULL, *end = NULL;
+    const unsigned long w = strtoul(v, &x, 10);
+    /* digits on both sides of the x: no signs or spaces, which strtoul would take */
+    const int shaped = isdigit((unsigned char)*v) && *x == 'x' && isdigit((unsigned char)x[1]);
+    const unsigned long h = shaped ? strtoul(x + 1, &end, 10) : 0;
+    if (!shaped || *end || w < 1 || h < 1 || w > 16384 || h > 16384) {
+        fprintf(stderr, "vh-bench: --camera-size needs WIDTHxHEIGHT, each 1..16384 pixels (e.g. 1600x900), "
+                        "not \"%s\"\n", v);
+        return -1;
+    }
+    o->camera_w = (uint32_t)w;
+    o->camera_h = (uint32_t)h;
+    o->camera_size_given = 1;
+    return 0;
+}
 
 static int parse_args(int argc, char **argv, options *o)
 {
-    *o = (options){.frames = 10, .warmup = 2, .inflight = 0, .instruction = "pick up the red block"};
+    *o = (options){.frames = 10, .warmup = 2, .inflight = 0, .instruction = "pick up the red block",
+                   .camera_w = 1600, .camera_h = 900};
     vh_session_params_init(&o->stage);
     vh_bench_sweep_init(&o->sweep);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--json")) { o->format = FORMAT_JSON; continue; }
+        if (!strcmp(a, "--cameras")) { o->source = SOURCE_CAMERAS; continue; }
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) return 1;
         if (!strcmp(a, "--version")) {
             vh_tool_print_version(stdout, "vh-bench");
@@ -161,6 +202,12 @@ static int parse_args(int argc, char **argv, options *o)
                 return -1;
             }
         }
+        else if (!strcmp(a, "--frame-source")) {
+            if (!strcmp(v, "tokens")) o->source = SOURCE_TOKENS;
+            else if (!strcmp(v, "cameras")) o->source = SOURCE_CAMERAS;
+            else { fprintf(stderr, "vh-bench: --frame-source is tokens or cameras, not \"%s\"\n", v); return -1; }
+        }
+        else if (!strcmp(a, "--camera-size")) { if (parse_camera_size(v, o)) return -1; }
         else if (!strcmp(a, "--format")) {
             if (!strcmp(v, "text")) o->format = FORMAT_TEXT;
             else if (!strcmp(v, "table")) o->format = FORMAT_TABLE;
@@ -234,13 +281,19 @@ static int run_frames(const options *o, const bench_input *in, vh_session *s, ru
     vh_session_get_info(s, &r->info);
     vh_session_info at_warmup = r->info, at_last_submit = r->info;
     const int inflight = o->inflight ? o->inflight : (int)r->info.frames_in_flight;
+    /* camera frames: the heads' memory from the rig's frame 0, whatever an earlier round left */
+    if (in->cameras && vh_session_reset(s, 0) != VH_OK) {
+        fprintf(stderr, "vh-bench: %s\n", vh_last_error());
+        return -1;
+    }
 
     vh_frame f;
     vh_frame_init(&f);
-    if (in->orion) {
+    vh_rig_state rig_state; /* the camera frame's ego pose and can_bus, copied at each submit */
+    if (in->orion && !in->cameras) {
         f.n_vision_tokens = in->shape.n_tokens;
         f.vision_token_width = in->shape.width;
-    } else {
+    } else if (!in->orion) {
         f.rgb = in->rgb;
         f.width = in->width;
         f.height = in->height;
@@ -272,8 +325,9 @@ static int run_frames(const options *o, const bench_input *in, vh_session *s, ru
     double next_arrival = now_s();
     while (polled < total) {
         while (submitted < total && (o->rate > 0 ? now_s() >= next_arrival : submitted - polled < inflight)) {
-            if (in->orion) { /* frame k: token set k mod sets, command k mod 6, noise from (seed, k) */
-                f.vision_tokens = in->tokens[submitted % ORION_TOKEN_SETS];
+            if (in->orion) { /* frame k: token or image set k mod sets, command k mod 6, noise from (seed, k) */
+                if (in->cameras) vh_camera_rig_frame(&in->rig, (uint64_t)submitted, &rig_state, &f);
+                else f.vision_tokens = in->tokens[submitted % ORION_TOKEN_SETS];
                 f.command = (int32_t)((uint32_t)submitted % in->shape.n_commands);
                 f.sequence = (uint64_t)submitted;
             }
@@ -302,7 +356,9 @@ static int run_frames(const options *o, const bench_input *in, vh_session *s, ru
         if (vh_poll_action(s, &a, wait_ms) != VH_OK) continue;
         polled++;
         if (a.status != VH_OK) {
-            failures++;
+            if (!failures++) /* the first one's reason (e.g. a camera frame on a GPU first stage) */
+                fprintf(stderr, "vh-bench: a frame failed: %s%s%s\n",
+                        vh_status_string(a.status), a.message[0] ? ": " : "", a.message);
             continue;
         }
         if (polled == o->warmup) { /* throughput and stage times: after the warm-up */
@@ -363,6 +419,24 @@ static json_t *summary_json(const vh_bench_summary *s)
     return json_pack("{s:f, s:f, s:f, s:f}", "mean", s->mean, "p50", s->p50, "p95", s->p95, "max", s->max);
 }
 
+/* What the synthetic driving frames were: the source, the model's token shape, and for camera frames
+ * the cameras' count and size. */
+static json_t *orion_frames_json(const options *o, const bench_input *in)
+{
+    json_t *j = json_pack("{s:s, s:i, s:i, s:i, s:I}", "source", in->cameras ? "cameras" : "tokens", "vision_tokens",
+                          (int)in->shape.n_tokens, "width", (int)in->shape.width, "commands",
+                          (int)in->shape.n_commands, "seed", (json_int_t)o->seed);
+    if (in->cameras) {
+        json_object_set_new(j, "cameras", json_integer(VH_RIG_CAMERAS));
+        json_object_set_new(j, "camera_width", json_integer(in->rig.width));
+        json_object_set_new(j, "camera_height", json_integer(in->rig.height));
+        json_object_set_new(j, "image_sets", json_integer(in->rig.n_sets));
+    } else {
+        json_object_set_new(j, "token_sets", json_integer(ORION_TOKEN_SETS));
+    }
+    return j;
+}
+
 static void print_json(const options *o, const bench_input *in, const run_result *r, int round)
 {
     json_t *j = json_pack("{s:s, s:s?, s:s, s:i, s:i, s:f, s:f, s:I, s:I}", "model", o->model, "image", o->image,
@@ -373,11 +447,7 @@ static void print_json(const options *o, const bench_input *in, const run_result
     const vh_bench_summary *all[] = {&r->vision, &r->prefill, &r->decode, &r->step, &r->e2e};
     for (int i = 0; i < 5; i++) json_object_set_new(j, names[i], summary_json(all[i]));
     json_object_set_new(j, "family", json_string(in->orion ? in->shape.family : "openvla"));
-    if (in->orion)
-        json_object_set_new(j, "orion_frames", json_pack("{s:i, s:i, s:i, s:i, s:I}", "vision_tokens",
-                                                         (int)in->shape.n_tokens, "width", (int)in->shape.width,
-                                                         "token_sets", ORION_TOKEN_SETS, "commands",
-                                                         (int)in->shape.n_commands, "seed", (json_int_t)o->seed));
+    if (in->orion) json_object_set_new(j, "orion_frames", orion_frames_json(o, in));
     json_object_set_new(j, "mode", json_string(r->mode));
     json_object_set_new(j, "round", json_integer(round));
     json_object_set_new(j, "arrival_rate_hz", json_real(o->rate));
@@ -411,7 +481,12 @@ static void print_text(const options *o, const bench_input *in, const run_result
 {
     const vh_session_info *info = &r->info, *end = &r->end;
     printf("model    %s (%u LLM layers, %u image tokens)\n", o->model, info->n_llm_layers, info->n_prompt_image_tokens);
-    if (in->orion)
+    if (in->cameras)
+        printf("input    %s: synthetic camera frames, %d cameras %u x %u (%u image sets, seed %llu), a moving ego "
+               "0.5 s a frame, commands 0..%u in turn, noise from the seed and each frame's sequence\n",
+               in->shape.label, VH_RIG_CAMERAS, in->rig.width, in->rig.height, in->rig.n_sets,
+               (unsigned long long)o->seed, in->shape.n_commands - 1);
+    else if (in->orion)
         printf("input    %s: synthetic vision tokens %u x %u (normal, std 1, %d sets, seed %llu), commands "
                "0..%u in turn, noise from the seed and each frame's sequence\n", in->shape.label, in->shape.n_tokens,
                in->shape.width,
@@ -468,6 +543,50 @@ static vh_bench_sample sample_of(const run_result *r)
                              .frames_in_flight = r->end.frames_in_flight};
 }
 
+/* Whether the driving model's frames are cameras (in->cameras), from --frame-source and the
+ * folder's front end; -1 (said) where the options do not fit the model. */
+static int choose_frame_source(const options *o, bench_input *in)
+{
+    if (o->source != SOURCE_AUTO && !in->orion) {
+        fprintf(stderr, "vh-bench: --frame-source and --cameras are for Orion models; %s is not one\n", o->model);
+        return -1;
+    }
+    if (o->source == SOURCE_CAMERAS && !in->shape.front_end) {
+        fprintf(stderr, "vh-bench: %s has no camera front end (config.json's front_end): camera frames need a "
+                        "folder converted with it (convert_orion.py --front-end)\n", o->model);
+        return -1;
+    }
+    in->cameras = in->orion && in->shape.front_end && o->source != SOURCE_TOKENS;
+    if (o->camera_size_given && !in->cameras) {
+        fprintf(stderr, "vh-bench: --camera-size is for camera frames; %s runs on %s\n", o->model,
+                !in->orion ? "images" : in->shape.front_end ? "vision tokens here (--frame-source tokens)"
+                                                            : "vision tokens (it has no camera front end)");
+        return -1;
+    }
+    return 0;
+}
+
+/* The synthetic driving frames, made before the session (and the clock) starts: vision tokens, or
+ * the camera rig's images. */
+static int make_driving_frames(const options *o, bench_input *in)
+{
+    if (in->cameras) {
+        if (vh_camera_rig_init(&in->rig, o->camera_w, o->camera_h, CAMERA_IMAGE_SETS, o->seed) == 0) return 0;
+        fprintf(stderr, "vh-bench: out of memory for %d camera images of %u x %u\n",
+                CAMERA_IMAGE_SETS * VH_RIG_CAMERAS, o->camera_w, o->camera_h);
+        return -1;
+    }
+    const size_t n_token_floats = (size_t)in->shape.n_tokens * in->shape.width;
+    for (int k = 0; k < ORION_TOKEN_SETS; k++) {
+        if (!(in->tokens[k] = malloc(n_token_floats * sizeof(float)))) {
+            fprintf(stderr, "vh-bench: out of memory for the vision tokens\n");
+            return -1;
+        }
+        vh_seeded_normals(o->seed, (uint64_t)k, in->tokens[k], n_token_floats);
+    }
+    return 0;
+}
+
 static int load_input(options *o, bench_input *in)
 {
     char why[1024];
@@ -478,28 +597,21 @@ static int load_input(options *o, bench_input *in)
         return -1;
     }
     in->orion = orion;
+    if (choose_frame_source(o, in)) return -1;
     if (orion && o->image) {
-        fprintf(stderr, "vh-bench: %s is a%s %s model: it runs on synthetic vision tokens, not --image\n", o->model,
-                in->shape.label[0] == 'O' ? "n" : "", in->shape.label);
+        fprintf(stderr, "vh-bench: %s is a%s %s model: it runs on synthetic %s, not --image\n", o->model,
+                in->shape.label[0] == 'O' ? "n" : "", in->shape.label, in->cameras ? "camera frames" : "vision tokens");
         return -1;
     }
+    if (orion) return make_driving_frames(o, in);
     static char default_image[4096];
-    if (!o->image && !orion) {
+    if (!o->image) {
         snprintf(default_image, sizeof default_image, "%s/frame_0.png", VH_BUNDLED_FRAMES_DIR);
         o->image = default_image;
     }
-    if (!orion && vh_image_load(o->image, &in->rgb, &in->width, &in->height, why, sizeof why) != VH_OK) {
+    if (vh_image_load(o->image, &in->rgb, &in->width, &in->height, why, sizeof why) != VH_OK) {
         fprintf(stderr, "vh-bench: %s\n", why);
         return -1;
-    }
-    /* Orion: the synthetic frames' vision tokens, made before the session (and the clock) starts */
-    const size_t n_token_floats = (size_t)in->shape.n_tokens * in->shape.width;
-    for (int k = 0; orion && k < ORION_TOKEN_SETS; k++) {
-        if (!(in->tokens[k] = malloc(n_token_floats * sizeof(float)))) {
-            fprintf(stderr, "vh-bench: out of memory for the vision tokens\n");
-            return -1;
-        }
-        vh_seeded_normals(o->seed, (uint64_t)k, in->tokens[k], n_token_floats);
     }
     return 0;
 }
@@ -508,6 +620,7 @@ static void free_input(bench_input *in)
 {
     free(in->rgb);
     for (int k = 0; k < ORION_TOKEN_SETS; k++) free(in->tokens[k]);
+    vh_camera_rig_free(&in->rig);
 }
 
 int main(int argc, char **argv)
@@ -530,7 +643,10 @@ int main(int argc, char **argv)
                 "  --inflight K          closed loop: frames kept submitted and not polled (default: the\n"
                 "                        session's frames in flight)\n"
                 "  --rate HZ             open loop: a frame every 1/HZ s instead\n"
-                "  --seed S              Orion: synthetic tokens and noise (default 0)\n"
+                "  --seed S              Orion: synthetic tokens, camera images and noise (default 0)\n"
+                "  --frame-source tokens|cameras  Orion: what a frame carries (default: cameras where the folder\n"
+                "                        has a camera front end, else tokens); --cameras is --frame-source cameras\n"
+                "  --camera-size WxH     camera frames: each of the six images' size (default 1600x900)\n"
                 "  --split N[,N...]      with two backends: LLM blocks on the first (default: chosen at start)\n"
                 "  --mode M[,M...]       serial | pipeline (default with two backends) | packed\n"
                 "  --frames-in-flight K[,K...]  pipeline, packed: frames in flight (1..32; default: the mode's)\n"
@@ -542,7 +658,9 @@ int main(int argc, char **argv)
                 "  --trace PATH          Chrome/Perfetto trace of the stages' work\n"
                 "  --version, --help\n"
                 "Orion and MindDrive models: synthetic frames (vision tokens normal from --seed, commands 0..5 in turn,\n"
-                "noise drawn from --seed and the frame's sequence); --image does not apply.\n");
+                "noise drawn from --seed and the frame's sequence); --image does not apply. An Orion folder with a\n"
+                "camera front end: six synthetic camera images a frame instead (a fixed rig, a moving ego,\n"
+                "0.5 s apart).\n");
         return parsed > 0 ? 0 : 2;
     }
     if (!o.model) o.model = VH_BUNDLED_MODEL_DIR;
