@@ -289,3 +289,21 @@ float *vh_read_float_array(const char *path, const char *what, const uint32_t *d
     }
     return a.data;
 }
+
+int vh_npy_write_f32(const char *path, const float *data, uint64_t rows, uint64_t cols, char *why, size_t why_size)
+{
+    char header[128];
+    int n = snprintf(header, sizeof header, "{'descr': '<f4', 'fortran_order': False, 'shape': (%llu, %llu), }",
+                     (unsigned long long)rows, (unsigned long long)cols);
+    /* pad with spaces to a multiple of 64 bytes with the 10-byte preamble, ending in a newline */
+    while ((10 + n + 1) % 64) header[n++] = ' ';
+    header[n++] = '\n';
+    FILE *f = fopen(path, "wb");
+    if (!f) return snprintf(why, why_size, "%s: %s", path, strerror(errno)), -1;
+    const unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(n & 0xff), (unsigned char)(n >> 8)};
+    int bad = fwrite(pre, 1, sizeof pre, f) != sizeof pre || fwrite(header, 1, (size_t)n, f) != (size_t)n ||
+              fwrite(data, sizeof(float), rows * cols, f) != rows * cols; /* little-endian hosts only, as the reader */
+    bad |= fclose(f) != 0;
+    if (bad) return snprintf(why, why_size, "%s: write failed", path), -1;
+    return 0;
+}

@@ -36,4 +36,7 @@ int vh_npy_read(const char *path, vh_npy_array *out, char *why, size_t why_size)
 float *vh_read_float_array(const char *path, const char *what, const uint32_t *dims, uint32_t ndim, char *why,
                            size_t why_size);
 
+/* Write rows x cols float32 (C order) as a .npy file (format 1.0, '<f4'): 0, or -1 with why. */
+int vh_npy_write_f32(const char *path, const float *data, uint64_t rows, uint64_t cols, char *why, size_t why_size);
+
 #endif

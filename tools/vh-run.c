@@ -118,6 +118,7 @@ typedef struct options {
     double check_margin;     /* --check-margin */
     int numerics;            /* --numerics: a vh_compute_precision, or NUMERICS_AUTO */
     const char *frame_file_path;      /* --frame-file */
+    const char *dump_vision_tokens;   /* --dump-vision-tokens DIR */
     const vh_frame_file *frame_file;  /* its frames, one an input (images[i] is entry i's) */
 } options;
 
@@ -126,7 +127,7 @@ static const char *const value_flags[] = {
     "--model", "--image", "--instruction", "--unnorm-key", "--backend", "--threads", "--plugin-path",
     "--decode-positions", "--frames", "--rate", "--policy", "--queue", "--deadline-ms", "--warmup",
     "--cpu-affinity", "--seed", "--vision-tokens", "--command", "--noise", "--check", "--check-tolerance",
-    "--check-margin", "--numerics", "--frame-file",
+    "--check-margin", "--numerics", "--frame-file", "--dump-vision-tokens",
     VH_STAGE_OPTION_FLAGS, NULL};
 
 static void usage(FILE *out)
@@ -150,6 +151,9 @@ static void usage(FILE *out)
             "                        instruction, command, noise, timestamp_ns, sequence, tag, unnorm_key and\n"
             "                        cameras (doc/api.md, \"Frame files\"; paths from the file's folder); the\n"
             "                        options give what a line leaves out; instead of --image, --vision-tokens\n"
+            "  --dump-vision-tokens DIR  write the vision tokens a camera front end made for each frame as\n"
+            "                        DIR/frame_<id>.npy (float32 [rows, width]; Orion: 529 rows, det 0..272, map\n"
+            "                        273..528), to compare the front end with the released agent's; DIR must exist\n"
             "  --instruction TEXT    the task of every frame (default: \"" DEFAULT_INSTRUCTION "\")\n"
             "  --unnorm-key KEY      norm_stats dataset of the actions (default: the checkpoint's only one)\n"
             "  --backend NAMES       one backend, or two comma-separated stages such as cuda,cpu_amx\n"
@@ -264,6 +268,13 @@ static int parse_args(int argc, char **argv, options *o)
             }
         } else if (!strcmp(a, "--frame-file")) {
             o->frame_file_path = argv[++i];
+        } else if (!strcmp(a, "--dump-vision-tokens")) {
+            o->dump_vision_tokens = argv[++i];
+            struct stat st;
+            if (stat(o->dump_vision_tokens, &st) || !S_ISDIR(st.st_mode)) {
+                fprintf(stderr, "vh-run: --dump-vision-tokens %s: not a folder\n", o->dump_vision_tokens);
+                return -1;
+            }
         } else if (!strcmp(a, "--model")) {
             o->model = argv[++i];
         } else if (!strcmp(a, "--image")) {
@@ -387,6 +398,15 @@ static int add_default_frames(options *o, char ***owned)
     for (int i = 0; i < o->n_images; i++) o->images[i] = paths[i];
     *owned = paths;
     return o->n_images ? 0 : -1;
+}
+
+/* --dump-vision-tokens DIR: each frame's front-end tokens as DIR/frame_<id>.npy (float32 [rows, width]). */
+static void dump_vision_tokens(void *user, uint64_t frame_id, const float *tokens, uint32_t rows, uint32_t width)
+{
+    const char *dir = user;
+    char path[4096], why[512];
+    snprintf(path, sizeof path, "%s/frame_%06llu.npy", dir, (unsigned long long)frame_id);
+    if (vh_npy_write_f32(path, tokens, rows, width, why, sizeof why)) fprintf(stderr, "vh-run: %s\n", why);
 }
 
 static void log_to_stderr(void *user, vh_log_level level, const char *message)
@@ -1196,6 +1216,10 @@ int main(int argc, char **argv)
     /* One frame: a warm-up frame would pay the first-use costs and then the frame itself would run
      * again; the frame pays them once instead (the session's default warm-up is for streams). */
     if (o.n_frames == 1 && !o.warmup_given) p.warmup_frames = 0;
+    if (o.dump_vision_tokens) {
+        p.vision_tokens_fn = dump_vision_tokens;
+        p.vision_tokens_user = (void *)o.dump_vision_tokens;
+    }
 
     run = (run_state){.opt = &o, .tokens = tokens, .shape = shape, .noise = noise, .noises = frame_noise,
                       .reference = o.check_path ? &reference : NULL, .frame_record = frame_record};

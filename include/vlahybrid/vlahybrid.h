@@ -156,6 +156,16 @@ typedef enum vh_execution_mode {
  * It must not call back into the library's session functions. */
 typedef int (*vh_progress_fn)(void *user, const char *stage, double fraction);
 
+/* Added after 0.5.0. The vision tokens a model's camera front end made for a frame (Orion from
+ * cameras: 529 rows [det scene 256 | history 16 | can-bus 1 | map 256] of the LLM's width), so that a
+ * program can compare the front end with a dump of the released agent's. Called on the session's
+ * worker thread once per frame whose tokens the front end made (not for frames that bring their own
+ * vision tokens, nor for warm-up frames), after the front end and before the frame's decision, in
+ * submission order; `frame_id` is the id vh_submit_frame gave. `tokens` [rows][width] is valid
+ * during the call only. It must return promptly (the frame waits) and must not call back into the
+ * session. */
+typedef void (*vh_vision_tokens_fn)(void *user, uint64_t frame_id, const float *tokens, uint32_t rows, uint32_t width);
+
 typedef struct vh_session_params {
     size_t struct_size;          /* set by vh_session_params_init() */
     const char *model_path;      /* Hugging Face checkpoint folder (config.json, *.safetensors, ...) */
@@ -225,6 +235,9 @@ typedef struct vh_session_params {
        take their defaults): */
     vh_progress_fn progress_fn;  /* vh_session_create's progress (see vh_progress_fn); NULL: none */
     void *progress_user;         /* passed to progress_fn */
+    /* Added after 0.5.0 (callers built with the 0.4 or 0.5 header pass their shorter struct_size): */
+    vh_vision_tokens_fn vision_tokens_fn; /* each frame's front-end tokens (see vh_vision_tokens_fn); NULL: none */
+    void *vision_tokens_user;    /* passed to vision_tokens_fn */
 } vh_session_params;
 
 VH_API void vh_session_params_init_sized(vh_session_params *params, size_t struct_size);

@@ -130,6 +130,9 @@ typedef struct vh_family {
      * keeps that behind a pointer of the program). NULL: the core runs the vision blocks on the
      * frame's pixels. */
     vh_status (*run_vision)(vh_family_frame *frame, const vh_vision_runner *runner, vh_error *err);
+    /* Optional, after run_vision succeeded: the vision tokens its front end made for the frame
+     * ([*rows][*width], the frame's own buffer), or NULL when it made none (a frame of tokens). */
+    const float *(*vision_tokens)(const vh_family_frame *frame, uint32_t *rows, uint32_t *width);
 } vh_family;
 
 /* The family claiming `model_type`, or NULL. */

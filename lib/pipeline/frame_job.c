@@ -113,6 +113,11 @@ vh_status vh_frame_job_run_vision(vh_frame_job *job, vh_error *err)
     if (job->ctx->family->run_vision) {
         const vh_vision_runner runner = {.user = (void *)job->ctx, .run = stage0_run, .read_slot = stage0_read};
         st = job->ctx->family->run_vision(&job->frame, &runner, err);
+        uint32_t rows = 0, width = 0;
+        const float *tokens = !st && job->ctx->vision_tokens_fn && job->ctx->family->vision_tokens
+                                  ? job->ctx->family->vision_tokens(&job->frame, &rows, &width)
+                                  : NULL;
+        if (tokens) job->ctx->vision_tokens_fn(job->ctx->vision_tokens_user, job->frame_id, tokens, rows, width);
     } else {
         st = vh_stage_run_range(&job->ctx->plan->stages[0], &vision, 0, m->llm_embed_block, err);
     }

@@ -40,6 +40,8 @@ typedef struct vh_job_context {
                                           on its own KV slot of max_context positions: 1 (set by
                                           vh_job_context_init) .. VH_PASS_MAX_SEGMENTS (MindDrive's
                                           decision and action rounds) */
+    vh_vision_tokens_fn vision_tokens_fn; /* the session's, NULL: none (vh_session_params) */
+    void *vision_tokens_user;
 } vh_job_context;
 
 /* The most LLM rows one frame's pass carries (its segments together). */

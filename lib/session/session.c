@@ -280,6 +280,9 @@ static vh_status load_session(vh_session *s, const vh_session_params *p, vh_erro
                                                      : default_warmup_frames(s, p->execution_mode, in_flight);
     const int64_t warm_start = vh_now_ns();
     if ((st = warm_up(s, n_warmup, &progress, err))) return st;
+    /* only now: warm-up frames are not the caller's (the workers are idle; the queue orders this) */
+    s->jobs.vision_tokens_fn = p->vision_tokens_fn;
+    s->jobs.vision_tokens_user = p->vision_tokens_user;
     if ((st = vh_create_progress_report(&progress, "ready", 1.0, err))) return st;
 
     char backends[128];
@@ -358,8 +361,9 @@ vh_status vh_session_create(const vh_session_params *params, vh_session **sessio
     if (!params) return fail(NULL, VH_ERR_INVALID_ARGUMENT, "%s is NULL", "params");
     /* a caller built against the 0.1 header passes the shorter layout: its fields over the defaults */
     const size_t v03_size = offsetof(vh_session_params, progress_fn); /* 0.3.0 ended at seed */
-    const size_t known = params->struct_size == v03_size
-                             ? v03_size
+    const size_t v05_size = offsetof(vh_session_params, vision_tokens_fn); /* 0.4.0, 0.5.0 */
+    const size_t known = params->struct_size == v03_size || params->struct_size == v05_size
+                             ? params->struct_size
                              : known_struct_size(params->struct_size, offsetof(vh_session_params, llm_split),
                                                  offsetof(vh_session_params, seed), sizeof *params);
     if (!struct_size_ok(params, params->struct_size, known))

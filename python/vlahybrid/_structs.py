@@ -45,6 +45,8 @@ ACTION_KINDS = {0: "values", 1: "trajectory"}
 LOG_FN = ctypes.CFUNCTYPE(None, c_void_p, c_enum, c_char_p)
 # int (*vh_progress_fn)(void *user, const char *stage, double fraction)
 PROGRESS_FN = ctypes.CFUNCTYPE(ctypes.c_int, c_void_p, c_char_p, ctypes.c_double)
+# void (*vh_vision_tokens_fn)(void *user, uint64_t frame_id, const float *tokens, uint32_t rows, uint32_t width)
+VISION_TOKENS_FN = ctypes.CFUNCTYPE(None, c_void_p, c_uint64, ctypes.POINTER(ctypes.c_float), c_uint32, c_uint32)
 
 
 class SessionParams(ctypes.Structure):
@@ -76,6 +78,9 @@ class SessionParams(ctypes.Structure):
         # 0.4.0
         ("progress_fn", PROGRESS_FN),
         ("progress_user", c_void_p),
+        # after 0.5.0
+        ("vision_tokens_fn", VISION_TOKENS_FN),
+        ("vision_tokens_user", c_void_p),
     ]
 
 

@@ -70,7 +70,10 @@ class Session:
     log_level ("error", "warn", "info", "debug"), decode_positions ("contiguous",
     "openvla_hf440"), gpu_memory_budget, llm_split, execution_mode ("pipeline", "serial",
     "packed"), split_zone, trace_path, frames_in_flight, deadline_ms, warmup_frames,
-    cpu_affinity, seed, progress_fn, progress_user. Enums also take their C values.
+    cpu_affinity, seed, progress_fn, progress_user, vision_tokens_fn. Enums also take their C values.
+    vision_tokens_fn(frame_id, tokens) gets a copy (float32 numpy [rows, width]) of the vision
+    tokens a camera front end made for each frame (Orion from cameras: 529 rows, det 0..272, map
+    273..528), on a library thread before the frame's decision; it must not call into the session.
     log_fn(log_user, level, message) is called from library threads (with the GIL) and must not
     call into the session. progress_fn(progress_user, stage, fraction) is called while the model
     loads, on a thread of the binding's (stage a short name, fraction 0..1, ending at 1.0); a
@@ -110,11 +113,24 @@ class Session:
                 continue  # given to log_fn by the callback wrapper
             elif name in ("progress_fn", "progress_user"):
                 continue  # _create always passes a callback of its own, which calls progress_fn
+            elif name == "vision_tokens_fn":
+                value = self._vision_tokens_callback(value)
             else:
                 raise TypeError(f"Session: unknown parameter {name!r}")
             setattr(p, name, value)
         self._log_fn = p.log_fn if params.get("log_fn") is not None else None  # alive while the session is
+        self._vision_tokens_fn = p.vision_tokens_fn if params.get("vision_tokens_fn") is not None else None
         self._handle = self._create(p, params.get("progress_fn"), params.get("progress_user"))
+
+    @staticmethod
+    def _vision_tokens_callback(fn):
+        if not callable(fn):
+            raise TypeError("vision_tokens_fn must be callable: vision_tokens_fn(frame_id, tokens)")
+
+        def deliver(_user, frame_id, tokens, rows, width):
+            import numpy as np
+            fn(frame_id, np.ctypeslib.as_array(tokens, shape=(rows, width)).copy())
+        return S.VISION_TOKENS_FN(deliver)
 
     @staticmethod
     def _log_callback(log_fn, log_user):

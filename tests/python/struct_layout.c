@@ -57,6 +57,8 @@ int main(void)
     FIELD(vh_session_params, seed);
     FIELD(vh_session_params, progress_fn);
     FIELD(vh_session_params, progress_user);
+    FIELD(vh_session_params, vision_tokens_fn);
+    FIELD(vh_session_params, vision_tokens_user);
     end();
 
     BEGIN(vh_camera_image);

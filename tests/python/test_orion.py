@@ -117,6 +117,13 @@ class OrionCameras(unittest.TestCase):
         with vlahybrid.Session(model, backends="cpu_generic") as s:  # frame 1 without frame 0 before it
             fresh_1 = s.predict(None, None, command=2, noise=eps, **rig(1))
             self.assertFalse(np.array_equal(fresh_1, b))
+        got = []
+        with vlahybrid.Session(model, backends="cpu_generic", vision_tokens_fn=lambda i, t: got.append((i, t))) as s:
+            s.predict(None, None, command=2, noise=eps, **rig(0))  # the front end's tokens of frame 1
+            replay = s.predict(None, None, command=2, noise=eps, vision_tokens=got[0][1])
+        self.assertEqual([i for i, _ in got], [1])
+        self.assertEqual(got[0][1].shape, (529, 64))
+        np.testing.assert_array_equal(replay, a)  # the same tokens given back: the camera frame's answer
         with vlahybrid.Session(model, backends="cpu_generic") as s:  # two vehicles: each its own memory
             np.testing.assert_array_equal(s.predict(None, None, command=2, noise=eps, stream=5, **rig(0)), a)
             np.testing.assert_array_equal(s.predict(None, None, command=2, noise=eps, stream=9, **rig(1)), fresh_1)

@@ -107,6 +107,7 @@ print("Orion: both lines give their cases' trajectories")
 PY
 
 echo "== Orion from six cameras: images, calibration per camera, ego pose and can_bus per line"
+"$py" -c "import sys, numpy; numpy.zeros(32, numpy.float32).tofile(sys.argv[1])" "$work/zeros32.f32"
 "$py" - "$frames" "$work" <<'PY'
 import json, math, sys
 frames, w = sys.argv[1:]
@@ -126,8 +127,9 @@ with open(f"{w}/cameras.jsonl", "w") as f:
     f.write(json.dumps({"cameras": cams, "can_bus": [0.0] * 18, "command": 2}) + "\n")
 PY
 set +e
+mkdir -p "$work/tokens"
 "$vh_run" --backend cpu_generic --model "$orion/model-front" --frame-file "$work/cameras.jsonl" --json --warmup 0 \
-    > "$work/cameras.json" 2> "$work/cameras.err"
+    --dump-vision-tokens "$work/tokens" > "$work/cameras.json" 2> "$work/cameras.err"
 set -e
 "$py" - "$work/cameras.json" "$work/cameras.err" <<'PY'
 import json, sys
@@ -138,6 +140,23 @@ assert len(ok) == 2 and all(x["cameras"] == 6 and len(x["trajectory"]) == 12 for
 assert ok[0]["trajectory"] != ok[1]["trajectory"], "two different frames gave one trajectory"
 assert "frame->ego_pose" in err or any("ego_pose" in json.dumps(x) for x in f), (f, err)
 print("Orion from cameras: both camera lines answered, the one without its ego pose refused")
+PY
+# the first frame's front-end tokens, given back as a token frame: its trajectory again
+"$vh_run" --backend cpu_generic --model "$orion/model-front" --vision-tokens "$work/tokens/frame_000001.npy" \
+    --command 2 --noise "$work/zeros32.f32" --json --warmup 0 > "$work/replay.json" 2>> "$work/cameras.err" || true
+"$py" - "$work" <<'PY'
+import glob, json, sys
+import numpy as np
+w = sys.argv[1]
+files = sorted(glob.glob(f"{w}/tokens/*.npy"))
+assert [f.rsplit("/", 1)[1] for f in files] == ["frame_000001.npy", "frame_000002.npy"], files
+t = [np.load(f) for f in files]
+assert all(x.shape == (529, 64) and x.dtype == np.float32 and np.isfinite(x).all() for x in t), [x.shape for x in t]
+assert not np.array_equal(t[0], t[1])
+cams = [json.loads(l) for l in open(f"{w}/cameras.json")]
+replay = [json.loads(l) for l in open(f"{w}/replay.json")]
+assert replay[0]["status"] == "ok" and replay[0]["trajectory"] == cams[0]["trajectory"], (replay, cams[0])
+print("Orion from cameras: --dump-vision-tokens wrote each camera frame's 529 tokens; given back, frame 1's trajectory")
 PY
 
 echo "== bad lines stop the run before the load"

@@ -255,6 +255,15 @@ static vh_status run_vision(vh_family_frame *frame, const vh_vision_runner *runn
     return vh_orion_cameras_run(p->model, p->stream, oj->cameras, runner, oj->tokens, err);
 }
 
+static const float *vision_tokens(const vh_family_frame *frame, uint32_t *rows, uint32_t *width)
+{
+    const orion_job *oj = frame->state;
+    if (!oj->use_cameras) return NULL;
+    *rows = frame->program->config->n_vision_tokens;
+    *width = frame->program->config->hidden;
+    return oj->tokens;
+}
+
 static int advance(vh_family_frame *frame)
 {
     (void)frame;
@@ -315,4 +324,5 @@ const vh_family vh_family_orion = {
     .warmup_input = warmup_input,
     .prompt_rounds = prompt_rounds,
     .run_vision = run_vision,
+    .vision_tokens = vision_tokens,
 };
