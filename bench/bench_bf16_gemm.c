@@ -33,6 +33,7 @@
 #include "bf16_gemm.h"
 #include "cpu_features.h"
 #include "onednn_linear.h"
+#include "bench_clock.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define MAX_ROWS_LIST 32
@@ -44,15 +45,9 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static double median(double *t, int n)
 {
-    qsort(t, (size_t)n, sizeof t[0], cmp_double);
+    qsort(t, (size_t)n, sizeof t[0], vh_bench_cmp_double);
     return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
 }
 

@@ -25,6 +25,7 @@
 
 #include "cpu_kernels.h"
 #include "kernels_internal.h"
+#include "bench_clock.h"
 
 #define MIN_REPS 3
 #define MAX_REPS 50
@@ -35,12 +36,6 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 /* Median seconds of fn(ctx) over repeated runs (one warm-up first). */
@@ -55,7 +50,7 @@ static double time_median(void (*fn)(void *), void *ctx)
         t[n] = now_s() - t0;
         total += t[n++];
     }
-    qsort(t, (size_t)n, sizeof t[0], cmp_double);
+    qsort(t, (size_t)n, sizeof t[0], vh_bench_cmp_double);
     return t[n / 2];
 }
 

@@ -12,19 +12,7 @@
 #include <time.h>
 
 #include "image/bicubic_resize.h"
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "bench_clock.h"
 
 /* Time `iterations` calls (after three warm-up calls) of one size with one code path. */
 static int bench(uint32_t sw, uint32_t sh, uint32_t dw, uint32_t dh, vh_resize_code code,
@@ -44,7 +32,7 @@ static int bench(uint32_t sw, uint32_t sh, uint32_t dw, uint32_t dh, vh_resize_c
     }
     vh_error err = {0};
     for (int i = -3; i < iterations; i++) {
-        double t0 = now_ms();
+        double t0 = vh_bench_now_ms();
         if (vh_resize_bicubic_rgb8_code(src, sw, sh, 0, dst, dw, dh, code, &err) != VH_OK) {
             fprintf(stderr, "bench_resize: %s\n", err.message);
             free(src);
@@ -52,9 +40,9 @@ static int bench(uint32_t sw, uint32_t sh, uint32_t dw, uint32_t dh, vh_resize_c
             return 1;
         }
         if (i >= 0)
-            times[i] = now_ms() - t0;
+            times[i] = vh_bench_now_ms() - t0;
     }
-    qsort(times, (size_t)iterations, sizeof *times, cmp_double);
+    qsort(times, (size_t)iterations, sizeof *times, vh_bench_cmp_double);
     uint32_t sum = 2166136261u; /* FNV-1a of the output */
     for (size_t i = 0; i < dst_bytes; i++)
         sum = (sum ^ dst[i]) * 16777619u;
