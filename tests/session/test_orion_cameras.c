@@ -11,7 +11,10 @@
  *     session's 16 streams the least recent one's memory is dropped (its next frame as a first);
  *   - a frame of vision tokens on this checkpoint gives the tokens-only checkpoint's answer (the same
  *     decision half), and leaves the banks alone;
- *   - bad camera frames are refused at submit, naming what is missing.
+ *   - bad camera frames are refused at submit, naming what is missing;
+ *   - end to end, the front end's tokens of the rig's first two frames (vision_tokens_fn) are the
+ *     released code's: tests/fixtures/orion/make_front_fixtures.py ran the agent's pipeline, EVAViT,
+ *     Orion.position_embeding and both heads, composed as Orion.simple_test does, on the same images.
  */
 #include <check.h>
 #include <math.h>
@@ -24,6 +27,9 @@
 
 #ifndef CAMERAS_BACKEND
 #define CAMERAS_BACKEND "cpu_generic"
+#endif
+#ifndef CAMERAS_TOL
+#define CAMERAS_TOL 1e-4 /* fp32 against the released code in float32: the bound */
 #endif
 enum { CAMS = 6, W = 400, H = 225, FRAMES = 3, LATENT = 32, POINTS = 6 };
 
@@ -154,6 +160,65 @@ START_TEST(test_cameras_to_trajectory)
         }
         vh_session_destroy(s);
     }
+    free_rig(&r);
+}
+END_TEST
+
+/* vision_tokens_fn: the tokens of the session's frames 1 and 2 (frame ids), in order. */
+typedef struct collected {
+    float tokens[2][529 * 64];
+    uint64_t ids[2];
+    uint32_t n, rows, width;
+} collected;
+
+static void collect_tokens(void *user, uint64_t frame_id, const float *tokens, uint32_t rows, uint32_t width)
+{
+    collected *c = user;
+    if (c->n < 2 && rows * width <= 529 * 64) memcpy(c->tokens[c->n], tokens, sizeof(float) * rows * width);
+    if (c->n < 2) c->ids[c->n] = frame_id;
+    c->n++, c->rows = rows, c->width = width;
+}
+
+/* The rig's frames 0 and 1 against the released code's tokens (fp32 within 1e-4 of the largest). */
+START_TEST(test_tokens_match_released_front_end)
+{
+    rig r;
+    make_rig(&r);
+    static collected got;
+    memset(&got, 0, sizeof got);
+    char *dir = vh_test_fixture_path("orion/model-front"), *ref_path = vh_test_fixture_path("orion/front_tokens.f32");
+    vh_session_params p;
+    vh_session_params_init(&p);
+    p.model_path = dir;
+    p.backends = CAMERAS_BACKEND;
+    p.execution_mode = VH_EXECUTION_PIPELINE;
+    p.n_threads = 2;
+    p.warmup_frames = 1; /* warm-up frames are not reported */
+    p.vision_tokens_fn = collect_tokens;
+    p.vision_tokens_user = &got;
+    vh_session *s = NULL;
+    ck_assert_msg(vh_session_create(&p, &s) == VH_OK, "%s", vh_last_error());
+    float traj[2 * POINTS];
+    answer(s, &r, 0, traj);
+    answer(s, &r, 1, traj);
+    vh_session_destroy(s);
+    ck_assert_uint_eq(got.n, 2);
+    ck_assert_uint_eq(got.ids[0], 1);
+    ck_assert_uint_eq(got.ids[1], 2);
+    ck_assert_uint_eq(got.rows, 529);
+    ck_assert_uint_eq(got.width, 64);
+    size_t size = 0;
+    float *ref = (float *)vh_test_read_file(ref_path, &size);
+    ck_assert_msg(ref && size == sizeof(float) * 2 * 529 * 64, "%s: %zu bytes", ref_path, size);
+    for (int t = 0; t < 2; t++) {
+        const double e = vh_test_rel_error_of_largest_f32(got.tokens[t], ref + (size_t)t * 529 * 64, 529 * 64);
+        printf("%s: frame %d's 529 tokens against the released front end: error %.3g of the largest value\n",
+               CAMERAS_BACKEND, t, e);
+        ck_assert_msg(e <= CAMERAS_TOL, "frame %d: error %g", t, e);
+    }
+    free(ref);
+    free(ref_path);
+    free(dir);
     free_rig(&r);
 }
 END_TEST
@@ -320,6 +385,7 @@ int main(void)
     TCase *tc = tcase_create("cameras");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_cameras_to_trajectory);
+    tcase_add_test(tc, test_tokens_match_released_front_end);
     tcase_add_test(tc, test_streams_keep_their_own_memory);
     tcase_add_test(tc, test_least_recent_stream_gives_way);
     tcase_add_test(tc, test_tokens_on_the_front_end_checkpoint);

@@ -206,6 +206,13 @@ static vh_status read_sizes(const vh_checkpoint *ck, const char *prefix, int map
             return vh_error_set(err, VH_ERR_BAD_MODEL, "%s: pts_bbox_head: %u propagated queries for a top-%u of a "
                                 "memory of %u, %u box outputs", vh_checkpoint_dir(ck), n->propagated, c->topk,
                                 c->memory_len, n->reg_out);
+        /* OrionHead.forward takes the extra queries' zero points as reference_points[:num_extra]:
+         * with fewer object queries than extra ones its own shapes do not agree (it fails) */
+        if (n->queries < n->extra)
+            return vh_error_set(err, VH_ERR_BAD_MODEL, "%s: pts_bbox_head: %u object queries for %u extra ones: "
+                                "the released head needs at least as many (its reference points of the extra "
+                                "queries are reference_points[:num_extra])", vh_checkpoint_dir(ck), n->queries,
+                                n->extra);
     }
     if (!n->embed || !n->in_channels || !n->out_dims || !n->layers || !n->extra || !n->classes || !n->queries ||
         !c->heads || n->embed % c->heads || !c->memory_len || !c->image_rows)
