@@ -29,6 +29,7 @@
 
 #define KEY_BLOCK 64
 #define TILE_ROWS 4
+#define SHORT_HEAD 32 /* heads up to this width take short_head_scores */
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define VHK_CLONES __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
@@ -153,6 +154,29 @@ VHK_INLINE void accumulate_values(const tile *t, float p[TILE_ROWS][KEY_BLOCK],
     }
 }
 
+/* Scores of short heads (head_dim <= SHORT_HEAD: a DETR-style decoder's 32): there a per-key dot
+ * product's lane reduction costs more than its products, so the block's keys are transposed once
+ * for the tile and each row's 16 scores at a time accumulate over d in order (a row's arithmetic
+ * still the same whatever its tile or thread). p[i][j] for j < nb_max (past it: zeros). */
+VHK_INLINE void short_head_scores(const tile *t, float p[TILE_ROWS][KEY_BLOCK], int64_t nb_max, const float *k,
+                                  int64_t stride, int64_t head_dim, float scale)
+{
+    float kt[SHORT_HEAD][KEY_BLOCK];
+    for (int64_t j = 0; j < KEY_BLOCK; j++) { /* key rows read whole, once */
+        const float *kj = k + j * stride;
+        for (int64_t d = 0; d < head_dim; d++) kt[d][j] = j < nb_max ? kj[d] : 0.0f;
+    }
+    for (int i = 0; i < t->n; i++) { /* d outer, the block's keys inner: independent lanes, no reduction */
+        float *pi = p[i];
+        for (int64_t j = 0; j < KEY_BLOCK; j++) pi[j] = 0.0f;
+        for (int64_t d = 0; d < head_dim; d++) {
+            const float qd = t->q[i][d];
+            for (int64_t j = 0; j < KEY_BLOCK; j++) pi[j] += qd * kt[d][j];
+        }
+        for (int64_t j = 0; j < KEY_BLOCK; j++) pi[j] *= scale;
+    }
+}
+
 /* Attention of a tile of query rows over keys/values k, v (rows kv_stride apart). */
 VHK_CLONES
 static void attend_tile(const tile *t, const float *k, const float *v, int64_t kv_stride,
@@ -174,11 +198,14 @@ static void attend_tile(const tile *t, const float *k, const float *v, int64_t k
             nb[i] = left <= 0 ? 0 : left < KEY_BLOCK ? left : KEY_BLOCK;
             if (nb[i] > nb_max) nb_max = nb[i];
         }
-        /* scores: each key vector serves all rows of the tile */
-        for (int64_t j = 0; j < nb_max; j++) {
-            const float *kj = k + (j0 + j) * kv_stride;
-            for (int i = 0; i < t->n; i++)
-                if (j < nb[i]) p[i][j] = dot_f32(t->q[i], kj, head_dim) * scale;
+        if (head_dim <= SHORT_HEAD) {
+            short_head_scores(t, p, nb_max, k + j0 * kv_stride, kv_stride, head_dim, scale);
+        } else { /* scores: each key vector serves all rows of the tile */
+            for (int64_t j = 0; j < nb_max; j++) {
+                const float *kj = k + (j0 + j) * kv_stride;
+                for (int i = 0; i < t->n; i++)
+                    if (j < nb[i]) p[i][j] = dot_f32(t->q[i], kj, head_dim) * scale;
+            }
         }
         /* per row: new maximum, rescale, scores -> weights */
         for (int i = 0; i < t->n; i++) {
