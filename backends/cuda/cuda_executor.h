@@ -85,10 +85,10 @@ typedef struct vit_scratch {
     vhc_bf16 *patches;                 /* [NP, VHC_PATCH_LD(P)] im2col */
     vhc_bf16 *xn;                      /* [T, D] normed tokens */
     float *qkv;                        /* [T, 3D] */
-    vhc_bf16 *q, *k, *v, *attn;        /* [T, D] */
+    vhc_bf16 *q, *k, *v, *attn;        /* [T, D]; a layer with windows: the padded grid's tokens */
     float *tmp;                        /* [T, D] projection outputs; patch-embed GEMM output */
-    float *mlp;                        /* [T, H] */
-    vhc_bf16 *mlp_bf16;                /* [T, H] */
+    float *mlp;                        /* [T, H]; with 2-D RoPE layers [T, 2H] (gate | up) */
+    vhc_bf16 *mlp_bf16;                /* [T, H]; with 2-D RoPE layers rows of H rounded up to 8 */
 } vit_scratch;
 
 typedef struct vit_buffers {
@@ -244,6 +244,8 @@ static inline float *cuda_tower_tokens(vh_executor *e, uint32_t t, uint32_t imag
 /* Block kinds, a file each (cuda_vit_embed.c, ...): enqueue on e->stream; VH_OK or a GEMM failure. */
 vh_status cuda_vit_embed(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size);
 vh_status cuda_vit_block(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size);
+vh_status cuda_rope_tower_layer(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err,
+                                size_t err_size);
 vh_status cuda_projector(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size);
 vh_status cuda_llm_embed(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size);
 vh_status cuda_llm_block(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size);

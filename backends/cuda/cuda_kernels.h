@@ -62,6 +62,24 @@ void vhc_f32_to_bf16(cudaStream_t s, const float *in, vhc_bf16 *out, int64_t n);
 void vhc_vit_qkv_split(cudaStream_t s, const float *qkv, const float *bias, vhc_bf16 *q, vhc_bf16 *k, vhc_bf16 *v,
                        int T, int D);
 
+/* The tower layer with 2-D RoPE (cuda_rope_tower_kernels.cu). Window order: a grid of side g
+ * padded to whole windows of side w (nw = ceil(g / w) a side), window by window, row-major within;
+ * w = g is the grid itself.
+ * vhc_window_scatter: out [images, (nw w)^2, D] bf16 = src + bias (src [images, g g] rows src_ld
+ * apart, fp32; the bias alone, or 0 when NULL, at padding), rotated when rope: pair (2j, 2j+1) of
+ * each head's first half by the token's row within its window, of its second half by its column,
+ * angle pos / w * rope_grid / theta^(2j / (hd / 2)), j < hd / 4.
+ * vhc_window_gather: out [images, g g, D] grid order from in in window order (D % 8 == 0).
+ * vhc_swiglu_layernorm_bf16: out = bf16(LayerNorm(silu(gate + gate_bias) * (up + up_bias)) gamma +
+ * beta) per row, gu [rows, 2F] (gate | up), F <= VHC_SWIGLU_MAX_F; biases may be NULL. */
+#define VHC_SWIGLU_MAX_F 12288
+void vhc_window_scatter(cudaStream_t s, const float *src, int64_t src_ld, const float *bias, vhc_bf16 *out,
+                        int images, int g, int w, int D, int heads, int rope, int rope_grid, float theta);
+void vhc_window_gather(cudaStream_t s, const vhc_bf16 *in, vhc_bf16 *out, int images, int g, int w, int D);
+void vhc_swiglu_layernorm_bf16(cudaStream_t s, const float *gu, const float *gate_bias, const float *up_bias,
+                               const float *gamma, const float *beta, vhc_bf16 *out, int64_t out_ld, int rows, int F,
+                               float eps);
+
 /* Host: RoPE's inverse frequencies, out[i] = 1 / theta^(2i/hd) in fp32 as transformers computes
  * them, i < head_dim / 2 (made once per executor and kept on the device). */
 void vhc_rope_inv_freq(float theta, int head_dim, float *out);

@@ -24,8 +24,8 @@ const cuda_kind cuda_kinds[VH_N_BLOCK_VARIANTS] = {
      .plan_packed = cuda_llm_pack_plan, .upload_packed = cuda_llm_pack_upload, .run = cuda_llm_block},
     {.run = cuda_llm_head},
     {.run = cuda_planner},
-    {0}, /* the tower layers with 2-D RoPE: not yet on the GPU */
-    {0},
+    {.run = cuda_rope_tower_layer}, /* the tower layers with 2-D RoPE, global and windowed */
+    {.run = cuda_rope_tower_layer},
 };
 
 vh_kind_support cuda_support[VH_N_BLOCK_VARIANTS];

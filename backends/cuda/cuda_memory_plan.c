@@ -114,8 +114,24 @@ void cuda_memory_plan_work(vh_executor *e, cuda_arena *a)
             PP3 = max64(PP3, (uint64_t)VHC_PATCH_LD(v->patch_size));
             NP = max64(NP, v->n_patches);
         }
-        /* a block runs its row-wise steps and GEMMs over all images' tokens at once */
+        /* a block runs its row-wise steps and GEMMs over all images' tokens at once; a layer with
+         * windows holds q, k, v and the attention's output of the grid padded to whole windows, and
+         * its SwiGLU gate | up side by side (cuda_rope_tower_layer.c) */
         const uint64_t IT = images * T;
+        uint64_t QT = IT, GU = H, HB = H;
+        if (held.rope_2d) {
+            GU = 2 * H;
+            HB = (H + 7) / 8 * 8;
+            for (uint32_t i = p->first_block; i < p->first_block + p->n_blocks; i++) {
+                const vh_block_desc *d = &m->blocks[i];
+                if (d->kind != VH_BLOCK_TRANSFORMER || d->params->struct_size < sizeof(vh_transformer_params)) continue;
+                const vh_transformer_params *tp = (const vh_transformer_params *)d->params;
+                if (tp->attention != VH_ATTN_WINDOWED || !tp->window || m->slots[d->inputs[0]].kind != VH_SLOT_KIND_TOKENS)
+                    continue;
+                const uint64_t g = m->towers[m->slots[d->inputs[0]].tower].grid, side = (g + tp->window - 1) / tp->window * tp->window;
+                QT = max64(QT, images * side * side);
+            }
+        }
         e->vit.pixel_floats = 0;
         for (uint32_t t = 0; t < m->n_towers; t++) {
             e->vit.tower_pixels[t] = e->vit.pixel_floats;
@@ -126,13 +142,13 @@ void cuda_memory_plan_work(vh_executor *e, cuda_arena *a)
         s->patches = cuda_arena_take(a, NP * PP3 * 2);
         s->xn = cuda_arena_take(a, IT * D * 2);
         s->qkv = cuda_arena_take(a, IT * 3 * D * 4);
-        s->q = cuda_arena_take(a, IT * D * 2);
-        s->k = cuda_arena_take(a, IT * D * 2);
-        s->v = cuda_arena_take(a, IT * D * 2);
-        s->attn = cuda_arena_take(a, IT * D * 2);
+        s->q = cuda_arena_take(a, QT * D * 2);
+        s->k = cuda_arena_take(a, QT * D * 2);
+        s->v = cuda_arena_take(a, QT * D * 2);
+        s->attn = cuda_arena_take(a, QT * D * 2);
         s->tmp = cuda_arena_take(a, max64(IT, NP) * D * 4);
-        s->mlp = cuda_arena_take(a, IT * H * 4);
-        s->mlp_bf16 = cuda_arena_take(a, IT * H * 2);
+        s->mlp = cuda_arena_take(a, IT * GU * 4);
+        s->mlp_bf16 = cuda_arena_take(a, IT * HB * 2);
     }
     if (has_proj || has_llm) e->proj.patch_embeds = cuda_arena_take(a, images * m->n_image_tokens * m->llm.hidden * 4);
     if (has_proj) { /* all images' rows at once */

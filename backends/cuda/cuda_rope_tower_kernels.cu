@@ -1,0 +1,142 @@
+/*
+ * Kernels of the tower layer with 2-D RoPE (cuda_rope_tower_layer.c, EVA-02's blocks): the
+ * projections into window order with their biases and the interleaved 2-D rotation, the attention
+ * output back to grid order, and the SwiGLU with its sub-LayerNorm. Hand-written because no library
+ * here fuses them; the GEMMs and the attention are cuBLASLt's and the flash kernel's.
+ */
+#include <stdint.h>
+
+#include "cuda_device.cuh"
+
+#define WT_THREADS 256
+
+/* Grid token (r, c) of window-order index i: window i / (w w) of nw a side, then row-major within. */
+static __device__ __forceinline__ void window_cell(int64_t i, int w, int nw, int *r, int *c, int *wr, int *wc)
+{
+    const int ww = w * w, win = (int)(i / ww), in = (int)(i % ww);
+    *wr = in / w;
+    *wc = in % w;
+    *r = (win / nw) * w + *wr;
+    *c = (win % nw) * w + *wc;
+}
+
+/* One thread per rotation pair (2 channels) of one padded token:
+ * out[img][i] = rope(src[img][grid token of i] + bias), the bias alone (or 0) where i is padding. */
+__global__ void __launch_bounds__(WT_THREADS)
+k_window_scatter(const float *__restrict__ src, int64_t src_ld, const float *__restrict__ bias,
+                 vhc_bf16 *__restrict__ out, int g, int w, int nw, int D, int hd, int rope, int rope_grid,
+                 float theta, int64_t pairs_per_image)
+{
+    const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int img = blockIdx.y, half_d = D / 2;
+    if (id >= pairs_per_image) return;
+    const int64_t i = id / half_d;
+    const int p = (int)(id % half_d), hp = hd / 2, quarter = hd / 4;
+    const int head = p / hp, jj = p % hp;
+    const int second = jj >= quarter, j = second ? jj - quarter : jj;
+    const int ch = head * hd + (second ? hp : 0) + 2 * j;
+    int r, c, wr, wc;
+    window_cell(i, w, nw, &r, &c, &wr, &wc);
+    const int P = nw * w, Tp = P * P;
+    float a = bias ? bias[ch] : 0.0f, b = bias ? bias[ch + 1] : 0.0f;
+    if (r < g && c < g) {
+        const float *row = src + ((int64_t)img * g * g + (int64_t)r * g + c) * src_ld;
+        a += row[ch];
+        b += row[ch + 1];
+    }
+    if (rope) { /* as the reference's float32 table: t = pos / side * rope_grid, 1 / theta^(2j / half) */
+        const float t = (float)(second ? wc : wr) / (float)w * (float)rope_grid;
+        const float angle = t * (1.0f / powf(theta, (float)(2 * j) / (float)hp));
+        const float cs = cosf(angle), sn = sinf(angle), x = a, y = b;
+        a = x * cs - y * sn;
+        b = y * cs + x * sn;
+    }
+    *(unsigned *)(out + ((int64_t)img * Tp + i) * D + ch) = pack_bf2(a, b);
+}
+
+extern "C" void vhc_window_scatter(cudaStream_t s, const float *src, int64_t src_ld, const float *bias,
+                                   vhc_bf16 *out, int images, int g, int w, int D, int heads, int rope,
+                                   int rope_grid, float theta)
+{
+    const int nw = (g + w - 1) / w, hd = D / heads;
+    const int64_t pairs = (int64_t)nw * w * nw * w * (D / 2);
+    if (images <= 0 || pairs <= 0) return;
+    const dim3 grid((unsigned)((pairs + WT_THREADS - 1) / WT_THREADS), (unsigned)images);
+    k_window_scatter<<<grid, WT_THREADS, 0, s>>>(src, src_ld, bias, out, g, w, nw, D, hd, rope, rope_grid, theta,
+                                                 pairs);
+}
+
+/* One thread per 8 channels (16 bytes) of a real token: grid order out of window order in. */
+__global__ void __launch_bounds__(WT_THREADS)
+k_window_gather(const vhc_bf16 *__restrict__ in, vhc_bf16 *__restrict__ out, int g, int w, int nw, int D,
+                int64_t groups_per_image)
+{
+    const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int img = blockIdx.y, groups = D / 8;
+    if (id >= groups_per_image) return;
+    const int64_t t = id / groups;
+    const int k = (int)(id % groups), r = (int)(t / g), c = (int)(t % g);
+    const int64_t i = ((int64_t)(r / w) * nw + c / w) * w * w + (r % w) * w + c % w;
+    const int64_t Tp = (int64_t)nw * w * nw * w;
+    *(uint4 *)(out + ((int64_t)img * g * g + t) * D + 8 * k) = *(const uint4 *)(in + ((int64_t)img * Tp + i) * D + 8 * k);
+}
+
+extern "C" void vhc_window_gather(cudaStream_t s, const vhc_bf16 *in, vhc_bf16 *out, int images, int g, int w, int D)
+{
+    const int nw = (g + w - 1) / w;
+    const int64_t groups = (int64_t)g * g * (D / 8);
+    if (images <= 0 || groups <= 0) return;
+    const dim3 grid((unsigned)((groups + WT_THREADS - 1) / WT_THREADS), (unsigned)images);
+    k_window_gather<<<grid, WT_THREADS, 0, s>>>(in, out, g, w, nw, D, groups);
+}
+
+/* One block per row: h = silu(gate + gate_bias) * (up + up_bias) in fp32 (shared memory), then
+ * out = bf16(LayerNorm(h) * gamma + beta) with a two-pass biased variance, as the reference's
+ * float32 ffn_ln. gu: [rows, 2F] (gate | up); out rows out_ld apart. */
+static __device__ float block_sum(float v, float *red)
+{
+    for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(FULL_MASK, v, o);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    __syncthreads();
+    if (lane == 0) red[warp] = v;
+    __syncthreads();
+    float t = 0.0f;
+    for (int k = 0; k < warps; k++) t += red[k];
+    return t;
+}
+
+__global__ void __launch_bounds__(WT_THREADS)
+k_swiglu_layernorm_bf16(const float *__restrict__ gu, const float *__restrict__ gate_bias,
+                        const float *__restrict__ up_bias, const float *__restrict__ gamma,
+                        const float *__restrict__ beta, vhc_bf16 *__restrict__ out, int64_t out_ld, int F, float eps)
+{
+    extern __shared__ float h[];
+    __shared__ float red[WT_THREADS / 32];
+    const int64_t row = blockIdx.x;
+    const float *g = gu + row * 2 * F, *u = g + F;
+    float sum = 0.0f;
+    for (int c = threadIdx.x; c < F; c += blockDim.x) {
+        const float a = g[c] + (gate_bias ? gate_bias[c] : 0.0f), b = u[c] + (up_bias ? up_bias[c] : 0.0f);
+        const float v = a / (1.0f + expf(-a)) * b;
+        h[c] = v;
+        sum += v;
+    }
+    const float mean = block_sum(sum, red) / (float)F;
+    float sq = 0.0f;
+    for (int c = threadIdx.x; c < F; c += blockDim.x) {
+        const float d = h[c] - mean;
+        sq += d * d;
+    }
+    const float rstd = rsqrtf(block_sum(sq, red) / (float)F + eps);
+    vhc_bf16 *o = out + row * out_ld;
+    for (int c = threadIdx.x; c < F; c += blockDim.x) o[c] = f2bf((h[c] - mean) * rstd * gamma[c] + beta[c]);
+}
+
+extern "C" void vhc_swiglu_layernorm_bf16(cudaStream_t s, const float *gu, const float *gate_bias, const float *up_bias,
+                                          const float *gamma, const float *beta, vhc_bf16 *out, int64_t out_ld,
+                                          int rows, int F, float eps)
+{
+    if (rows <= 0 || F <= 0) return;
+    k_swiglu_layernorm_bf16<<<(unsigned)rows, WT_THREADS, (size_t)F * sizeof(float), s>>>(gu, gate_bias, up_bias, gamma,
+                                                                                        beta, out, out_ld, F, eps);
+}
