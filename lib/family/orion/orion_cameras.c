@@ -173,6 +173,14 @@ vh_status vh_orion_cameras_prepare(const vh_model *m, vh_orion_cameras *c, const
     return VH_OK;
 }
 
+/* The stream's next frame as its first: nothing its banks hold now is read again. */
+static void stream_restart(stream_state *n)
+{
+    n->started = 0;
+    vh_petr_head_state_restart(&n->det);
+    vh_petr_head_state_restart(&n->map);
+}
+
 /* Stream `id`'s state, made on its first frame. Past VH_ORION_MAX_STREAMS the stream seen least
  * recently gives its place: its memory is dropped, and its next frame starts afresh (as after a gap). */
 static vh_status stream_of(vh_orion_stream *s, uint64_t id, stream_state **out, vh_error *err)
@@ -186,9 +194,7 @@ static vh_status stream_of(vh_orion_stream *s, uint64_t id, stream_state **out, 
         for (uint32_t i = 1; i < s->n_streams; i++)
             if (s->streams[i].last_frame < n->last_frame) n = &s->streams[i];
         n->id = id;
-        n->started = 0;
-        vh_petr_head_state_restart(&n->det);
-        vh_petr_head_state_restart(&n->map);
+        stream_restart(n);
     }
     if (!n) {
         const vh_orion_model *om = orion_of(s->m);
@@ -271,10 +277,6 @@ vh_status vh_orion_cameras_run(const vh_model *m, vh_orion_stream *s, const vh_o
     if (!st) st = vh_petr_head_frame(&g->map, &fe->heads, &ss->map, &pr, &f, NULL, NULL,
                                      tokens + (size_t)det_rows * g->det.n.out_dims, err);
     /* a frame that failed midway may leave its banks half-updated: the stream's next frame starts afresh */
-    if (st) {
-        ss->started = 0;
-        vh_petr_head_state_restart(&ss->det);
-        vh_petr_head_state_restart(&ss->map);
-    }
+    if (st) stream_restart(ss);
     return st;
 }
