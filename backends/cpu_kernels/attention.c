@@ -161,19 +161,25 @@ VHK_INLINE void accumulate_values(const tile *t, float p[TILE_ROWS][KEY_BLOCK],
 VHK_INLINE void short_head_scores(const tile *t, float p[TILE_ROWS][KEY_BLOCK], int64_t nb_max, const float *k,
                                   int64_t stride, int64_t head_dim, float scale)
 {
+    enum { LANES = KEY_BLOCK / 8 };
     float kt[SHORT_HEAD][KEY_BLOCK];
     for (int64_t j = 0; j < KEY_BLOCK; j++) { /* key rows read whole, once */
         const float *kj = k + j * stride;
         for (int64_t d = 0; d < head_dim; d++) kt[d][j] = j < nb_max ? kj[d] : 0.0f;
     }
     for (int i = 0; i < t->n; i++) { /* d outer, the block's keys inner: independent lanes, no reduction */
-        float *pi = p[i];
-        for (int64_t j = 0; j < KEY_BLOCK; j++) pi[j] = 0.0f;
+        v8f acc[LANES] = {{0}}, x; /* the row's 64 scores, in registers (8-wide: every clone keeps them there) */
         for (int64_t d = 0; d < head_dim; d++) {
-            const float qd = t->q[i][d];
-            for (int64_t j = 0; j < KEY_BLOCK; j++) pi[j] += qd * kt[d][j];
+            const v8f qd = (v8f){0} + t->q[i][d];
+            for (int c = 0; c < LANES; c++) {
+                memcpy(&x, &kt[d][8 * c], sizeof x);
+                acc[c] += qd * x;
+            }
         }
-        for (int64_t j = 0; j < KEY_BLOCK; j++) pi[j] *= scale;
+        for (int c = 0; c < LANES; c++) {
+            acc[c] *= scale;
+            memcpy(p[i] + 8 * c, &acc[c], sizeof acc[c]);
+        }
     }
 }
 
