@@ -46,7 +46,14 @@ static vh_status allocate_host_mirrors(vh_executor *e, char *err, size_t err_siz
     return VH_OK;
 }
 
-/* (cuda_executor.h) */
+void cuda_executor_free_host(vh_executor *e)
+{
+    if (!e) return;
+    free(e->queries.data);
+    free(e->blocks);
+    free(e);
+}
+
 /* The first of blocks [0, upto] that is a decoder layer (upto itself when none before it is). */
 static uint32_t first_llm_block(const vh_executor *e, uint32_t upto)
 {
@@ -93,8 +100,7 @@ vh_status cuda_executor_describe(const vh_executor_params *params, vh_executor *
             const vh_planner_params *pp = &b->info.plan;
             if (!vh_planner_params_valid(pp, m->llm.hidden) ||
                 2ull * pp->n_modes * pp->n_steps + 2ull * pp->latent_dim > CUDA_PLAN_STRIDE_MAX) {
-                free(e->blocks);
-                free(e);
+                cuda_executor_free_host(e);
                 return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: planner of feature %u (the "
                                        "LLM's hidden size is %u), %u GRU layers of %u, %u modes of %u steps",
                                        pp->feature_dim, m->llm.hidden, pp->gru_layers, pp->gru_hidden, pp->n_modes,
@@ -105,14 +111,12 @@ vh_status cuda_executor_describe(const vh_executor_params *params, vh_executor *
         if (b->variant->llm_layer) b->lora_sets = vh_block_lora_sets_held(d);
         if ((b->variant->has_state && d->state == VH_NO_STATE) ||
             (b->variant->in_tower && b->info.tower >= m->n_towers)) {
-            free(e->blocks);
-            free(e);
+            cuda_executor_free_host(e);
             return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: block %u: no state slot, or a "
                                    "tower the model lacks", params->first_block + i);
         }
         if (b->variant->llm_layer && b->info.rope_theta != e->blocks[first_llm_block(e, i)].info.rope_theta) {
-            free(e->blocks);
-            free(e);
+            cuda_executor_free_host(e);
             return vh_backend_fail(err, err_size, VH_ERR_UNSUPPORTED, "cuda: block %u: decoder layers of one executor "
                                    "share one RoPE table; this one's theta differs", params->first_block + i);
         }
@@ -120,6 +124,10 @@ vh_status cuda_executor_describe(const vh_executor_params *params, vh_executor *
             if (e->n_layers_held == 0) e->first_state = b->state;
             e->n_layers_held++;
         }
+    }
+    if ((st = cuda_queries_describe(e, err, err_size))) {
+        cuda_executor_free_host(e);
+        return st;
     }
     *out = e;
     return VH_OK;
@@ -227,6 +235,5 @@ void cuda_executor_destroy(vh_executor *e)
     free(e->head.embed_slot);
     if (e->done) cudaEventDestroy(e->done);
     if (e->stream) cudaStreamDestroy(e->stream);
-    free(e->blocks);
-    free(e);
+    cuda_executor_free_host(e);
 }

@@ -35,6 +35,8 @@ typedef struct cuda_kind {
     /* enqueue on e->stream; VH_OK or a GEMM failure */
     vh_status (*run)(struct vh_executor *e, const struct cuda_block *b, const vh_batch *batch, char *err,
                      size_t err_size);
+    /* blocks on query sets: the bytes of scratch a run takes (from e->queries.scratch); NULL: none */
+    size_t (*scratch_bytes)(const struct vh_executor *e, const struct cuda_block *b);
 } cuda_kind;
 
 extern const cuda_kind cuda_kinds[VH_N_BLOCK_VARIANTS];
@@ -135,6 +137,15 @@ typedef struct llm_buffers {
     float *x_out_host;                 /* [HIDDEN_OUT_ROWS, Dl] the rows a short run ends with */
 } llm_buffers;
 
+/* The query sets (VH_SLOT_KIND_QUERIES) the held blocks read or write, [max_frames, rows, width]
+ * fp32 on the device each, kept between runs; and one scratch region, the largest a query block
+ * asks for (they run one after the other on the stream). cuda_query_sets.c. */
+typedef struct query_buffers {
+    float **data;                      /* [model's n_slots] (host array): NULL where no held block touches it */
+    char *scratch;
+    size_t scratch_bytes;
+} query_buffers;
+
 /* Rows one batch may ask for (VH_BATCH_HIDDEN_ROWS): a few per segment. */
 #define CUDA_HIDDEN_ROWS_PER_SEGMENT 4
 /* Noise and plan floats a batch may carry per segment (VH_BATCH_PLAN). */
@@ -188,6 +199,7 @@ struct vh_executor {
     projector_buffers proj;
     llm_buffers llm;
     head_buffers head;
+    query_buffers queries;
     uint32_t last_rows_count;          /* rows of the last batch (read_hidden) */
     uint32_t x_out_rows;               /* rows in llm.x_out_host from the last run (0: none) */
     /* The GPU shares the host's memory (integrated, or VH_CUDA_INTEGRATED=1: cuda_shared_memory.h).
@@ -220,8 +232,9 @@ struct vh_executor {
 vh_status cuda_fail(char *err, size_t err_size, cudaError_t e, const char *what);
 
 /* The host-side part of an executor: its parameters checked, its blocks and LLM layers described
- * (no device memory yet); freed with free(e->blocks), free(e). */
+ * (no device memory yet); freed with cuda_executor_free_host. */
 vh_status cuda_executor_describe(const vh_executor_params *params, vh_executor **out, char *err, size_t err_size);
+void cuda_executor_free_host(vh_executor *e);
 
 vh_status cuda_executor_plan_memory(const vh_executor_params *params, vh_memory_report *need, char *err,
                                     size_t err_size);
@@ -234,6 +247,27 @@ vh_status cuda_write_hidden(vh_executor *e, const float *src, uint32_t n_rows, c
 /* Offered only where the GPU shares the host's memory (plugin.c): `rows` must come from this
  * plugin's host_alloc (mapped). */
 vh_status cuda_bind_hidden(vh_executor *e, float *rows, uint32_t n_rows, char *err, size_t err_size);
+
+/* A query set's sizes, and frame f's rows [rows, width] of a held one on the device. */
+static inline vh_query_set_desc cuda_query_set(const vh_executor *e, uint32_t slot)
+{
+    return e->model->query_sets[e->model->slots[slot].tower];
+}
+
+static inline float *cuda_query_rows(vh_executor *e, uint32_t slot, uint32_t frame)
+{
+    const vh_query_set_desc s = cuda_query_set(e, slot);
+    return e->queries.data[slot] + (size_t)frame * s.rows * s.width;
+}
+
+/* The query sets (cuda_query_sets.c): the host array of their pointers (describe), their device
+ * memory and the scratch (a memory plan walk), the core's inputs uploaded before a run's blocks,
+ * and read_slot (a query set's frame, or a tower's image). */
+vh_status cuda_queries_describe(vh_executor *e, char *err, size_t err_size);
+void cuda_memory_plan_queries(vh_executor *e, cuda_arena *a);
+cudaError_t cuda_upload_slot_inputs(vh_executor *e, const vh_batch *batch);
+vh_status cuda_read_slot(vh_executor *e, uint32_t slot, uint32_t image, float *dst, size_t n_floats, char *err,
+                         size_t err_size);
 
 static inline float *cuda_tower_tokens(vh_executor *e, uint32_t t, uint32_t image)
 {
@@ -253,5 +287,12 @@ vh_status cuda_llm_block(vh_executor *e, const cuda_block *b, const vh_batch *ba
 void cuda_llm_plan_attention(vh_executor *e, const vh_batch *batch);
 vh_status cuda_llm_head(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size);
 vh_status cuda_planner(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size);
+/* On query sets, once per frame of the batch; each with its scratch (cuda_kind.scratch_bytes). */
+vh_status cuda_query_chain(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size);
+size_t cuda_query_chain_scratch_bytes(const vh_executor *e, const cuda_block *b);
+vh_status cuda_modulated_norm(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size);
+size_t cuda_modulated_norm_scratch_bytes(const vh_executor *e, const cuda_block *b);
+vh_status cuda_query_layer(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size);
+size_t cuda_query_layer_scratch_bytes(const vh_executor *e, const cuda_block *b);
 
 #endif

@@ -80,6 +80,27 @@ void vhc_swiglu_layernorm_bf16(cudaStream_t s, const float *gu, const float *gat
                                const float *gamma, const float *beta, vhc_bf16 *out, int64_t out_ld, int rows, int F,
                                float eps);
 
+/* Blocks on query sets (cuda_query_kernels.cu).
+ * vhc_add_bf16: out = bf16(a + b), b NULL: bf16(a); n values.
+ * vhc_copy_cols_bf16: dst[r, col + c] = bf16(src[r, c]), src [rows, width] contiguous, dst rows
+ * dst_ld apart (inputs side by side on channels).
+ * vhc_rows_finish: per row v = in + bias (bias may be NULL), then LayerNorm(v) gamma + beta when
+ * gamma is not NULL (biased variance, fp32), then the activation (VHC_ACT_*); v into out (fp32, may
+ * be in) and / or out_bf16 (either may be NULL). cols <= VHC_ROWS_FINISH_MAX_COLS.
+ * vhc_modulated_layernorm: y = (gamma + gamma_bias) * LayerNorm(x) + (beta + beta_bias), gamma and
+ * beta [rows, D], the biases [D] (NULL: 0), the norm without affine. */
+#define VHC_ACT_NONE 0
+#define VHC_ACT_RELU 1
+#define VHC_ACT_GELU 2
+#define VHC_ROWS_FINISH_MAX_COLS 12288
+void vhc_add_bf16(cudaStream_t s, const float *a, const float *b, vhc_bf16 *out, int64_t n);
+void vhc_copy_cols_bf16(cudaStream_t s, const float *src, int64_t rows, int width, vhc_bf16 *dst, int64_t dst_ld,
+                        int col);
+void vhc_rows_finish(cudaStream_t s, const float *in, const float *bias, const float *gamma, const float *beta,
+                     float eps, int act, float *out, vhc_bf16 *out_bf16, int rows, int cols);
+void vhc_modulated_layernorm(cudaStream_t s, const float *x, const float *gamma, const float *gamma_bias,
+                             const float *beta, const float *beta_bias, float *y, int rows, int D, float eps);
+
 /* Host: RoPE's inverse frequencies, out[i] = 1 / theta^(2i/hd) in fp32 as transformers computes
  * them, i < head_dim / 2 (made once per executor and kept on the device). */
 void vhc_rope_inv_freq(float theta, int head_dim, float *out);

@@ -26,6 +26,13 @@ const cuda_kind cuda_kinds[VH_N_BLOCK_VARIANTS] = {
     {.run = cuda_planner},
     {.run = cuda_rope_tower_layer}, /* the tower layers with 2-D RoPE, global and windowed */
     {.run = cuda_rope_tower_layer},
+    /* on query sets: the chains (one over query sets, one gathering a frame's image tokens), MLN,
+     * the decoder's self- and cross-attention layers */
+    {.run = cuda_query_chain, .scratch_bytes = cuda_query_chain_scratch_bytes},
+    {.run = cuda_query_chain, .scratch_bytes = cuda_query_chain_scratch_bytes},
+    {.run = cuda_modulated_norm, .scratch_bytes = cuda_modulated_norm_scratch_bytes},
+    {.run = cuda_query_layer, .scratch_bytes = cuda_query_layer_scratch_bytes},
+    {.run = cuda_query_layer, .scratch_bytes = cuda_query_layer_scratch_bytes},
 };
 
 vh_kind_support cuda_support[VH_N_BLOCK_VARIANTS];

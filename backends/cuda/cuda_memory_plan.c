@@ -186,6 +186,7 @@ void cuda_memory_plan_work(vh_executor *e, cuda_arena *a)
         }
     }
     plan_head(e, a);
+    cuda_memory_plan_queries(e, a);
     if (has_llm && vh_knob_is(VH_KNOB_CUDA_KV_GATHER, "1")) {
         const uint64_t layer = (uint64_t)p->max_sequences * p->max_context * m->llm.n_kv_heads * m->llm.head_dim * 2;
         e->gather_k = cuda_arena_take(a, layer);
@@ -233,14 +234,12 @@ vh_status cuda_executor_plan_memory(const vh_executor_params *params, vh_memory_
     cuda_arena w = {0}, x = {0};
     cuda_memory_plan_count(e, &w, &x);
     if (!need || need->struct_size < sizeof *need) {
-        free(e->blocks);
-        free(e);
+        cuda_executor_free_host(e);
         return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: memory report of a size this plugin "
                                "does not know");
     }
     *need = (vh_memory_report){.struct_size = sizeof *need, .weight_bytes = w.used, .cache_bytes = e->cache_bytes,
                                .work_bytes = x.used};
-    free(e->blocks);
-    free(e);
+    cuda_executor_free_host(e);
     return VH_OK;
 }

@@ -161,6 +161,7 @@ vh_status cuda_enqueue(vh_executor *e, const vh_batch *batch, const cuda_block *
         return cuda_fail(err, err_size, ce, "uploading the hidden rows");
     if ((batch->options & VH_BATCH_PLAN) && e->head.noise && (ce = upload_noise(e, batch)))
         return cuda_fail(err, err_size, ce, "uploading the planners' noise");
+    if ((ce = cuda_upload_slot_inputs(e, batch))) return cuda_fail(err, err_size, ce, "uploading the query sets");
     vh_status st = VH_OK;
     for (uint32_t i = 0; i < n_blocks && st == VH_OK; i++) {
         const cuda_block *b = &blocks[i];
@@ -211,6 +212,7 @@ static vh_status run_blocks(vh_executor *e, const vh_batch *batch, uint32_t firs
     const int has_planner = needs.planner;
     const int hidden_rows = has_head && (batch->options & VH_BATCH_HIDDEN_ROWS);
     if (needs_images && (st = vh_block_executor_check_images("cuda", p, batch, err, err_size))) return st;
+    if (needs.queries && (st = vh_block_executor_check_frames("cuda", p, batch, needs.gathers, err, err_size))) return st;
     if (hidden_rows) {
         if (batch->n_hidden_rows > e->head.max_hidden || !vh_batch_hidden_rows_valid(batch))
             return vh_backend_fail(err, err_size, VH_ERR_INVALID_ARGUMENT, "cuda: %u hidden rows asked of a batch of %u "
@@ -223,7 +225,8 @@ static vh_status run_blocks(vh_executor *e, const vh_batch *batch, uint32_t firs
     if (needs_pixels) stage_pixels(e, batch);
     int launched = 0;
     const int decode_step = needs_rows && !needs_images && batch->n_rows == 1 && batch->n_segments == 1;
-    const int vision_batch = needs_images && !needs_rows;
+    /* (blocks on query sets read the core's inputs from host memory each run: never a graph) */
+    const int vision_batch = needs_images && !needs_rows && !needs.queries;
     /* (no options: every segment runs LoRA set 0, the one a graph captured) */
     if (e->graphs_enabled && !batch->options && (decode_step || vision_batch) &&
         (st = cuda_graph_run(e, batch, blocks, first_block, n_blocks, needs_pixels, needs_rows, &launched, err, err_size)))

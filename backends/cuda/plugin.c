@@ -106,6 +106,7 @@ static vh_backend_iface cuda_iface = {
     .executor_destroy = cuda_executor_destroy,
     .executor_run = cuda_executor_run,
     .read_hidden = cuda_read_hidden,
+    .read_slot = cuda_read_slot,
     .write_hidden = cuda_write_hidden,
     .memory = cuda_memory,
     .executor_plan_memory = cuda_executor_plan_memory,
