@@ -19,10 +19,11 @@ if [ "$what" = all ] || [ "$what" = asan ]; then
   ninja -C build-asan >/dev/null
   # Lighter than the native run where a test repeats itself: the pipeline test on its first fixture
   # stream's first 16 frames (every split and mode all the same), orion_cameras's modes against serial packed
-  # alone (VH_TEST_STREAMS), the soaks on 300 frames, not 1500; the converters'
+  # alone (VH_TEST_STREAMS), the PETR heads' real geometry on its first frame (VH_TEST_REAL_FRAMES), the
+  # soaks on 300 frames, not 1500; the converters'
   # tests are Python alone (no library code to instrument) and are left to the native run.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  VH_TEST_STREAMS=1 VH_TEST_FRAMES=16 VH_SOAK_FRAMES=300 \
+  VH_TEST_STREAMS=1 VH_TEST_FRAMES=16 VH_SOAK_FRAMES=300 VH_TEST_REAL_FRAMES=1 \
     meson test -C build-asan --no-rebuild --print-errorlogs --num-processes 2 --timeout-multiplier 3 \
       --no-suite converter
 fi
