@@ -124,6 +124,10 @@ vh_status cuda_executor_describe(const vh_executor_params *params, vh_executor *
             if (e->n_layers_held == 0) e->first_state = b->state;
             e->n_layers_held++;
         }
+        if (b->kind->check && (st = b->kind->check(e, b, err, err_size))) {
+            cuda_executor_free_host(e);
+            return st;
+        }
     }
     if ((st = cuda_queries_describe(e, err, err_size))) {
         cuda_executor_free_host(e);

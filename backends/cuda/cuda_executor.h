@@ -37,6 +37,9 @@ typedef struct cuda_kind {
                      size_t err_size);
     /* blocks on query sets: the bytes of scratch a run takes (from e->queries.scratch); NULL: none */
     size_t (*scratch_bytes)(const struct vh_executor *e, const struct cuda_block *b);
+    /* at create: VH_OK, or VH_ERR_UNSUPPORTED with a message for a shape the kernels cannot run;
+     * NULL: every shape the block checks accept */
+    vh_status (*check)(const struct vh_executor *e, const struct cuda_block *b, char *err, size_t err_size);
 } cuda_kind;
 
 extern const cuda_kind cuda_kinds[VH_N_BLOCK_VARIANTS];
@@ -280,6 +283,7 @@ vh_status cuda_vit_embed(vh_executor *e, const cuda_block *b, const vh_batch *ba
 vh_status cuda_vit_block(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size);
 vh_status cuda_rope_tower_layer(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err,
                                 size_t err_size);
+vh_status cuda_rope_tower_layer_check(const vh_executor *e, const cuda_block *b, char *err, size_t err_size);
 vh_status cuda_projector(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size);
 vh_status cuda_llm_embed(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size);
 vh_status cuda_llm_block(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size);
@@ -290,9 +294,11 @@ vh_status cuda_planner(vh_executor *e, const cuda_block *b, const vh_batch *batc
 /* On query sets, once per frame of the batch; each with its scratch (cuda_kind.scratch_bytes). */
 vh_status cuda_query_chain(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size);
 size_t cuda_query_chain_scratch_bytes(const vh_executor *e, const cuda_block *b);
+vh_status cuda_query_chain_check(const vh_executor *e, const cuda_block *b, char *err, size_t err_size);
 vh_status cuda_modulated_norm(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size);
 size_t cuda_modulated_norm_scratch_bytes(const vh_executor *e, const cuda_block *b);
 vh_status cuda_query_layer(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size);
 size_t cuda_query_layer_scratch_bytes(const vh_executor *e, const cuda_block *b);
+vh_status cuda_query_layer_check(const vh_executor *e, const cuda_block *b, char *err, size_t err_size);
 
 #endif

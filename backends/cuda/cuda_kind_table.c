@@ -24,15 +24,15 @@ const cuda_kind cuda_kinds[VH_N_BLOCK_VARIANTS] = {
      .plan_packed = cuda_llm_pack_plan, .upload_packed = cuda_llm_pack_upload, .run = cuda_llm_block},
     {.run = cuda_llm_head},
     {.run = cuda_planner},
-    {.run = cuda_rope_tower_layer}, /* the tower layers with 2-D RoPE, global and windowed */
-    {.run = cuda_rope_tower_layer},
+    {.run = cuda_rope_tower_layer, .check = cuda_rope_tower_layer_check}, /* the tower layers with 2-D RoPE, global and windowed */
+    {.run = cuda_rope_tower_layer, .check = cuda_rope_tower_layer_check},
     /* on query sets: the chains (one over query sets, one gathering a frame's image tokens), MLN,
      * the decoder's self- and cross-attention layers */
-    {.run = cuda_query_chain, .scratch_bytes = cuda_query_chain_scratch_bytes},
-    {.run = cuda_query_chain, .scratch_bytes = cuda_query_chain_scratch_bytes},
+    {.run = cuda_query_chain, .scratch_bytes = cuda_query_chain_scratch_bytes, .check = cuda_query_chain_check},
+    {.run = cuda_query_chain, .scratch_bytes = cuda_query_chain_scratch_bytes, .check = cuda_query_chain_check},
     {.run = cuda_modulated_norm, .scratch_bytes = cuda_modulated_norm_scratch_bytes},
-    {.run = cuda_query_layer, .scratch_bytes = cuda_query_layer_scratch_bytes},
-    {.run = cuda_query_layer, .scratch_bytes = cuda_query_layer_scratch_bytes},
+    {.run = cuda_query_layer, .scratch_bytes = cuda_query_layer_scratch_bytes, .check = cuda_query_layer_check},
+    {.run = cuda_query_layer, .scratch_bytes = cuda_query_layer_scratch_bytes, .check = cuda_query_layer_check},
 };
 
 vh_kind_support cuda_support[VH_N_BLOCK_VARIANTS];

@@ -5,8 +5,7 @@
  * norm_after says, and the activation between layers; the last layer's output, fp32, is the
  * output query set. The PETR heads' small MLPs and the 3-D position encoder are instances.
  */
-#include <stdio.h>
-
+#include "backend_error.h"
 #include "cuda_executor.h"
 #include "cuda_memory_plan.h"
 
@@ -64,6 +63,19 @@ static void frame_input(vh_executor *e, const cuda_block *b, uint32_t f, vhc_bf1
     }
 }
 
+vh_status cuda_query_chain_check(const vh_executor *e, const cuda_block *b, char *err, size_t err_size)
+{
+    const vh_block_desc *d = b->desc;
+    if (widest(b) > VHC_ROWS_FINISH_MAX_COLS)
+        return vh_backend_fail(err, err_size, VH_ERR_UNSUPPORTED, "cuda: block %u: an MLP chain %lld wide: the GPU's "
+                               "takes up to %d", (unsigned)(d - e->model->blocks), (long long)widest(b),
+                               VHC_ROWS_FINISH_MAX_COLS);
+    if (b->variant->gathers && e->model->towers[e->model->slots[d->inputs[0]].tower].n_prefix)
+        return vh_backend_fail(err, err_size, VH_ERR_UNSUPPORTED, "cuda: block %u: gathers the tokens of a tower with "
+                               "prefix tokens", (unsigned)(d - e->model->blocks));
+    return VH_OK;
+}
+
 vh_status cuda_query_chain(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size)
 {
     const vh_block_desc *d = b->desc;
@@ -71,11 +83,6 @@ vh_status cuda_query_chain(vh_executor *e, const cuda_block *b, const vh_batch *
     const uint32_t n = b->info.chain_layers;
     chain_scratch s;
     carve(e, b, e->queries.scratch, &s);
-    if (widest(b) > VHC_ROWS_FINISH_MAX_COLS) {
-        snprintf(err, err_size, "cuda: an MLP chain %lld wide: the GPU's takes up to %d", (long long)widest(b),
-                 VHC_ROWS_FINISH_MAX_COLS);
-        return VH_ERR_UNSUPPORTED;
-    }
     for (uint32_t f = 0; f < batch->n_frames; f++) {
         VHC_MARK(e, "query.chain", rows);
         frame_input(e, b, f, s.in);

@@ -14,8 +14,8 @@
  * keys.
  */
 #include <math.h>
-#include <stdio.h>
 
+#include "backend_error.h"
 #include "cuda_executor.h"
 #include "cuda_memory_plan.h"
 
@@ -91,6 +91,20 @@ static void attend(vh_executor *e, const query_layer_shape *s, const layer_scrat
                         (float)(1.0 / sqrt((double)hd)), (int)(s->K - first_key), -1);
 }
 
+/* The flash kernel's conditions (vhc_flash_attention_supported) hold for every pointer the layer
+ * passes it when the heads are a multiple of 8 wide up to 128 (rows then 16-byte aligned). */
+vh_status cuda_query_layer_check(const vh_executor *e, const cuda_block *b, char *err, size_t err_size)
+{
+    const query_layer_shape s = shape_of(e, b);
+    const int64_t hd = s.heads ? s.D / s.heads : 0;
+    if (hd % 8 || hd > 128 || hd == 0 || s.D > VHC_ROWS_FINISH_MAX_COLS)
+        return vh_backend_fail(err, err_size, VH_ERR_UNSUPPORTED, "cuda: block %u: a decoder layer %lld wide in heads of "
+                               "%lld: the GPU's takes heads of a multiple of 8 up to 128, widths up to %d",
+                               (unsigned)(b->desc - e->model->blocks), (long long)s.D, (long long)hd,
+                               VHC_ROWS_FINISH_MAX_COLS);
+    return VH_OK;
+}
+
 vh_status cuda_query_layer(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err, size_t err_size)
 {
     const query_layer_shape s = shape_of(e, b);
@@ -100,15 +114,6 @@ vh_status cuda_query_layer(vh_executor *e, const cuda_block *b, const vh_batch *
     carve(&s, e->queries.scratch, &p);
     const uint32_t key_slot = s.cross || s.extra ? d->inputs[1 + s.pos] : 0;
     const int64_t prefix = b->info.mask_prefix;
-    const int hd = (int)(D / s.heads);
-    if (D > VHC_ROWS_FINISH_MAX_COLS ||
-        !vhc_flash_attention_supported(p.q, D, p.k, p.v, D, D, (int)s.heads, (int)s.heads, hd) ||
-        (prefix && !vhc_flash_attention_supported(p.q + prefix * D, D, p.k + prefix * D, p.v + prefix * D, D, D,
-                                                  (int)s.heads, (int)s.heads, hd))) {
-        snprintf(err, err_size, "cuda: block %u: a decoder layer %lld wide in heads of %d: the GPU's takes heads of a "
-                 "multiple of 8 up to 128, widths up to %d", b->info.layer, (long long)D, hd, VHC_ROWS_FINISH_MAX_COLS);
-        return VH_ERR_UNSUPPORTED;
-    }
     vh_status st;
     for (uint32_t f = 0; f < batch->n_frames; f++) {
         float *x = cuda_query_rows(e, d->output, f);

@@ -19,7 +19,20 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend_error.h"
 #include "cuda_executor.h"
+
+vh_status cuda_rope_tower_layer_check(const vh_executor *e, const cuda_block *b, char *err, size_t err_size)
+{
+    const vh_vit_desc *v = &e->model->towers[b->info.tower];
+    const int D = (int)v->embed_dim, F = (int)v->mlp_hidden, hd = (int)v->head_dim;
+    if (D % 8 || hd % 8 || hd > 128 || F > VHC_SWIGLU_MAX_F || v->n_prefix)
+        return vh_backend_fail(err, err_size, VH_ERR_UNSUPPORTED, "cuda: block %u: a width of %d in heads of %d, an MLP "
+                               "of %d and %u prefix tokens: the GPU's tower layer with 2-D RoPE takes widths of "
+                               "multiples of 8, heads of multiples of 8 up to 128, MLPs up to %d, no prefix",
+                               (unsigned)(b->desc - e->model->blocks), D, hd, F, v->n_prefix, VHC_SWIGLU_MAX_F);
+    return VH_OK;
+}
 
 vh_status cuda_rope_tower_layer(vh_executor *e, const cuda_block *b, const vh_batch *batch, char *err,
                                 size_t err_size)
@@ -35,12 +48,6 @@ vh_status cuda_rope_tower_layer(vh_executor *e, const cuda_block *b, const vh_ba
     const float scale = (float)(1.0 / sqrt((double)hd));
     float *x = cuda_tower_tokens(e, t, 0);
     vh_status st;
-    if (D % 8 || hd % 4 || F > VHC_SWIGLU_MAX_F || v->n_prefix) {
-        snprintf(err, err_size, "block %u: a width of %d in heads of %d, an MLP of %d and %u prefix tokens: the GPU's "
-                 "tower layer with 2-D RoPE takes widths of multiples of 8, heads of 4, MLPs up to %d, no prefix",
-                 b->info.layer, D, hd, F, v->n_prefix, VHC_SWIGLU_MAX_F);
-        return VH_ERR_UNSUPPORTED;
-    }
 
     VHC_MARK(e, "eva.norm", R);
     vhc_layernorm_bf16(e->stream, x, b->vec[VH_TF_ATTN_NORM_W], b->vec[VH_TF_ATTN_NORM_B], s->xn, R, D, b->info.norm_eps);
@@ -56,11 +63,6 @@ vh_status cuda_rope_tower_layer(vh_executor *e, const cuda_block *b, const vh_ba
         vhc_window_scatter(e->stream, s->qkv + p * D, 3 * D, b->vec[biases[p]], dst[p], images, g, w, D, heads, p < 2,
                            (int)b->info.rope_grid, b->info.rope_theta);
     VHC_MARK(e, "eva.attention", images * Tp);
-    if (!vhc_flash_attention_supported(s->q, D, s->k, s->v, D, D, heads, heads, hd)) {
-        snprintf(err, err_size, "block %u: heads of %d: the GPU's attention takes multiples of 8 up to 128",
-                 b->info.layer, hd);
-        return VH_ERR_UNSUPPORTED;
-    }
     vhc_flash_attention_batch(e->stream, s->q, D, s->k, s->v, D, s->attn, D, ww, heads, heads, hd, scale, ww, -1,
                               images * nw * nw, (int64_t)ww * D);
     VHC_MARK(e, "eva.window_gather", R);
