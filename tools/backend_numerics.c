@@ -37,6 +37,19 @@ vh_compute_precision vh_backends_compute(const char *backends)
     return bf16 ? VH_COMPUTE_BF16 : unknown || !*backends ? VH_COMPUTE_UNKNOWN : VH_COMPUTE_FP32;
 }
 
+unsigned vh_backends_bf16_stages(const char *backends)
+{
+    unsigned n = 0;
+    char name[64];
+    for (const char *p = backends; *p;) {
+        const size_t len = strcspn(p, ",");
+        snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), p);
+        n += vh_backend_numerics_of(name)->compute == VH_COMPUTE_BF16;
+        p += len + (p[len] == ',');
+    }
+    return n;
+}
+
 const char *vh_compute_precision_name(vh_compute_precision p)
 {
     return p == VH_COMPUTE_FP32 ? "fp32" : p == VH_COMPUTE_BF16 ? "bf16" : "unknown";

@@ -26,6 +26,11 @@ const vh_backend_numerics *vh_backend_numerics_of(const char *backend);
  * any stage computes in bf16, else unknown when any is unknown, else fp32. */
 vh_compute_precision vh_backends_compute(const char *backends);
 
+/* How many stages of a comma-separated list of backends compute in bf16 ("cuda,cpu_amx": 2,
+ * "cuda,cpu_generic": 1, "cpu_generic": 0): each rounds on its own, so their errors add (the
+ * driving check's bf16 tolerance grows with them, doc/check-format.md "Driving models"). */
+unsigned vh_backends_bf16_stages(const char *backends);
+
 const char *vh_compute_precision_name(vh_compute_precision p); /* "fp32", "bf16", "unknown" */
 
 #endif

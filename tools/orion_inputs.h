@@ -3,8 +3,9 @@
  * seeded normal floats. The library's public API does not say a model's family or token shape, so
  * they are read from the folder's config.json, as tools/orion/convert_orion.py writes it:
  * model_type "orion", vision_tokens (n), text_config.hidden_size (the width), planner.latent_dim
- * (the noise's length), planner.ego_fut_mode (the commands 0..modes-1), front_end (an Orion folder
- * converted with the camera front end: its frames may be six cameras instead of tokens). */
+ * (the noise's length), planner.ego_fut_mode (the commands 0..modes-1), planner.fut_ts (the
+ * trajectory's waypoints; MindDrive: planners.path's), front_end (an Orion folder converted with the
+ * camera front end: its frames may be six cameras instead of tokens). */
 #ifndef VH_TOOLS_ORION_INPUTS_H
 #define VH_TOOLS_ORION_INPUTS_H
 
@@ -20,6 +21,7 @@ typedef struct vh_orion_shape {
     uint32_t n_tokens, width; /* a frame's vision tokens: n_tokens x width float32 */
     uint32_t latent;          /* floats of a frame's noise */
     uint32_t n_commands;      /* commands 0 .. n_commands - 1 */
+    uint32_t n_points;        /* waypoints of a frame's trajectory (fut_ts); 0: the config does not say */
     int front_end;            /* 1: Orion with a camera front end (config.json's front_end object) */
     const char *family;       /* "orion" or "minddrive", config.json's model_type */
     const char *label;        /* "Orion" or "MindDrive", for what the tools print */
@@ -46,6 +48,7 @@ static inline int vh_orion_model_shape(const char *dir, vh_orion_shape *shape, c
         const json_t *path = json_object_get(json_object_get(root, "planners"), "path");
         const json_t *latent = json_object_get(planner, "latent_dim"), *modes = json_object_get(planner, "ego_fut_mode");
         const json_t *path_latent = json_object_get(path, "latent_dim");
+        const json_t *points = json_object_get(minddrive ? path : planner, "fut_ts");
         if (!json_is_integer(n) || !json_is_integer(w) || json_integer_value(n) < 1 || json_integer_value(w) < 1 ||
             json_integer_value(n) > 65536 || json_integer_value(w) > 65536) {
             snprintf(why, why_size, "%.900s/config.json: a %s config without vision_tokens and text_config.hidden_size",
@@ -56,6 +59,10 @@ static inline int vh_orion_model_shape(const char *dir, vh_orion_shape *shape, c
             shape->width = (uint32_t)json_integer_value(w);
             shape->latent = json_is_integer(latent) ? (uint32_t)json_integer_value(latent) : 32;
             shape->n_commands = json_is_integer(modes) ? (uint32_t)json_integer_value(modes) : 6;
+            shape->n_points = json_is_integer(points) && json_integer_value(points) > 0 &&
+                                      json_integer_value(points) <= 65536
+                                  ? (uint32_t)json_integer_value(points)
+                                  : 0;
             shape->family = minddrive ? "minddrive" : "orion";
             shape->label = minddrive ? "MindDrive" : "Orion";
             shape->front_end = !minddrive && json_is_object(json_object_get(root, "front_end"));

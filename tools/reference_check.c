@@ -70,6 +70,9 @@ static int read_case(const json_t *obj, int hf440, vh_reference_case *c, char *w
 {
     memset(c, 0, sizeof *c);
     if (!json_is_object(obj)) return snprintf(why, why_size, "not a JSON object"), -1;
+    if (json_object_get(obj, "trajectory") && !json_object_get(obj, "action_ids"))
+        return snprintf(why, why_size, "a driving model's record (\"trajectory\"; no \"action_ids\"): the reference "
+                        "of an Orion or MindDrive model, not of an OpenVLA model"), -1;
     const json_t *image = json_object_get(obj, "image");
     const json_t *instruction = json_object_get(obj, "instruction");
     if (!json_is_string(image) || !json_is_string(instruction))
@@ -281,7 +284,7 @@ void vh_reference_compare(const vh_reference_case *c, const int32_t *prompt, siz
     out->max_action_delta = ok ? 0 : INFINITY;
     for (uint32_t i = 0; i < compared; i++) {
         const double d = fabs(a->values[i] - c->action[i]);
-        if (!(d <= out->max_action_delta)) out->max_action_delta = d; /* NaN wins */
+        if (!isnan(out->max_action_delta) && !(d <= out->max_action_delta)) out->max_action_delta = d; /* NaN wins */
     }
     out->pass = ok && out->prompt_equal && (out->action_ids_equal || out->near_tie_step >= 0) &&
                 out->max_action_delta <= how->tolerance;

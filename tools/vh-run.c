@@ -14,8 +14,9 @@
  * --frame-file: the frames as JSON lines, each with its own image (or vision tokens), instruction,
  * command, noise, timestamp_ns, sequence, tag, unnorm_key and cameras (tools/frame_file.h,
  * doc/api.md "Frame files"); the options stand for what a line leaves out, frames cycle over the
- * lines as over images, and --check finds each line's record by its image, instruction and dataset.
- * Every line is checked before the model loads.
+ * lines as over images, and --check finds each line's record by its image, instruction and dataset
+ * (a driving model's frame k: record k, driving_reference_check.h). Every line is checked before the
+ * model loads.
  *
  * vh-run says on stderr which backends the session chose and their numerics (backend_numerics.c);
  * --check judges a bf16 run by the bf16 criterion (doc/check-format.md), or as --numerics says.
@@ -29,7 +30,8 @@
  * --noise FILE (.npy or raw float32, planner.latent_dim = 32 values) is the planner's epsilon for every frame,
  * else the library draws it from --seed S (default 0) and the frame's sequence (0, 1, ...). Each
  * frame's answer is its trajectory (n_points (x, y) waypoints, metres); with --json also the extras
- * (mode_trajectories, mu, log_sigma).
+ * (mode_trajectories, mu, log_sigma). --check REFERENCE takes a driving model's --json lines as the
+ * reference, frame k against line k (tools/driving_reference_check.c, doc/check-format.md).
  *
  * With no --model and no --image it runs the bundled tiny OpenVLA model on the bundled frames.
  * The images (or N frames cycling over them, --frames) are submitted in order as one stream: as
@@ -58,6 +60,7 @@
 
 #include "backend_numerics.h"
 #include "bundled_data.h"
+#include "driving_reference_check.h"
 #include "frame_file.h"
 #include "image_file.h"
 #include "json_line.h"
@@ -116,6 +119,7 @@ typedef struct options {
     const char *check_path;  /* --check REFERENCE */
     double check_tolerance;  /* --check-tolerance */
     double check_margin;     /* --check-margin */
+    int check_tolerance_given, check_margin_given; /* (a driving model's defaults are its own) */
     int numerics;            /* --numerics: a vh_compute_precision, or NUMERICS_AUTO */
     const char *frame_file_path;      /* --frame-file */
     const char *dump_vision_tokens;   /* --dump-vision-tokens DIR */
@@ -183,13 +187,22 @@ static void usage(FILE *out)
             "                        found by image file name, instruction and dataset; doc/check-format.md)\n"
             "                        and print a parity report instead of the actions; without --image or\n"
             "                        --frame-file the frames are the reference's records. Exit status 0 only\n"
-            "                        when every frame passes\n"
-            "  --check-tolerance T   the largest |action - reference| that passes (default %g)\n"
+            "                        when every frame passes. Orion, MindDrive: REFERENCE is a driving model's\n"
+            "                        vh-run --json lines, record k the reference of frame k (without --frames,\n"
+            "                        one frame per record, cycling over the inputs); the trajectory, the extras\n"
+            "                        and MindDrive's speed decision are compared\n"
+            "  --check-tolerance T   the largest |action - reference| that passes (default %g); driving models:\n"
+            "                        the largest |output - reference| over the output's largest |reference|\n"
+            "                        (default %g under fp32; bf16: %g Orion, %g MindDrive, for each stage of\n"
+            "                        the run and of the reference that computes in bf16)\n"
             "  --check-margin M      bf16 criterion: the ids may part from the reference's at a step where the\n"
             "                        run's token is among the reference's best with a logit within M of the\n"
-            "                        best's (default %g, derived in doc/check-format.md)\n"
+            "                        best's (default %g, derived in doc/check-format.md); MindDrive: the speed\n"
+            "                        decision may differ where the reference's best two log-probabilities are\n"
+            "                        within M (default %g for each bf16 stage)\n"
             "  --numerics N          how --check judges: auto (default: bf16 when a backend computes in bf16,\n"
-            "                        as cpu_amx and cuda do; else fp32) | fp32 (ids equal) | bf16\n"
+            "                        as cpu_amx and cuda do, or for a driving model when the reference's did;\n"
+            "                        else fp32) | fp32 (ids equal) | bf16\n"
             VH_STAGE_OPTIONS_USAGE
             "Orion and MindDrive models (config.json model_type \"orion\", \"minddrive\"), instead of --image and\n"
             "--instruction:\n"
@@ -207,7 +220,8 @@ static void usage(FILE *out)
             "  --help, -h            this text; --version: the version of the vlahybrid library in use\n"
             "Exit status: 0 every frame answered (and with --check, every frame passed); 1 a frame failed, was\n"
             "not answered or did not pass the check; 2 bad arguments or inputs, or the session did not start.\n",
-            VH_BUNDLED_MODEL_DIR, VH_BUNDLED_FRAMES_DIR, DEFAULT_CHECK_TOLERANCE, DEFAULT_CHECK_MARGIN);
+            VH_BUNDLED_MODEL_DIR, VH_BUNDLED_FRAMES_DIR, DEFAULT_CHECK_TOLERANCE, VH_DRIVING_FP32_TOLERANCE,
+            VH_ORION_BF16_TOLERANCE, VH_MINDDRIVE_BF16_TOLERANCE, DEFAULT_CHECK_MARGIN, VH_DRIVING_BF16_MARGIN);
 }
 
 static int parse_count(const char *flag, const char *value, long lo, long hi, long *out)
@@ -245,6 +259,7 @@ static int parse_args(int argc, char **argv, options *o)
             char *end;
             const char *v = argv[++i];
             o->check_tolerance = strtod(v, &end);
+            o->check_tolerance_given = 1;
             if (*end || end == v || !(o->check_tolerance >= 0 && o->check_tolerance < INFINITY)) {
                 fprintf(stderr, "vh-run: --check-tolerance needs a number >= 0\n");
                 return -1;
@@ -253,6 +268,7 @@ static int parse_args(int argc, char **argv, options *o)
             char *end;
             const char *v = argv[++i];
             o->check_margin = strtod(v, &end);
+            o->check_margin_given = 1;
             if (*end || end == v || !(o->check_margin >= 0 && o->check_margin < INFINITY)) {
                 fprintf(stderr, "vh-run: --check-margin needs a number of logits >= 0\n");
                 return -1;
@@ -469,6 +485,8 @@ typedef struct run_state {
     const vh_reference *reference;          /* --check */
     const vh_reference_case **frame_record; /* --check: each image's record */
     vh_check_criterion criterion;           /* --check: how a frame is judged */
+    const vh_driving_reference *driving;    /* --check, a driving model: record k is frame k's */
+    vh_driving_criterion driving_criterion;
     atomic_int n_checked, n_passed, n_near_ties;
     char backends[128];                     /* the session's backends */
     vh_compute_precision compute;           /* ... their coarsest compute */
@@ -616,6 +634,25 @@ static json_t *check_frame(run_state *run, const vh_action *a, const int32_t *pr
     return NULL;
 }
 
+/* --check, a driving model: frame k (its tag) against record k; one line, or the "check" member of
+ * its JSON object. */
+static json_t *check_driving_frame(run_state *run, const vh_action *a)
+{
+    const options *o = run->opt;
+    const vh_driving_record *r = &run->driving->records[a->tag];
+    vh_driving_result res;
+    vh_driving_compare(r, a, &run->driving_criterion, &res);
+    atomic_fetch_add(&run->n_checked, 1);
+    if (res.pass) atomic_fetch_add(&run->n_passed, 1);
+    if (res.pass && res.near_tie) atomic_fetch_add(&run->n_near_ties, 1);
+    if (o->json) return vh_driving_result_json(r, &res, &run->driving_criterion);
+    const int input = input_of(o, a);
+    printf("check frame %llu %s (command %d; reference line %ld): ", (unsigned long long)a->tag, o->images[input],
+           frame_command(o, input), r->line);
+    vh_driving_result_print(stdout, r, a, &res, &run->driving_criterion);
+    return NULL;
+}
+
 static void print_json(const run_state *run, const vh_action *a, const int32_t *prompt, size_t n_prompt,
                        json_t *check, json_t *rounds)
 {
@@ -668,7 +705,7 @@ static json_t *json_floats(const float *v, uint32_t n)
 }
 
 /* Orion, --json: the trajectory flat (x0, y0, x1, y1, ...) and the extras by name. */
-static void print_orion_json(const run_state *run, const vh_action *a, json_t *rounds)
+static void print_orion_json(const run_state *run, const vh_action *a, json_t *rounds, json_t *check)
 {
     const options *o = run->opt;
     json_t *obj = json_object();
@@ -701,6 +738,7 @@ static void print_orion_json(const run_state *run, const vh_action *a, json_t *r
     }
     json_object_set_new(obj, "extras", extras);
     json_object_set_new(obj, "prompt_rounds", rounds);
+    if (check) json_object_set_new(obj, "check", check);
     print_json_line(run, obj, a);
 }
 
@@ -751,9 +789,13 @@ static void print_frame(run_state *run, const vh_action *a)
                                                                          : VH_COMMAND_NONE)
                                     : NULL;
     flockfile(stdout);
-    json_t *check = run->reference ? check_frame(run, a, prompt, n_prompt) : NULL;
-    if (run->opt->orion && run->opt->json) print_orion_json(run, a, rounds);
-    else if (run->opt->orion) print_orion_text(run->opt, a);
+    json_t *check = run->driving     ? check_driving_frame(run, a)
+                    : run->reference ? check_frame(run, a, prompt, n_prompt)
+                                     : NULL;
+    if (run->opt->orion && run->opt->json) print_orion_json(run, a, rounds, check);
+    else if (run->opt->orion) {
+        if (!run->driving) print_orion_text(run->opt, a); /* else its check line */
+    }
     else if (run->opt->json) print_json(run, a, prompt, n_prompt, check, rounds);
     else if (!run->reference) print_text(run->opt, a);
     fflush(stdout);
@@ -920,6 +962,15 @@ static void report_backends(run_state *run)
     }
     fprintf(stderr, "%schosen %s%s\n", several ? "; " : "", o->backends ? "by --backend" : "by default: best available",
             several ? "" : ")");
+    if (run->driving) { /* the run's numerics and the reference's (doc/check-format.md, "Driving models") */
+        const int numerics = o->numerics == NUMERICS_AUTO ? -1 : o->numerics == VH_COMPUTE_BF16;
+        vh_driving_criterion_choose(run->driving, vh_backends_bf16_stages(run->backends), numerics,
+                                    o->check_tolerance_given ? o->check_tolerance : -1,
+                                    o->check_margin_given ? o->check_margin : -1, &run->driving_criterion);
+        vh_driving_criterion_print(stderr, &run->driving_criterion, run->backends, numerics, run->driving);
+        fflush(stderr);
+        return;
+    }
     const int bf16 = o->numerics == NUMERICS_AUTO ? run->compute == VH_COMPUTE_BF16 : o->numerics == VH_COMPUTE_BF16;
     run->criterion = (vh_check_criterion){.tolerance = o->check_tolerance, .bf16 = bf16,
                                           .bf16_margin = o->check_margin};
@@ -947,10 +998,6 @@ static int draw_progress(void *user, const char *stage, double fraction)
 static int set_up_check(options *o, vh_reference *ref, const vh_reference_case ***frame_record, char ***owned)
 {
     char why[1024];
-    if (o->orion) {
-        fprintf(stderr, "vh-run: --check compares OpenVLA actions; %s is an Orion model\n", o->model);
-        return -1;
-    }
     if (vh_reference_load(o->check_path, o->hf440_positions, ref, why, sizeof why)) {
         fprintf(stderr, "vh-run: --check: %s\n", why);
         return -1;
@@ -1010,6 +1057,49 @@ static int set_up_check(options *o, vh_reference *ref, const vh_reference_case *
             return -1;
         }
     }
+    return 0;
+}
+
+/* --check, a driving model: the reference's records, record k for the run's frame k (without
+ * --frames, as many frames as records, cycling over the inputs); each record of the model's kind
+ * and of its frame's inputs as far as it says them (the file's name, the command, the noise's
+ * source), or the run stops before the model loads. */
+static int set_up_driving_check(options *o, const vh_orion_shape *shape, vh_driving_reference *ref)
+{
+    char why[1024];
+    if (vh_driving_reference_load(o->check_path, ref, why, sizeof why) ||
+        vh_driving_reference_fits(ref, shape->family, shape->label, shape->n_points, why, sizeof why)) {
+        fprintf(stderr, "vh-run: --check: %s\n", why);
+        return -1;
+    }
+    if (!o->n_frames) o->n_frames = ref->n_records <= MAX_FRAMES ? (int)ref->n_records : MAX_FRAMES;
+    if ((size_t)o->n_frames > ref->n_records) {
+        fprintf(stderr, "vh-run: --check: the run has %d frames and %s only %zu records (record k is the reference of "
+                "frame k)\n", o->n_frames, ref->path, ref->n_records);
+        return -1;
+    }
+    for (int k = 0; k < o->n_frames; k++) {
+        const int input = k % o->n_images;
+        const vh_frame_file_entry *e = frame_entry(o, input);
+        const vh_driving_frame_inputs in = {
+            .input = o->images[input],
+            .command = frame_command(o, input),
+            .noise_given = (e && (e->noise_file || e->noise)) || o->noise_file,
+            .seed = o->stage.seed,
+            .sequence = e && e->has_sequence ? e->sequence : (uint64_t)k,
+        };
+        const vh_driving_record *r = &ref->records[k];
+        if (vh_driving_record_matches(r, &in, why, sizeof why)) {
+            char where[64] = "";
+            if (e) snprintf(where, sizeof where, " (line %ld of the frame file)", e->line);
+            fprintf(stderr, "vh-run: --check: %s line %ld is the reference of frame %d, %s%s: %s\n", ref->path,
+                    r->line, k, o->images[input], where, why);
+            return -1;
+        }
+    }
+    if ((size_t)o->n_frames < ref->n_records)
+        fprintf(stderr, "vh-run: --check: %d frames: the first %d of %s's %zu records\n", o->n_frames, o->n_frames,
+                ref->path, ref->n_records);
     return 0;
 }
 
@@ -1146,6 +1236,7 @@ int main(int argc, char **argv)
     int rc = 2;
     run_state run = {0};
     vh_reference reference = {0};
+    vh_driving_reference driving = {0};
     const vh_reference_case **frame_record = NULL;
     if (orion) {
         if (o.n_token_files == 0) {
@@ -1193,7 +1284,8 @@ int main(int argc, char **argv)
                 o.model);
         goto done;
     }
-    if (o.check_path && set_up_check(&o, &reference, &frame_record, &owned_paths)) goto done;
+    if (o.check_path && o.orion && set_up_driving_check(&o, &shape, &driving)) goto done;
+    if (o.check_path && !o.orion && set_up_check(&o, &reference, &frame_record, &owned_paths)) goto done;
     if (o.n_images == 0 && add_default_frames(&o, &owned_paths)) goto done;
     if (!o.instruction) o.instruction = DEFAULT_INSTRUCTION;
     if (!o.n_frames) o.n_frames = o.n_images;
@@ -1222,7 +1314,8 @@ int main(int argc, char **argv)
     }
 
     run = (run_state){.opt = &o, .tokens = tokens, .shape = shape, .noise = noise, .noises = frame_noise,
-                      .reference = o.check_path ? &reference : NULL, .frame_record = frame_record};
+                      .reference = o.check_path && !o.orion ? &reference : NULL, .frame_record = frame_record,
+                      .driving = o.check_path && o.orion ? &driving : NULL};
     run.accepted_id = calloc((size_t)o.n_frames, sizeof *run.accepted_id);
     run.answered_id = calloc((size_t)o.n_frames, sizeof *run.answered_id);
     if (!run.accepted_id || !run.answered_id) {
@@ -1329,7 +1422,13 @@ int main(int argc, char **argv)
         }
     }
     failures += atomic_load(&run.n_not_submitted) + duplicates + strays + unanswered;
-    if (o.check_path) {
+    if (o.check_path && o.orion) {
+        const int passed = atomic_load(&run.n_passed);
+        vh_driving_summary_print(stdout, passed, o.n_frames, atomic_load(&run.n_near_ties), &run.driving_criterion,
+                                 &driving);
+        fflush(stdout);
+        if (passed != o.n_frames) failures++;
+    } else if (o.check_path) {
         const int passed = atomic_load(&run.n_passed);
         if (run.criterion.bf16)
             printf("check: %d of %d frames pass (bf16 criterion: prompt ids equal, action ids equal or parted at a "
@@ -1360,6 +1459,7 @@ done:
     }
     free(frame_record);
     vh_reference_free(&reference);
+    vh_driving_reference_free(&driving);
     for (size_t i = 0; o.frame_file && i < frame_file.n_entries; i++) {
         if (frame_noise) free(frame_noise[i]);
         for (uint32_t c = 0; run.cameras && run.cameras[i] && c < frame_file.entries[i].n_cameras; c++)
