@@ -1,6 +1,7 @@
 #include "image/bilinear_resize.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 /* OpenCV's tap of destination index d along a side of `in` source and `out` destination samples:
  * the first source index and the second's weight; a tap past an edge reads the edge alone. */
@@ -23,6 +24,10 @@ static void tap(int64_t d, int64_t in, int64_t out, int64_t *first, float *t, in
 void vh_resize_bilinear_f32(const float *src, int64_t sw, int64_t sh, int64_t channels, float *dst, int64_t dw,
                             int64_t dh)
 {
+    /* the columns' taps, once (they do not depend on the row); without memory for them, per pixel */
+    typedef struct column_tap { int64_t first; float t; int single; } column_tap;
+    column_tap *cols = malloc(sizeof *cols * (size_t)(dw > 0 ? dw : 1));
+    for (int64_t x = 0; cols && x < dw; x++) tap(x, sw, dw, &cols[x].first, &cols[x].t, &cols[x].single);
     for (int64_t y = 0; y < dh; y++) {
         int64_t sy;
         float ty;
@@ -30,21 +35,19 @@ void vh_resize_bilinear_f32(const float *src, int64_t sw, int64_t sh, int64_t ch
         tap(y, sh, dh, &sy, &ty, &y_single);
         const int64_t sy1 = sy + 1 < sh ? sy + 1 : sy;
         const float b0 = 1.0f - ty, b1 = ty;
+        const float *row0 = src + sy * sw * channels, *row1 = src + sy1 * sw * channels;
         for (int64_t x = 0; x < dw; x++) {
-            int64_t sx;
-            float tx;
-            int x_single;
-            tap(x, sw, dw, &sx, &tx, &x_single);
-            const float a0 = 1.0f - tx, a1 = tx;
-            for (int64_t c = 0; c < channels; c++) {
-                float h[2];
-                const int64_t rows[2] = {sy, sy1};
-                for (int r = 0; r < 2; r++) {
-                    const float *row = src + rows[r] * sw * channels + c;
-                    h[r] = x_single ? row[sx * channels] : row[sx * channels] * a0 + row[(sx + 1) * channels] * a1;
-                }
-                dst[(y * dw + x) * channels + c] = h[0] * b0 + h[1] * b1;
+            column_tap c;
+            if (cols) c = cols[x];
+            else tap(x, sw, dw, &c.first, &c.t, &c.single);
+            const float a0 = 1.0f - c.t, a1 = c.t;
+            const int64_t s0 = c.first * channels, s1 = (c.first + 1) * channels;
+            for (int64_t k = 0; k < channels; k++) {
+                const float h0 = c.single ? row0[s0 + k] : row0[s0 + k] * a0 + row0[s1 + k] * a1;
+                const float h1 = c.single ? row1[s0 + k] : row1[s0 + k] * a0 + row1[s1 + k] * a1;
+                dst[(y * dw + x) * channels + k] = h0 * b0 + h1 * b1;
             }
         }
     }
+    free(cols);
 }

@@ -28,6 +28,11 @@
 #ifndef CAMERAS_BACKEND
 #define CAMERAS_BACKEND "cpu_generic"
 #endif
+/* Frames of the released run checked: both in fp32; on bf16 backends the first (frame 1 reads
+ * the banks frame 0's top-k filled, which rounding may reorder: a bad test, as test_petr_heads.c's) */
+#ifndef CAMERAS_FRAMES_CHECKED
+#define CAMERAS_FRAMES_CHECKED 2
+#endif
 #ifndef CAMERAS_TOL
 #define CAMERAS_TOL 1e-4 /* fp32 against the released code in float32: the bound */
 #endif
@@ -218,10 +223,14 @@ START_TEST(test_tokens_match_released_front_end)
     size_t size = 0;
     float *ref = (float *)vh_test_read_file(ref_path, &size);
     ck_assert_msg(ref && size == sizeof(float) * 2 * 529 * 64, "%s: %zu bytes", ref_path, size);
-    for (int t = 0; t < 2; t++) {
-        const double e = vh_test_rel_error_of_largest_f32(got.tokens[t], ref + (size_t)t * 529 * 64, 529 * 64);
-        printf("%s: frame %d's 529 tokens against the released front end: error %.3g of the largest value\n",
-               CAMERAS_BACKEND, t, e);
+    for (int t = 0; t < CAMERAS_FRAMES_CHECKED; t++) {
+        const float *want = ref + (size_t)t * 529 * 64;
+        const double e = vh_test_rel_error_of_largest_f32(got.tokens[t], want, 529 * 64);
+        const double det = vh_test_rel_error_of_largest_f32(got.tokens[t], want, 273 * 64);
+        const double map = vh_test_rel_error_of_largest_f32(got.tokens[t] + 273 * 64, want + 273 * 64, 256 * 64);
+        printf("%s: frame %d's 529 tokens against the released front end: error %.3g of the largest value "
+               "(det's 273 %.3g, map's 256 %.3g of their own)\n", CAMERAS_BACKEND, t, e, det, map);
+        fflush(stdout);
         ck_assert_msg(e <= CAMERAS_TOL, "frame %d: error %g", t, e);
     }
     free(ref);
