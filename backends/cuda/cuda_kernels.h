@@ -71,14 +71,16 @@ void vhc_vit_qkv_split(cudaStream_t s, const float *qkv, const float *bias, vhc_
  * angle pos / w * rope_grid / theta^(2j / (hd / 2)), j < hd / 4.
  * vhc_window_gather: out [images, g g, D] grid order from in in window order (D % 8 == 0).
  * vhc_swiglu_layernorm_bf16: out = bf16(LayerNorm(silu(gate + gate_bias) * (up + up_bias)) gamma +
- * beta) per row, gu [rows, 2F] (gate | up), F <= VHC_SWIGLU_MAX_F; biases may be NULL. */
+ * beta) per row over F columns, gate at columns [0, F) of gu's rows (gu_ld apart), up at [up_col,
+ * up_col + F); out's rows out_ld >= F apart, columns [F, out_ld) set to 0; F <= VHC_SWIGLU_MAX_F;
+ * biases may be NULL. */
 #define VHC_SWIGLU_MAX_F 12288
 void vhc_window_scatter(cudaStream_t s, const float *src, int64_t src_ld, const float *bias, vhc_bf16 *out,
                         int images, int g, int w, int D, int heads, int rope, int rope_grid, float theta);
 void vhc_window_gather(cudaStream_t s, const vhc_bf16 *in, vhc_bf16 *out, int images, int g, int w, int D);
-void vhc_swiglu_layernorm_bf16(cudaStream_t s, const float *gu, const float *gate_bias, const float *up_bias,
-                               const float *gamma, const float *beta, vhc_bf16 *out, int64_t out_ld, int rows, int F,
-                               float eps);
+void vhc_swiglu_layernorm_bf16(cudaStream_t s, const float *gu, int64_t gu_ld, int up_col, const float *gate_bias,
+                               const float *up_bias, const float *gamma, const float *beta, vhc_bf16 *out,
+                               int64_t out_ld, int rows, int F, float eps);
 
 /* Blocks on query sets (cuda_query_kernels.cu).
  * vhc_add_bf16: out = bf16(a + b), b NULL: bf16(a); n values.

@@ -5,6 +5,7 @@
  */
 #include "cuda_executor.h"
 #include "cuda_llm_pack.h"
+#include "cuda_rope_tower_pack.h"
 
 #define BIT(role) (1ull << (role))
 /* roles first .. last */
@@ -24,8 +25,16 @@ const cuda_kind cuda_kinds[VH_N_BLOCK_VARIANTS] = {
      .plan_packed = cuda_llm_pack_plan, .upload_packed = cuda_llm_pack_upload, .run = cuda_llm_block},
     {.run = cuda_llm_head},
     {.run = cuda_planner},
-    {.run = cuda_rope_tower_layer, .check = cuda_rope_tower_layer_check}, /* the tower layers with 2-D RoPE, global and windowed */
-    {.run = cuda_rope_tower_layer, .check = cuda_rope_tower_layer_check},
+    /* the tower layers with 2-D RoPE, global and windowed: q|k|v one matrix, gate|up and down padded
+     * to a hidden width of a multiple of 8 (cuda_rope_tower_pack.c) */
+    {.packed_roles = BIT(VH_TF_Q_W) | BIT(VH_TF_K_W) | BIT(VH_TF_V_W) | BIT(VH_TF_GATE_W) | BIT(VH_TF_UP_W) |
+                     BIT(VH_TF_DOWN_W),
+     .plan_packed = cuda_rope_tower_pack_plan, .upload_packed = cuda_rope_tower_pack_upload,
+     .run = cuda_rope_tower_layer, .check = cuda_rope_tower_layer_check},
+    {.packed_roles = BIT(VH_TF_Q_W) | BIT(VH_TF_K_W) | BIT(VH_TF_V_W) | BIT(VH_TF_GATE_W) | BIT(VH_TF_UP_W) |
+                     BIT(VH_TF_DOWN_W),
+     .plan_packed = cuda_rope_tower_pack_plan, .upload_packed = cuda_rope_tower_pack_upload,
+     .run = cuda_rope_tower_layer, .check = cuda_rope_tower_layer_check},
     /* on query sets: the chains (one over query sets, one gathering a frame's image tokens), MLN,
      * the decoder's self- and cross-attention layers */
     {.run = cuda_query_chain, .scratch_bytes = cuda_query_chain_scratch_bytes, .check = cuda_query_chain_check},

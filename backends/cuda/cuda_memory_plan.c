@@ -119,9 +119,9 @@ void cuda_memory_plan_work(vh_executor *e, cuda_arena *a)
          * its SwiGLU gate | up side by side (cuda_rope_tower_layer.c) */
         const uint64_t IT = images * T;
         uint64_t QT = IT, GU = H, HB = H;
-        if (held.rope_2d) {
-            GU = 2 * H;
+        if (held.rope_2d) { /* the MLP padded to a multiple of 8 (cuda_rope_tower_pack.c) */
             HB = (H + 7) / 8 * 8;
+            GU = 2 * HB;
             for (uint32_t i = p->first_block; i < p->first_block + p->n_blocks; i++) {
                 const vh_block_desc *d = &m->blocks[i];
                 if (d->kind != VH_BLOCK_TRANSFORMER || d->params->struct_size < sizeof(vh_transformer_params)) continue;

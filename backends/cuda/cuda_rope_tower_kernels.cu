@@ -106,14 +106,14 @@ static __device__ float block_sum(float v, float *red)
 }
 
 __global__ void __launch_bounds__(WT_THREADS)
-k_swiglu_layernorm_bf16(const float *__restrict__ gu, const float *__restrict__ gate_bias,
+k_swiglu_layernorm_bf16(const float *__restrict__ gu, int64_t gu_ld, int up_col, const float *__restrict__ gate_bias,
                         const float *__restrict__ up_bias, const float *__restrict__ gamma,
                         const float *__restrict__ beta, vhc_bf16 *__restrict__ out, int64_t out_ld, int F, float eps)
 {
     extern __shared__ float h[];
     __shared__ float red[WT_THREADS / 32];
     const int64_t row = blockIdx.x;
-    const float *g = gu + row * 2 * F, *u = g + F;
+    const float *g = gu + row * gu_ld, *u = g + up_col;
     float sum = 0.0f;
     for (int c = threadIdx.x; c < F; c += blockDim.x) {
         const float a = g[c] + (gate_bias ? gate_bias[c] : 0.0f), b = u[c] + (up_bias ? up_bias[c] : 0.0f);
@@ -130,13 +130,14 @@ k_swiglu_layernorm_bf16(const float *__restrict__ gu, const float *__restrict__ 
     const float rstd = rsqrtf(block_sum(sq, red) / (float)F + eps);
     vhc_bf16 *o = out + row * out_ld;
     for (int c = threadIdx.x; c < F; c += blockDim.x) o[c] = f2bf((h[c] - mean) * rstd * gamma[c] + beta[c]);
+    for (int64_t c = F + threadIdx.x; c < out_ld; c += blockDim.x) o[c] = 0; /* the padding the GEMM reads */
 }
 
-extern "C" void vhc_swiglu_layernorm_bf16(cudaStream_t s, const float *gu, const float *gate_bias, const float *up_bias,
-                                          const float *gamma, const float *beta, vhc_bf16 *out, int64_t out_ld,
-                                          int rows, int F, float eps)
+extern "C" void vhc_swiglu_layernorm_bf16(cudaStream_t s, const float *gu, int64_t gu_ld, int up_col,
+                                          const float *gate_bias, const float *up_bias, const float *gamma,
+                                          const float *beta, vhc_bf16 *out, int64_t out_ld, int rows, int F, float eps)
 {
     if (rows <= 0 || F <= 0) return;
-    k_swiglu_layernorm_bf16<<<(unsigned)rows, WT_THREADS, (size_t)F * sizeof(float), s>>>(gu, gate_bias, up_bias, gamma,
-                                                                                        beta, out, out_ld, F, eps);
+    k_swiglu_layernorm_bf16<<<(unsigned)rows, WT_THREADS, (size_t)F * sizeof(float), s>>>(
+        gu, gu_ld, up_col, gate_bias, up_bias, gamma, beta, out, out_ld, F, eps);
 }

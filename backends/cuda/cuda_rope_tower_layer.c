@@ -4,7 +4,7 @@
  * SiLU-gated MLP with biases and a LayerNorm of its hidden activations; EVA-02's blocks), over all
  * images of the batch at once (backends/cpu_common/cpu_rope_tower_layer.c is the CPU's):
  *
- *   n = norm1(x)                                  bf16, every image's tokens: one GEMM each for q, k, v
+ *   n = norm1(x)                                  bf16, every image's tokens: one GEMM for q|k|v
  *   q, k, v in window order, the grid zero-padded to whole windows after the norm (a padded token's
  *   q, k, v are their biases, or 0), q and k rotated by the token's place in its window
  *   x += o(attention within each window)          every window of every image in one flash launch
@@ -13,7 +13,8 @@
  * Padded tokens take part as keys and values, as in the reference. Their query rows are computed
  * and dropped (the window gather keeps the real tokens): at the agent's geometry 2304 rows for
  * 1600, a third of the attention's work, which the CPU's layer skips; the GEMMs run on the real
- * tokens only.
+ * tokens only, over the weights cuda_rope_tower_pack.c lays out (q|k|v one matrix, the MLP padded
+ * to a multiple of 8).
  */
 #include <math.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 
 #include "backend_error.h"
 #include "cuda_executor.h"
+#include "cuda_rope_tower_pack.h"
 
 vh_status cuda_rope_tower_layer_check(const vh_executor *e, const cuda_block *b, char *err, size_t err_size)
 {
@@ -43,7 +45,7 @@ vh_status cuda_rope_tower_layer(vh_executor *e, const cuda_block *b, const vh_ba
     const int hd = (int)v->head_dim, images = (int)batch->n_images, T = g * g;
     const int w = b->info.window ? (int)b->info.window : g, nw = (g + w - 1) / w, ww = w * w, Tp = nw * w * nw * w;
     const int R = images * T;
-    const int64_t f_ld = ((int64_t)F + 7) / 8 * 8; /* the sub-norm's bf16 rows, 16-byte aligned for the GEMM */
+    const int64_t f_ld = cuda_rope_tower_padded_mlp(F); /* the MLP's padded width (cuda_rope_tower_pack.c) */
     vit_scratch *s = &e->vit.scratch;
     const float scale = (float)(1.0 / sqrt((double)hd));
     float *x = cuda_tower_tokens(e, t, 0);
@@ -51,13 +53,11 @@ vh_status cuda_rope_tower_layer(vh_executor *e, const cuda_block *b, const vh_ba
 
     VHC_MARK(e, "eva.norm", R);
     vhc_layernorm_bf16(e->stream, x, b->vec[VH_TF_ATTN_NORM_W], b->vec[VH_TF_ATTN_NORM_B], s->xn, R, D, b->info.norm_eps);
-    /* q | k | v of the real tokens side by side in s->qkv, then each into window order */
+    /* q | k | v of the real tokens side by side in s->qkv (one GEMM), then each into window order */
     VHC_MARK(e, "eva.qkv", R);
-    const int roles[3] = {VH_TF_Q_W, VH_TF_K_W, VH_TF_V_W}, biases[3] = {VH_TF_Q_B, VH_TF_K_B, VH_TF_V_B};
+    const int biases[3] = {VH_TF_Q_B, VH_TF_K_B, VH_TF_V_B};
     vhc_bf16 *dst[3] = {s->q, s->k, s->v};
-    for (int p = 0; p < 3; p++)
-        if ((st = vhc_linear(e->gemm, s->xn, D, R, D, b->mat[roles[p]], D, s->qkv + p * D, 3 * D, 0, err, err_size)))
-            return st;
+    if ((st = vhc_linear(e->gemm, s->xn, D, R, D, b->qkv_w, 3 * D, s->qkv, 3 * D, 0, err, err_size))) return st;
     VHC_MARK(e, "eva.window_rope", R);
     for (int p = 0; p < 3; p++)
         vhc_window_scatter(e->stream, s->qkv + p * D, 3 * D, b->vec[biases[p]], dst[p], images, g, w, D, heads, p < 2,
@@ -75,14 +75,14 @@ vh_status cuda_rope_tower_layer(vh_executor *e, const cuda_block *b, const vh_ba
     VHC_MARK(e, "eva.norm", R);
     vhc_layernorm_bf16(e->stream, x, b->vec[VH_TF_MLP_NORM_W], b->vec[VH_TF_MLP_NORM_B], s->xn, R, D, b->info.norm_eps);
     VHC_MARK(e, "eva.gate_up", R);
-    if ((st = vhc_linear(e->gemm, s->xn, D, R, D, b->mat[VH_TF_GATE_W], F, s->mlp, 2 * F, 0, err, err_size)) ||
-        (st = vhc_linear(e->gemm, s->xn, D, R, D, b->mat[VH_TF_UP_W], F, s->mlp + F, 2 * F, 0, err, err_size)))
+    if ((st = vhc_linear(e->gemm, s->xn, D, R, D, b->gate_up_w, 2 * f_ld, s->mlp, 2 * f_ld, 0, err, err_size)))
         return st;
     VHC_MARK(e, "eva.swiglu_subnorm", R);
-    vhc_swiglu_layernorm_bf16(e->stream, s->mlp, b->vec[VH_TF_GATE_B], b->vec[VH_TF_UP_B], b->vec[VH_TF_SUB_NORM_W],
-                              b->vec[VH_TF_SUB_NORM_B], s->mlp_bf16, f_ld, R, F, b->info.norm_eps);
+    vhc_swiglu_layernorm_bf16(e->stream, s->mlp, 2 * f_ld, (int)f_ld, b->vec[VH_TF_GATE_B], b->vec[VH_TF_UP_B],
+                              b->vec[VH_TF_SUB_NORM_W], b->vec[VH_TF_SUB_NORM_B], s->mlp_bf16, f_ld, R, F,
+                              b->info.norm_eps);
     VHC_MARK(e, "eva.down", R);
-    if ((st = vhc_linear(e->gemm, s->mlp_bf16, f_ld, R, F, b->mat[VH_TF_DOWN_W], D, s->tmp, D, 0, err, err_size)))
+    if ((st = vhc_linear(e->gemm, s->mlp_bf16, f_ld, R, f_ld, b->mat[VH_TF_DOWN_W], D, s->tmp, D, 0, err, err_size)))
         return st;
     VHC_MARK(e, "eva.residual", R);
     vhc_residual_add(e->stream, x, s->tmp, b->vec[VH_TF_DOWN_B], NULL, R, D);
