@@ -3,43 +3,34 @@
 #include <math.h>
 #include <stdlib.h>
 
-/* OpenCV's tap of destination index d along a side of `in` source and `out` destination samples:
- * the first source index and the second's weight; a tap past an edge reads the edge alone. */
-static void tap(int64_t d, int64_t in, int64_t out, int64_t *first, float *t, int *single)
+vh_bilinear_tap vh_bilinear_tap_of(int64_t d, int64_t in, int64_t out)
 {
     const double scale = 1.0 / ((double)out / (double)in);
     float f = (float)((d + 0.5) * scale - 0.5);
     int64_t s = (int64_t)floorf(f);
     f -= (float)s;
-    *single = 0;
+    int single = 0;
     if (s < 0) s = 0, f = 0.0f;
     if (s + 1 >= in) {
-        *single = 1;
+        single = 1;
         if (s >= in - 1) s = in - 1, f = 0.0f;
     }
-    *first = s;
-    *t = f;
+    return (vh_bilinear_tap){.first = s, .t = f, .single = single};
 }
 
 void vh_resize_bilinear_f32(const float *src, int64_t sw, int64_t sh, int64_t channels, float *dst, int64_t dw,
                             int64_t dh)
 {
     /* the columns' taps, once (they do not depend on the row); without memory for them, per pixel */
-    typedef struct column_tap { int64_t first; float t; int single; } column_tap;
-    column_tap *cols = malloc(sizeof *cols * (size_t)(dw > 0 ? dw : 1));
-    for (int64_t x = 0; cols && x < dw; x++) tap(x, sw, dw, &cols[x].first, &cols[x].t, &cols[x].single);
+    vh_bilinear_tap *cols = malloc(sizeof *cols * (size_t)(dw > 0 ? dw : 1));
+    for (int64_t x = 0; cols && x < dw; x++) cols[x] = vh_bilinear_tap_of(x, sw, dw);
     for (int64_t y = 0; y < dh; y++) {
-        int64_t sy;
-        float ty;
-        int y_single;
-        tap(y, sh, dh, &sy, &ty, &y_single);
-        const int64_t sy1 = sy + 1 < sh ? sy + 1 : sy;
-        const float b0 = 1.0f - ty, b1 = ty;
+        const vh_bilinear_tap ty = vh_bilinear_tap_of(y, sh, dh);
+        const int64_t sy = ty.first, sy1 = sy + 1 < sh ? sy + 1 : sy;
+        const float b0 = 1.0f - ty.t, b1 = ty.t;
         const float *row0 = src + sy * sw * channels, *row1 = src + sy1 * sw * channels;
         for (int64_t x = 0; x < dw; x++) {
-            column_tap c;
-            if (cols) c = cols[x];
-            else tap(x, sw, dw, &c.first, &c.t, &c.single);
+            const vh_bilinear_tap c = cols ? cols[x] : vh_bilinear_tap_of(x, sw, dw);
             const float a0 = 1.0f - c.t, a1 = c.t;
             const int64_t s0 = c.first * channels, s1 = (c.first + 1) * channels;
             for (int64_t k = 0; k < channels; k++) {

@@ -13,6 +13,16 @@
 
 #include <stdint.h>
 
+/* OpenCV's tap of destination index d along a side of `in` source and `out` destination samples:
+ * the first source index and the second's weight t (the first's is 1 - t); a tap past an edge
+ * reads the edge alone (single). */
+typedef struct vh_bilinear_tap {
+    int64_t first;
+    float t;
+    int single;
+} vh_bilinear_tap;
+vh_bilinear_tap vh_bilinear_tap_of(int64_t d, int64_t in, int64_t out);
+
 /* src [sh, sw, channels] -> dst [dh, dw, channels], interleaved channels (an HWC float image);
  * sides >= 1; src and dst must not overlap. */
 void vh_resize_bilinear_f32(const float *src, int64_t sw, int64_t sh, int64_t channels, float *dst, int64_t dw,

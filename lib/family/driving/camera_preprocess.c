@@ -28,28 +28,44 @@ vh_status vh_camera_preprocess(const vh_camera_prep *c, const uint8_t *rgb, uint
     if (new_w < 1 || new_h < 1)
         return vh_error_set(err, VH_ERR_INVALID_ARGUMENT, "camera preprocessing: resize to %lld x %lld",
                             (long long)new_w, (long long)new_h);
-    const size_t fw = c->final_w, fh = c->final_h;
+    const int64_t fw = c->final_w, fh = c->final_h, ow = c->out_w, oh = c->out_h;
     uint8_t *resized = malloc((size_t)new_w * (size_t)new_h * 3);
-    float *cropped = malloc(sizeof(float) * fw * fh * 3);
-    float *stretched = malloc(sizeof(float) * (size_t)c->out_w * c->out_h * 3);
+    vh_bilinear_tap *cols = malloc(sizeof *cols * (size_t)ow);
     vh_status st = VH_OK;
-    if (!resized || !cropped || !stretched) {
+    if (!resized || !cols) {
         st = vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "camera preprocessing: out of memory");
         goto done;
     }
     if ((st = vh_resize_bicubic_rgb8(rgb, w, h, stride, resized, (uint32_t)new_w, (uint32_t)new_h, err))) goto done;
-    for (size_t y = 0; y < fh; y++)
-        for (size_t x = 0; x < fw; x++) {
-            const int64_t sy = (int64_t)y + crop_h, sx = (int64_t)x + crop_w;
-            const int inside = sy >= 0 && sy < new_h && sx >= 0 && sx < new_w;
-            for (int k = 0; k < 3; k++)
-                cropped[(y * fw + x) * 3 + k] = inside ? (float)resized[((size_t)sy * (size_t)new_w + (size_t)sx) * 3 + k] : 0.0f;
+    /* The crop (zeros outside the resized image), the bilinear stretch to out_w x out_h and the
+     * normalisation in one pass: each stretch tap reads the crop's value where it falls, and every
+     * value goes through the float operations of the three steps done apart (the crop's float
+     * image, vh_resize_bilinear_f32 over it, then (x - mean) * (1 / std)). */
+    for (int64_t x = 0; x < ow; x++) cols[x] = vh_bilinear_tap_of(x, fw, ow);
+    float mean[3], inv_std[3];
+    for (int k = 0; k < 3; k++) mean[k] = (float)c->mean[k], inv_std[k] = (float)(1.0 / c->std[k]);
+    const size_t plane = (size_t)ow * (size_t)oh;
+    for (int64_t y = 0; y < oh; y++) {
+        const vh_bilinear_tap ty = vh_bilinear_tap_of(y, fh, oh);
+        const int64_t r0 = ty.first + crop_h, r1 = (ty.first + 1 < fh ? ty.first + 1 : ty.first) + crop_h;
+        const int in0 = r0 >= 0 && r0 < new_h, in1 = r1 >= 0 && r1 < new_h;
+        const float b0 = 1.0f - ty.t, b1 = ty.t;
+        for (int64_t x = 0; x < ow; x++) {
+            const vh_bilinear_tap tx = cols[x];
+            const int64_t c0 = tx.first + crop_w, c1 = tx.first + 1 + crop_w;
+            const int cin0 = c0 >= 0 && c0 < new_w, cin1 = c1 >= 0 && c1 < new_w;
+            const float a0 = 1.0f - tx.t, a1 = tx.t;
+            const uint8_t *p00 = resized + ((size_t)(in0 ? r0 : 0) * (size_t)new_w + (size_t)(cin0 ? c0 : 0)) * 3;
+            const uint8_t *p01 = resized + ((size_t)(in0 ? r0 : 0) * (size_t)new_w + (size_t)(cin1 ? c1 : 0)) * 3;
+            const uint8_t *p10 = resized + ((size_t)(in1 ? r1 : 0) * (size_t)new_w + (size_t)(cin0 ? c0 : 0)) * 3;
+            const uint8_t *p11 = resized + ((size_t)(in1 ? r1 : 0) * (size_t)new_w + (size_t)(cin1 ? c1 : 0)) * 3;
+            for (int k = 0; k < 3; k++) {
+                const float v00 = in0 && cin0 ? (float)p00[k] : 0.0f, v01 = in0 && cin1 ? (float)p01[k] : 0.0f;
+                const float v10 = in1 && cin0 ? (float)p10[k] : 0.0f, v11 = in1 && cin1 ? (float)p11[k] : 0.0f;
+                const float h0 = tx.single ? v00 : v00 * a0 + v01 * a1, h1 = tx.single ? v10 : v10 * a0 + v11 * a1;
+                planes[k * plane + (size_t)(y * ow + x)] = (h0 * b0 + h1 * b1 - mean[k]) * inv_std[k];
+            }
         }
-    vh_resize_bilinear_f32(cropped, (int64_t)fw, (int64_t)fh, 3, stretched, c->out_w, c->out_h);
-    const size_t plane = (size_t)c->out_w * c->out_h;
-    for (int k = 0; k < 3; k++) {
-        const float mean = (float)c->mean[k], inv_std = (float)(1.0 / c->std[k]);
-        for (size_t i = 0; i < plane; i++) planes[k * plane + i] = (stretched[i * 3 + k] - mean) * inv_std;
     }
     if (intrinsic) {
         /* ida in float32 (torch) applied to K in float64; then the stretch's scales */
@@ -60,13 +76,12 @@ vh_status vh_camera_preprocess(const vh_camera_prep *c, const uint8_t *rgb, uint
             intrinsic[0 * 3 + j] = r * k[0 * 3 + j] + tx * k[2 * 3 + j];
             intrinsic[1 * 3 + j] = r * k[1 * 3 + j] + ty * k[2 * 3 + j];
         }
-        const double w_scale = (double)c->out_w / (double)fw, h_scale = (double)c->out_h / (double)fh;
+        const double w_scale = (double)ow / (double)fw, h_scale = (double)oh / (double)fh;
         /* ResizeMultiview3D scales fx, cx and fy, cy only */
         intrinsic[0] *= w_scale, intrinsic[2] *= w_scale, intrinsic[4] *= h_scale, intrinsic[5] *= h_scale;
     }
 done:
     free(resized);
-    free(cropped);
-    free(stretched);
+    free(cols);
     return st;
 }
