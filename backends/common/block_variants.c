@@ -147,6 +147,20 @@ void vh_block_variant_read_params(const vh_model_desc *m, const vh_block_desc *d
     }
 }
 
+vh_query_layer_shape vh_query_layer_shape_of(const vh_model_desc *m, const vh_block_desc *d, const vh_block_info *info)
+{
+    const vh_query_set_desc x = m->query_sets[m->slots[d->inputs[0]].tower];
+    vh_query_layer_shape s = {.R = x.rows, .D = x.width, .heads = info->n_heads,
+                              .pos = (info->tf_flags & VH_TF_QK_POS) != 0,
+                              .cross = ((const vh_transformer_params *)d->params)->attention == VH_ATTN_CROSS};
+    s.extra = !s.cross && (info->tf_flags & VH_TF_EXTRA_KEYS);
+    const int64_t key_rows = s.cross || s.extra ? m->query_sets[m->slots[d->inputs[1 + s.pos]].tower].rows : 0;
+    s.K = s.cross ? key_rows : s.R + key_rows;
+    for (uint32_t t = 0; t < d->n_tensors; t++)
+        if (d->tensors[t].role == VH_TF_UP_W && d->tensors[t].data) s.F = d->tensors[t].shape[0];
+    return s;
+}
+
 vh_block_variant vh_block_variants_held(const vh_model_desc *m, uint32_t first, uint32_t n)
 {
     vh_block_variant any = {0};

@@ -63,6 +63,16 @@ typedef struct vh_block_info {
 
 void vh_block_variant_read_params(const vh_model_desc *m, const vh_block_desc *d, vh_block_info *info);
 
+/* A decoder layer on query sets (the query-set TRANSFORMER kinds), as both backends run it: its
+ * rows, keys (self-attention: the rows, then any extra key rows; cross-attention: the key set's),
+ * width, MLP hidden width (0: no MLP), heads; whether positions are added, extra keys read, the
+ * keys cross. Inputs in order: the rows; with positions theirs; then the key rows and theirs. */
+typedef struct vh_query_layer_shape {
+    int64_t R, K, D, F, heads;
+    int pos, extra, cross;
+} vh_query_layer_shape;
+vh_query_layer_shape vh_query_layer_shape_of(const vh_model_desc *m, const vh_block_desc *d, const vh_block_info *info);
+
 /* The variants' flags OR-ed over blocks [first, first + n) of m (a vh_block_variant whose int
  * fields are 1 where any block has them). */
 vh_block_variant vh_block_variants_held(const vh_model_desc *m, uint32_t first, uint32_t n);

@@ -19,23 +19,11 @@
 
 #include "cpu_executor.h"
 
-typedef struct query_layer_shape {
-    int64_t R, K, D, F, heads;         /* rows, keys, width, MLP hidden, heads */
-    int pos, extra, cross;
-} query_layer_shape;
+typedef vh_query_layer_shape query_layer_shape;
 
 static query_layer_shape shape_of(const vh_executor *e, const cpu_block *b)
 {
-    const vh_block_desc *d = b->desc;
-    const vh_query_set_desc x = cpu_query_set(e, d->inputs[0]);
-    query_layer_shape s = {.R = x.rows, .D = x.width, .heads = b->info.n_heads,
-                           .pos = (b->info.tf_flags & VH_TF_QK_POS) != 0,
-                           .cross = ((const vh_transformer_params *)d->params)->attention == VH_ATTN_CROSS};
-    s.extra = !s.cross && (b->info.tf_flags & VH_TF_EXTRA_KEYS);
-    const int64_t key_rows = s.cross || s.extra ? cpu_query_set(e, d->inputs[1 + s.pos]).rows : 0;
-    s.K = s.cross ? key_rows : s.R + key_rows;
-    s.F = b->mat[VH_TF_UP_W].data ? b->mat[VH_TF_UP_W].shape[0] : 0;
-    return s;
+    return vh_query_layer_shape_of(e->model, b->desc, &b->info);
 }
 
 /* Scratch: q input and q [R, D] x 2, key input, k, v [K, D] x 3, attention out and projection

@@ -38,4 +38,19 @@ static __device__ __forceinline__ unsigned pack_bf2(float a, float b)
     return (unsigned)f2bf(a) | ((unsigned)f2bf(b) << 16);
 }
 
+/* The sum of v over the block (blockDim.x a multiple of 32); every thread gets the same bits. red:
+ * blockDim.x / 32 floats of shared memory, which consecutive calls may share (the first barrier
+ * keeps a call's writes from a previous call's reads). */
+static __device__ __forceinline__ float vhc_block_sum(float v, float *red)
+{
+    for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(FULL_MASK, v, o);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    __syncthreads();
+    if (lane == 0) red[warp] = v;
+    __syncthreads();
+    float t = 0.0f;
+    for (int k = 0; k < warps; k++) t += red[k];
+    return t;
+}
+
 #endif

@@ -52,19 +52,6 @@ extern "C" void vhc_copy_cols_bf16(cudaStream_t s, const float *src, int64_t row
     k_copy_cols_bf16<<<grid_for(n), QK_THREADS, 0, s>>>(src, n, width, dst, dst_ld, col);
 }
 
-/* Sum over the block (QK_THREADS threads); every thread gets the same bits. red: QK_THREADS / 32
- * floats, free again when it returns. */
-static __device__ float block_total(float v, float *red)
-{
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(FULL_MASK, v, o);
-    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
-    __syncthreads();
-    float t = 0.0f;
-    for (int i = 0; i < QK_THREADS / 32; i++) t += red[i];
-    __syncthreads();
-    return t;
-}
 
 /* One block a row: v = in + bias; LayerNorm (gamma, beta) when gamma; the activation; v to out
  * (fp32, may be in) and / or out_bf16. The row is held in shared memory, so out may alias in. */
@@ -82,13 +69,13 @@ k_rows_finish(const float *in, const float *__restrict__ bias, const float *__re
         sum += v[c];
     }
     if (gamma) { /* biased variance, two passes over the held row (as torch's LayerNorm) */
-        const float mean = block_total(sum, red) / (float)cols;
+        const float mean = vhc_block_sum(sum, red) / (float)cols;
         float sq = 0.0f;
         for (int c = threadIdx.x; c < cols; c += blockDim.x) {
             const float d = v[c] - mean;
             sq += d * d;
         }
-        const float rstd = rsqrtf(block_total(sq, red) / (float)cols + eps);
+        const float rstd = rsqrtf(vhc_block_sum(sq, red) / (float)cols + eps);
         for (int c = threadIdx.x; c < cols; c += blockDim.x) v[c] = (v[c] - mean) * rstd * gamma[c] + (beta ? beta[c] : 0.0f);
     }
     for (int c = threadIdx.x; c < cols; c += blockDim.x) {
@@ -120,13 +107,13 @@ k_modulated_layernorm(const float *__restrict__ x, const float *__restrict__ gam
     const float *xr = x + row * D;
     float sum = 0.0f;
     for (int c = threadIdx.x; c < D; c += blockDim.x) sum += xr[c];
-    const float mean = block_total(sum, red) / (float)D;
+    const float mean = vhc_block_sum(sum, red) / (float)D;
     float sq = 0.0f;
     for (int c = threadIdx.x; c < D; c += blockDim.x) {
         const float d = xr[c] - mean;
         sq += d * d;
     }
-    const float rstd = rsqrtf(block_total(sq, red) / (float)D + eps);
+    const float rstd = rsqrtf(vhc_block_sum(sq, red) / (float)D + eps);
     for (int c = threadIdx.x; c < D; c += blockDim.x) {
         const int64_t i = row * D + c;
         y[i] = (gamma[i] + (gamma_bias ? gamma_bias[c] : 0.0f)) * ((xr[c] - mean) * rstd) +

@@ -92,18 +92,8 @@ extern "C" void vhc_window_gather(cudaStream_t s, const vhc_bf16 *in, vhc_bf16 *
 
 /* One block per row: h = silu(gate + gate_bias) * (up + up_bias) in fp32 (shared memory), then
  * out = bf16(LayerNorm(h) * gamma + beta) with a two-pass biased variance, as the reference's
- * float32 ffn_ln. gu: [rows, 2F] (gate | up); out rows out_ld apart. */
-static __device__ float block_sum(float v, float *red)
-{
-    for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(FULL_MASK, v, o);
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    __syncthreads();
-    if (lane == 0) red[warp] = v;
-    __syncthreads();
-    float t = 0.0f;
-    for (int k = 0; k < warps; k++) t += red[k];
-    return t;
-}
+ * float32 ffn_ln. gu's rows gu_ld apart, gate at [0, F), up at [up_col, up_col + F); out's rows
+ * out_ld apart, columns [F, out_ld) zero (the down GEMM reads them). */
 
 __global__ void __launch_bounds__(WT_THREADS)
 k_swiglu_layernorm_bf16(const float *__restrict__ gu, int64_t gu_ld, int up_col, const float *__restrict__ gate_bias,
@@ -121,13 +111,13 @@ k_swiglu_layernorm_bf16(const float *__restrict__ gu, int64_t gu_ld, int up_col,
         h[c] = v;
         sum += v;
     }
-    const float mean = block_sum(sum, red) / (float)F;
+    const float mean = vhc_block_sum(sum, red) / (float)F;
     float sq = 0.0f;
     for (int c = threadIdx.x; c < F; c += blockDim.x) {
         const float d = h[c] - mean;
         sq += d * d;
     }
-    const float rstd = rsqrtf(block_sum(sq, red) / (float)F + eps);
+    const float rstd = rsqrtf(vhc_block_sum(sq, red) / (float)F + eps);
     vhc_bf16 *o = out + row * out_ld;
     for (int c = threadIdx.x; c < F; c += blockDim.x) o[c] = f2bf((h[c] - mean) * rstd * gamma[c] + beta[c]);
     for (int64_t c = F + threadIdx.x; c < out_ld; c += blockDim.x) o[c] = 0; /* the padding the GEMM reads */
