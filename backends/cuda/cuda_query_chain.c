@@ -70,9 +70,11 @@ vh_status cuda_query_chain_check(const vh_executor *e, const cuda_block *b, char
         return vh_backend_fail(err, err_size, VH_ERR_UNSUPPORTED, "cuda: block %u: an MLP chain %lld wide: the GPU's "
                                "takes up to %d", (unsigned)(d - e->model->blocks), (long long)widest(b),
                                VHC_ROWS_FINISH_MAX_COLS);
-    if (b->variant->gathers && e->model->towers[e->model->slots[d->inputs[0]].tower].n_prefix)
+    if (b->variant->gathers && (e->model->towers[e->model->slots[d->inputs[0]].tower].n_prefix ||
+                                !vh_block_variants_held(e->model, e->params.first_block, e->params.n_blocks).in_tower))
         return vh_backend_fail(err, err_size, VH_ERR_UNSUPPORTED, "cuda: block %u: gathers the tokens of a tower with "
-                               "prefix tokens", (unsigned)(d - e->model->blocks));
+                               "prefix tokens, or of a tower this executor does not run",
+                               (unsigned)(d - e->model->blocks));
     return VH_OK;
 }
 
@@ -97,8 +99,8 @@ vh_status cuda_query_chain(vh_executor *e, const cuda_block *b, const vh_batch *
                                       err_size);
             if (st) return st;
             const int act = last ? VHC_ACT_NONE : b->info.chain_activation == VH_CHAIN_RELU ? VHC_ACT_RELU : VHC_ACT_GELU;
-            vhc_rows_finish(e->stream, y, b->vec[VH_CHAIN_FC1_B + 2 * l], gamma, b->vec[VH_CHAIN_NORM1_B + 2 * l], b->info.norm_eps, act, last ? y : NULL,
-                            last ? NULL : s.act, rows, (int)out);
+            vhc_rows_finish(e->stream, y, b->vec[VH_CHAIN_FC1_B + 2 * l], gamma, b->vec[VH_CHAIN_NORM1_B + 2 * l],
+                            b->info.norm_eps, act, last ? y : NULL, last ? NULL : s.act, rows, (int)out);
             x = s.act;
             in = out;
         }
