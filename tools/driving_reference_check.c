@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "backend_numerics.h"
+#include "json_line.h"
 
 static const char *base_name(const char *path)
 {
@@ -197,6 +198,18 @@ static int add_record(vh_driving_reference *ref, const json_t *obj, long line, c
     return 0;
 }
 
+typedef struct records_load {
+    vh_driving_reference *ref;
+    char *why;
+    size_t why_size;
+} records_load;
+
+static int add_line(json_t *obj, long line, void *user)
+{
+    records_load *l = user;
+    return add_record(l->ref, obj, line, l->why, l->why_size);
+}
+
 int vh_driving_reference_load(const char *path, vh_driving_reference *ref, char *why, size_t why_size)
 {
     memset(ref, 0, sizeof *ref);
@@ -209,24 +222,11 @@ int vh_driving_reference_load(const char *path, vh_driving_reference *ref, char 
         fclose(f);
         return snprintf(why, why_size, "out of memory"), -1;
     }
-    char *text = NULL;
-    size_t cap = 0;
-    long line = 0;
-    int rc = 0;
-    while (rc == 0 && getline(&text, &cap, f) > 0) {
-        line++;
-        if (strspn(text, " \t\r\n") == strlen(text)) continue;
-        json_error_t e;
-        json_t *obj = json_loads(text, JSON_REJECT_DUPLICATES, &e);
-        if (!obj) {
-            not_json(path, line, &e, why, why_size);
-            rc = -1;
-        } else {
-            rc = add_record(ref, obj, line, why, why_size);
-            json_decref(obj);
-        }
-    }
-    free(text);
+    records_load l = {ref, why, why_size};
+    long bad_line = 0;
+    json_error_t e;
+    int rc = vh_json_lines_each(f, JSON_REJECT_DUPLICATES, add_line, &l, &bad_line, &e);
+    if (rc && bad_line) not_json(path, bad_line, &e, why, why_size);
     fclose(f);
     if (rc == 0 && ref->n_records == 0) {
         snprintf(why, why_size, "%s: no records (the vh-run --json lines of a driving model)", path);

@@ -91,3 +91,25 @@ int vh_json_print_line(FILE *out, const json_t *value)
     free(text);
     return bad ? -1 : 0;
 }
+
+int vh_json_lines_each(FILE *f, size_t flags, vh_json_line_fn fn, void *user, long *bad_line, json_error_t *bad)
+{
+    char *text = NULL;
+    size_t cap = 0;
+    long line = 0;
+    int rc = 0;
+    while (rc == 0 && getline(&text, &cap, f) > 0) {
+        line++;
+        if (strspn(text, " \t\r\n") == strlen(text)) continue;
+        json_t *obj = json_loads(text, flags, bad);
+        if (!obj) {
+            *bad_line = line;
+            rc = -1;
+        } else {
+            rc = fn(obj, line, user);
+            json_decref(obj);
+        }
+    }
+    free(text);
+    return rc;
+}

@@ -22,4 +22,11 @@ int vh_json_print_line(FILE *out, const json_t *value);
 /* The same into a malloc'd string (without the newline), or NULL. */
 char *vh_json_dumps(const json_t *value);
 
+/* JSON Lines read back: each line of f that is not blank parsed (json_loads with flags) and handed
+ * to fn with its number (from 1); 0 when fn returned 0 for every line; fn's value where it first
+ * returns non-zero; -1 where a line is not JSON (fn not called): its number in *bad_line and
+ * jansson's error in *bad. */
+typedef int (*vh_json_line_fn)(json_t *obj, long line, void *user);
+int vh_json_lines_each(FILE *f, size_t flags, vh_json_line_fn fn, void *user, long *bad_line, json_error_t *bad);
+
 #endif

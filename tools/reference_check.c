@@ -1,5 +1,7 @@
 #include "reference_check.h"
 
+#include "json_line.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -132,28 +134,28 @@ static int add_case(vh_reference *ref, const json_t *obj, int hf440, const char 
 }
 
 /* JSON Lines: one record a line; empty lines skipped. */
+typedef struct lines_load {
+    vh_reference *ref;
+    int hf440;
+    char *why;
+    size_t why_size;
+} lines_load;
+
+static int add_line(json_t *obj, long line, void *user)
+{
+    lines_load *l = user;
+    char where[64];
+    snprintf(where, sizeof where, "line %ld", line);
+    return add_case(l->ref, obj, l->hf440, where, l->why, l->why_size);
+}
+
 static int load_lines(FILE *f, int hf440, vh_reference *ref, char *why, size_t why_size)
 {
-    char *line = NULL;
-    size_t cap = 0;
-    long number = 0;
-    int rc = 0;
-    while (rc == 0 && getline(&line, &cap, f) > 0) {
-        number++;
-        if (strspn(line, " \t\r\n") == strlen(line)) continue;
-        json_error_t e;
-        json_t *obj = json_loads(line, 0, &e);
-        char where[64];
-        snprintf(where, sizeof where, "line %ld", number);
-        if (!obj) {
-            snprintf(why, why_size, "%s: line %ld: not JSON (%s)", ref->path, number, e.text);
-            rc = -1;
-        } else {
-            rc = add_case(ref, obj, hf440, where, why, why_size);
-            json_decref(obj);
-        }
-    }
-    free(line);
+    lines_load l = {ref, hf440, why, why_size};
+    long bad_line = 0;
+    json_error_t e;
+    const int rc = vh_json_lines_each(f, 0, add_line, &l, &bad_line, &e);
+    if (rc && bad_line) snprintf(why, why_size, "%s: line %ld: not JSON (%s)", ref->path, bad_line, e.text);
     return rc;
 }
 

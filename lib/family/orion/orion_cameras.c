@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "family/driving/camera_preprocess.h"
-#include "util/thread_start.h"
 #include "family/driving/petr_math.h"
+#include "util/thread_start.h"
 
 /* One stream's (vehicle's) state: its heads' banks and the episode they belong to. */
 typedef struct stream_state {
