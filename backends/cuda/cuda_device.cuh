@@ -53,4 +53,16 @@ static __device__ __forceinline__ float vhc_block_sum(float v, float *red)
     return t;
 }
 
+/* 1 / sqrt(biased variance + eps) of the n values v (a row the block holds, in shared or global
+ * memory) about their mean: the second pass of torch's LayerNorm, no cancellation whatever the mean. */
+static __device__ __forceinline__ float vhc_block_rstd(const float *v, int n, float mean, float eps, float *red)
+{
+    float sq = 0.0f;
+    for (int c = threadIdx.x; c < n; c += blockDim.x) {
+        const float d = v[c] - mean;
+        sq += d * d;
+    }
+    return rsqrtf(vhc_block_sum(sq, red) / (float)n + eps);
+}
+
 #endif

@@ -70,12 +70,7 @@ k_rows_finish(const float *in, const float *__restrict__ bias, const float *__re
     }
     if (gamma) { /* biased variance, two passes over the held row (as torch's LayerNorm) */
         const float mean = vhc_block_sum(sum, red) / (float)cols;
-        float sq = 0.0f;
-        for (int c = threadIdx.x; c < cols; c += blockDim.x) {
-            const float d = v[c] - mean;
-            sq += d * d;
-        }
-        const float rstd = rsqrtf(vhc_block_sum(sq, red) / (float)cols + eps);
+        const float rstd = vhc_block_rstd(v, cols, mean, eps, red);
         for (int c = threadIdx.x; c < cols; c += blockDim.x) v[c] = (v[c] - mean) * rstd * gamma[c] + (beta ? beta[c] : 0.0f);
     }
     for (int c = threadIdx.x; c < cols; c += blockDim.x) {
@@ -108,12 +103,7 @@ k_modulated_layernorm(const float *__restrict__ x, const float *__restrict__ gam
     float sum = 0.0f;
     for (int c = threadIdx.x; c < D; c += blockDim.x) sum += xr[c];
     const float mean = vhc_block_sum(sum, red) / (float)D;
-    float sq = 0.0f;
-    for (int c = threadIdx.x; c < D; c += blockDim.x) {
-        const float d = xr[c] - mean;
-        sq += d * d;
-    }
-    const float rstd = rsqrtf(vhc_block_sum(sq, red) / (float)D + eps);
+    const float rstd = vhc_block_rstd(xr, D, mean, eps, red);
     for (int c = threadIdx.x; c < D; c += blockDim.x) {
         const int64_t i = row * D + c;
         y[i] = (gamma[i] + (gamma_bias ? gamma_bias[c] : 0.0f)) * ((xr[c] - mean) * rstd) +

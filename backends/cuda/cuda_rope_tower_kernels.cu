@@ -112,12 +112,7 @@ k_swiglu_layernorm_bf16(const float *__restrict__ gu, int64_t gu_ld, int up_col,
         sum += v;
     }
     const float mean = vhc_block_sum(sum, red) / (float)F;
-    float sq = 0.0f;
-    for (int c = threadIdx.x; c < F; c += blockDim.x) {
-        const float d = h[c] - mean;
-        sq += d * d;
-    }
-    const float rstd = rsqrtf(vhc_block_sum(sq, red) / (float)F + eps);
+    const float rstd = vhc_block_rstd(h, F, mean, eps, red);
     vhc_bf16 *o = out + row * out_ld;
     for (int c = threadIdx.x; c < F; c += blockDim.x) o[c] = f2bf((h[c] - mean) * rstd * gamma[c] + beta[c]);
     for (int64_t c = F + threadIdx.x; c < out_ld; c += blockDim.x) o[c] = 0; /* the padding the GEMM reads */
