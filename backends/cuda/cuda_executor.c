@@ -49,6 +49,7 @@ static vh_status allocate_host_mirrors(vh_executor *e, char *err, size_t err_siz
 void cuda_executor_free_host(vh_executor *e)
 {
     if (!e) return;
+    cuda_queries_free(e);
     free(e->queries.data);
     free(e->blocks);
     free(e);

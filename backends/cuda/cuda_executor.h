@@ -94,6 +94,7 @@ typedef struct vit_scratch {
     float *tmp;                        /* [T, D] projection outputs; patch-embed GEMM output */
     float *mlp;                        /* [T, H]; with 2-D RoPE layers [T, 2H] (gate | up) */
     vhc_bf16 *mlp_bf16;                /* [T, H]; with 2-D RoPE layers rows of H rounded up to 8 */
+    float *rope;                       /* with 2-D RoPE layers: a layer's rotations [grid][D / 4] (cos, sin) */
 } vit_scratch;
 
 typedef struct vit_buffers {
@@ -145,9 +146,15 @@ typedef struct llm_buffers {
  * asks for (they run one after the other on the stream). cuda_query_sets.c. */
 typedef struct query_buffers {
     float **data;                      /* [model's n_slots] (host array): NULL where no held block touches it */
+    float **host;                      /* [n_slots] pinned mirrors of the core's inputs, made at a slot's first
+                                        * input: a run's uploads then read fixed addresses (a graph replays them) */
     char *scratch;
     size_t scratch_bytes;
 } query_buffers;
+
+/* A graph's key holds the filled slots as a bitmask of this many words: models of more slots run
+ * their query-set runs without graphs. */
+#define CUDA_GRAPH_INPUT_WORDS 4
 
 /* Rows one batch may ask for (VH_BATCH_HIDDEN_ROWS): a few per segment. */
 #define CUDA_HIDDEN_ROWS_PER_SEGMENT 4
@@ -217,8 +224,9 @@ struct vh_executor {
     int graphs_enabled;                /* 0 after a capture failed, or with VH_CUDA_GRAPHS=0 */
     /* one graph per block range (a moving pipeline split runs several) and image count (0: decode) */
     /* (the rows' address is part of the key: a graph holds the pointers it was captured with) */
-    struct { cudaGraphExec_t exec; uint32_t first_block, n_blocks, n_images; const float *x; int seen;
-             uint64_t last_use; } graphs[8];
+    /* a run on query sets: its frames and which slots the core filled are part of the key too */
+    struct { cudaGraphExec_t exec; uint32_t first_block, n_blocks, n_images, n_frames; const float *x; int seen;
+             uint64_t inputs[CUDA_GRAPH_INPUT_WORDS]; uint64_t last_use; } graphs[32];
     uint64_t graph_clock;
     vhc_profile *profile;              /* VH_CUDA_PROFILE=1 only (cuda_profile.h) */
     /* VH_CUDA_KV_GATHER=1, a benchmark peer only (ActionFlow's way): every layer of every pass copies
@@ -264,11 +272,14 @@ static inline float *cuda_query_rows(vh_executor *e, uint32_t slot, uint32_t fra
 }
 
 /* The query sets (cuda_query_sets.c): the host array of their pointers (describe), their device
- * memory and the scratch (a memory plan walk), the core's inputs uploaded before a run's blocks,
- * and read_slot (a query set's frame, or a tower's image). */
+ * memory and the scratch (a memory plan walk), the core's inputs copied into pinned mirrors
+ * (stage, before the run) and from there to the device (upload, among the run's operations: a
+ * graph captures it), and read_slot (a query set's frame, or a tower's image). */
 vh_status cuda_queries_describe(vh_executor *e, char *err, size_t err_size);
 void cuda_memory_plan_queries(vh_executor *e, cuda_arena *a);
+cudaError_t cuda_stage_slot_inputs(vh_executor *e, const vh_batch *batch);
 cudaError_t cuda_upload_slot_inputs(vh_executor *e, const vh_batch *batch);
+void cuda_queries_free(vh_executor *e);
 vh_status cuda_read_slot(vh_executor *e, uint32_t slot, uint32_t image, float *dst, size_t n_floats, char *err,
                          size_t err_size);
 

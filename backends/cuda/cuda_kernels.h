@@ -65,18 +65,21 @@ void vhc_vit_qkv_split(cudaStream_t s, const float *qkv, const float *bias, vhc_
 /* The tower layer with 2-D RoPE (cuda_rope_tower_kernels.cu). Window order: a grid of side g
  * padded to whole windows of side w (nw = ceil(g / w) a side), window by window, row-major within;
  * w = g is the grid itself.
+ * vhc_rope_table: table [w][hd / 4] of (cos, sin) floats, the angle of window position pos and
+ * pair j: pos / w * rope_grid / theta^(2j / (hd / 2)).
  * vhc_window_scatter: out [images, (nw w)^2, D] bf16 = src + bias (src [images, g g] rows src_ld
- * apart, fp32; the bias alone, or 0 when NULL, at padding), rotated when rope: pair (2j, 2j+1) of
- * each head's first half by the token's row within its window, of its second half by its column,
- * angle pos / w * rope_grid / theta^(2j / (hd / 2)), j < hd / 4.
+ * apart, fp32, 8-byte aligned; the bias alone, or 0 when NULL, at padding), rotated by rope_table
+ * unless NULL: pair (2j, 2j+1) of each head's first half by the token's row within its window, of
+ * its second half by its column.
  * vhc_window_gather: out [images, g g, D] grid order from in in window order (D % 8 == 0).
  * vhc_swiglu_layernorm_bf16: out = bf16(LayerNorm(silu(gate + gate_bias) * (up + up_bias)) gamma +
  * beta) per row over F columns, gate at columns [0, F) of gu's rows (gu_ld apart), up at [up_col,
  * up_col + F); out's rows out_ld >= F apart, columns [F, out_ld) set to 0; F <= VHC_SWIGLU_MAX_F;
  * biases may be NULL. */
 #define VHC_SWIGLU_MAX_F 12288
+void vhc_rope_table(cudaStream_t s, float *table, int w, int hd, int rope_grid, float theta);
 void vhc_window_scatter(cudaStream_t s, const float *src, int64_t src_ld, const float *bias, vhc_bf16 *out,
-                        int images, int g, int w, int D, int heads, int rope, int rope_grid, float theta);
+                        int images, int g, int w, int D, int heads, const float *rope_table);
 void vhc_window_gather(cudaStream_t s, const vhc_bf16 *in, vhc_bf16 *out, int images, int g, int w, int D);
 void vhc_swiglu_layernorm_bf16(cudaStream_t s, const float *gu, int64_t gu_ld, int up_col, const float *gate_bias,
                                const float *up_bias, const float *gamma, const float *beta, vhc_bf16 *out,

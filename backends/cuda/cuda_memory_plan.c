@@ -118,7 +118,7 @@ void cuda_memory_plan_work(vh_executor *e, cuda_arena *a)
          * windows holds q, k, v and the attention's output of the grid padded to whole windows, and
          * its SwiGLU gate | up side by side (cuda_rope_tower_layer.c) */
         const uint64_t IT = images * T;
-        uint64_t QT = IT, GU = H, HB = H;
+        uint64_t QT = IT, GU = H, HB = H, rope_side = 0; /* rope_side: the longest window or grid side */
         if (held.rope_2d) { /* the MLP padded to a multiple of 8 (cuda_rope_tower_pack.c) */
             HB = (H + 7) / 8 * 8;
             GU = 2 * HB;
@@ -130,6 +130,7 @@ void cuda_memory_plan_work(vh_executor *e, cuda_arena *a)
                     continue;
                 const uint64_t g = m->towers[m->slots[d->inputs[0]].tower].grid, side = (g + tp->window - 1) / tp->window * tp->window;
                 QT = max64(QT, images * side * side);
+                rope_side = max64(rope_side, tp->window);
             }
         }
         e->vit.pixel_floats = 0;
@@ -149,6 +150,10 @@ void cuda_memory_plan_work(vh_executor *e, cuda_arena *a)
         s->tmp = cuda_arena_take(a, max64(IT, NP) * D * 4);
         s->mlp = cuda_arena_take(a, IT * GU * 4);
         s->mlp_bf16 = cuda_arena_take(a, IT * HB * 2);
+        if (held.rope_2d) { /* a global layer's rotations run over the grid's side */
+            for (uint32_t t = 0; t < m->n_towers; t++) rope_side = max64(rope_side, m->towers[t].grid);
+            s->rope = cuda_arena_take(a, rope_side * (D / 4) * 2 * 4);
+        }
     }
     if (has_proj || has_llm) e->proj.patch_embeds = cuda_arena_take(a, images * m->n_image_tokens * m->llm.hidden * 4);
     if (has_proj) { /* all images' rows at once */

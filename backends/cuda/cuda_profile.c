@@ -16,12 +16,14 @@ typedef struct profile_entry {
     int rows;
     long calls;
     double ms, min_ms; /* the minimum: free of one-off costs (a GEMM shape's first call times its candidates) */
+    double host_ms;    /* the host's time from this mark to the next: above the GPU's, the GPU waited on the host */
 } profile_entry;
 
 struct vhc_profile {
     cudaEvent_t events[MAX_MARKS];
     const char *ops[MAX_MARKS];
     int rows[MAX_MARKS];
+    double host_at[MAX_MARKS];
     int n_marks, n_events_created, dropped;
     profile_entry entries[MAX_ENTRIES];
     int n_entries;
@@ -65,6 +67,7 @@ void vhc_profile_mark(vhc_profile *p, cudaStream_t s, const char *op, int rows)
     cudaEventRecord(p->events[i], s);
     p->ops[i] = op;
     p->rows[i] = rows;
+    p->host_at[i] = now_ms();
     p->n_marks++;
 }
 
@@ -105,6 +108,7 @@ void vhc_profile_run_end(vhc_profile *p)
         if (!en->calls || ms < en->min_ms) en->min_ms = ms;
         en->calls++;
         en->ms += ms;
+        en->host_ms += p->host_at[i + 1] - p->host_at[i];
     }
     cudaGetLastError();
 }
@@ -123,14 +127,14 @@ void vhc_profile_destroy(vhc_profile *p, const char *who, const vh_executor_para
     qsort(p->entries, (size_t)p->n_entries, sizeof p->entries[0], by_time_desc);
     vh_backend_log(log_to, VH_LOG_INFO, "cuda profile (%s): %ld runs, GPU span %.1f ms, host wall %.1f ms, marks "
                    "dropped %d", who, p->runs, p->gpu_ms, p->host_ms, p->dropped);
-    vh_backend_log(log_to, VH_LOG_INFO, "  %-22s %6s %8s %10s %10s %10s %6s", "operation", "rows", "calls", "total ms",
-                   "mean us", "min us", "share");
+    vh_backend_log(log_to, VH_LOG_INFO, "  %-22s %6s %8s %10s %10s %10s %6s %10s", "operation", "rows", "calls",
+                   "total ms", "mean us", "min us", "share", "host us");
     for (int i = 0; i < p->n_entries; i++) {
         const profile_entry *en = &p->entries[i];
         if (en->ms < 0.002 * total && i >= 40) break;
-        vh_backend_log(log_to, VH_LOG_INFO, "  %-22s %6d %8ld %10.2f %10.1f %10.1f %5.1f%%", en->op, en->rows,
+        vh_backend_log(log_to, VH_LOG_INFO, "  %-22s %6d %8ld %10.2f %10.1f %10.1f %5.1f%% %10.1f", en->op, en->rows,
                        en->calls, en->ms, 1e3 * en->ms / (double)en->calls, 1e3 * en->min_ms,
-                       total > 0 ? 100.0 * en->ms / total : 0.0);
+                       total > 0 ? 100.0 * en->ms / total : 0.0, 1e3 * en->host_ms / (double)en->calls);
     }
     for (int i = 0; i < p->n_events_created; i++) cudaEventDestroy(p->events[i]);
     free(p);

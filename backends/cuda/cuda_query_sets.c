@@ -17,7 +17,8 @@ vh_status cuda_queries_describe(vh_executor *e, char *err, size_t err_size)
     int any = 0;
     for (uint32_t i = 0; i < e->params.n_blocks; i++) any |= e->blocks[i].variant->on_queries;
     if (!any) return VH_OK;
-    if (!(e->queries.data = calloc(e->model->n_slots, sizeof *e->queries.data)))
+    if (!(e->queries.data = calloc(e->model->n_slots, sizeof *e->queries.data)) ||
+        !(e->queries.host = calloc(e->model->n_slots, sizeof *e->queries.host)))
         return vh_backend_fail(err, err_size, VH_ERR_OUT_OF_MEMORY, "cuda: out of host memory");
     return VH_OK;
 }
@@ -51,13 +52,33 @@ void cuda_memory_plan_queries(vh_executor *e, cuda_arena *a)
     e->queries.scratch = cuda_arena_take(a, scratch);
 }
 
+/* The previous run has finished (a run waits for its stream), so its mirrors are free to refill. */
+cudaError_t cuda_stage_slot_inputs(vh_executor *e, const vh_batch *batch)
+{
+    if (!(batch->options & VH_BATCH_SLOT_INPUTS) || !e->queries.data) return cudaSuccess;
+    const uint64_t frames = e->params.max_frames ? e->params.max_frames : 1;
+    for (uint32_t s = 0; s < batch->n_slot_inputs && s < e->model->n_slots; s++) {
+        if (!batch->slot_inputs[s] || !e->queries.data[s]) continue;
+        const vh_query_set_desc qs = cuda_query_set(e, s);
+        if (!e->queries.host[s]) {
+            cudaError_t ce = cudaMallocHost((void **)&e->queries.host[s], sizeof(float) * frames * qs.rows * qs.width);
+            if (ce != cudaSuccess) {
+                e->queries.host[s] = NULL;
+                return ce;
+            }
+        }
+        memcpy(e->queries.host[s], batch->slot_inputs[s], sizeof(float) * batch->n_frames * qs.rows * qs.width);
+    }
+    return cudaSuccess;
+}
+
 cudaError_t cuda_upload_slot_inputs(vh_executor *e, const vh_batch *batch)
 {
     if (!(batch->options & VH_BATCH_SLOT_INPUTS) || !e->queries.data) return cudaSuccess;
     for (uint32_t s = 0; s < batch->n_slot_inputs && s < e->model->n_slots; s++) {
-        if (!batch->slot_inputs[s] || !e->queries.data[s]) continue;
+        if (!batch->slot_inputs[s] || !e->queries.data[s] || !e->queries.host[s]) continue;
         const vh_query_set_desc qs = cuda_query_set(e, s);
-        cudaError_t ce = cudaMemcpyAsync(e->queries.data[s], batch->slot_inputs[s],
+        cudaError_t ce = cudaMemcpyAsync(e->queries.data[s], e->queries.host[s],
                                          sizeof(float) * batch->n_frames * qs.rows * qs.width, cudaMemcpyHostToDevice,
                                          e->stream);
         if (ce != cudaSuccess) return ce;
@@ -100,4 +121,13 @@ vh_status cuda_read_slot(vh_executor *e, uint32_t slot, uint32_t image, float *d
     cudaError_t ce = cudaMemcpyAsync(dst, src, sizeof(float) * n, cudaMemcpyDeviceToHost, e->stream);
     if (ce == cudaSuccess) ce = cuda_wait_stream(e);
     return ce == cudaSuccess ? VH_OK : cuda_fail(err, err_size, ce, "read_slot");
+}
+
+void cuda_queries_free(vh_executor *e)
+{
+    if (!e->queries.host) return;
+    for (uint32_t s = 0; s < e->model->n_slots; s++)
+        if (e->queries.host[s]) cudaFreeHost(e->queries.host[s]);
+    free(e->queries.host);
+    e->queries.host = NULL;
 }

@@ -20,12 +20,34 @@ static __device__ __forceinline__ void window_cell(int64_t i, int w, int nw, int
     *c = (win % nw) * w + *wc;
 }
 
+/* The rotation of window position pos (a row or a column within the window) and pair j of a
+ * head's half, as the reference's float32 table: t = pos / w * rope_grid, angle t / theta^(2j / half);
+ * table [w][hd / 4] (cos, sin). Once per layer: the scatter's threads then read it instead of each
+ * computing a power, a cosine and a sine. */
+__global__ void k_rope_table(float2 *__restrict__ table, int w, int quarter, int hp, int rope_grid, float theta)
+{
+    const int id = blockIdx.x * blockDim.x + threadIdx.x;
+    if (id >= w * quarter) return;
+    const int pos = id / quarter, j = id % quarter;
+    const float t = (float)pos / (float)w * (float)rope_grid;
+    const float angle = t * (1.0f / powf(theta, (float)(2 * j) / (float)hp));
+    table[id] = make_float2(cosf(angle), sinf(angle));
+}
+
+extern "C" void vhc_rope_table(cudaStream_t s, float *table, int w, int hd, int rope_grid, float theta)
+{
+    const int n = w * (hd / 4);
+    if (n <= 0) return;
+    k_rope_table<<<(unsigned)((n + WT_THREADS - 1) / WT_THREADS), WT_THREADS, 0, s>>>((float2 *)table, w, hd / 4,
+                                                                                     hd / 2, rope_grid, theta);
+}
+
 /* One thread per rotation pair (2 channels) of one padded token:
  * out[img][i] = rope(src[img][grid token of i] + bias), the bias alone (or 0) where i is padding. */
 __global__ void __launch_bounds__(WT_THREADS)
 k_window_scatter(const float *__restrict__ src, int64_t src_ld, const float *__restrict__ bias,
-                 vhc_bf16 *__restrict__ out, int g, int w, int nw, int D, int hd, int rope, int rope_grid,
-                 float theta, int64_t pairs_per_image)
+                 vhc_bf16 *__restrict__ out, int g, int w, int nw, int D, int hd, const float2 *__restrict__ rope,
+                 int64_t pairs_per_image)
 {
     const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const int img = blockIdx.y, half_d = D / 2;
@@ -40,29 +62,27 @@ k_window_scatter(const float *__restrict__ src, int64_t src_ld, const float *__r
     const int P = nw * w, Tp = P * P;
     float a = bias ? bias[ch] : 0.0f, b = bias ? bias[ch + 1] : 0.0f;
     if (r < g && c < g) {
-        const float *row = src + ((int64_t)img * g * g + (int64_t)r * g + c) * src_ld;
-        a += row[ch];
-        b += row[ch + 1];
+        const float2 x = *(const float2 *)(src + ((int64_t)img * g * g + (int64_t)r * g + c) * src_ld + ch);
+        a += x.x;
+        b += x.y;
     }
-    if (rope) { /* as the reference's float32 table: t = pos / side * rope_grid, 1 / theta^(2j / half) */
-        const float t = (float)(second ? wc : wr) / (float)w * (float)rope_grid;
-        const float angle = t * (1.0f / powf(theta, (float)(2 * j) / (float)hp));
-        const float cs = cosf(angle), sn = sinf(angle), x = a, y = b;
-        a = x * cs - y * sn;
-        b = y * cs + x * sn;
+    if (rope) {
+        const float2 cs = rope[(second ? wc : wr) * quarter + j];
+        const float x = a, y = b;
+        a = x * cs.x - y * cs.y;
+        b = y * cs.x + x * cs.y;
     }
     *(unsigned *)(out + ((int64_t)img * Tp + i) * D + ch) = pack_bf2(a, b);
 }
 
 extern "C" void vhc_window_scatter(cudaStream_t s, const float *src, int64_t src_ld, const float *bias,
-                                   vhc_bf16 *out, int images, int g, int w, int D, int heads, int rope,
-                                   int rope_grid, float theta)
+                                   vhc_bf16 *out, int images, int g, int w, int D, int heads, const float *rope_table)
 {
     const int nw = (g + w - 1) / w, hd = D / heads;
     const int64_t pairs = (int64_t)nw * w * nw * w * (D / 2);
     if (images <= 0 || pairs <= 0) return;
     const dim3 grid((unsigned)((pairs + WT_THREADS - 1) / WT_THREADS), (unsigned)images);
-    k_window_scatter<<<grid, WT_THREADS, 0, s>>>(src, src_ld, bias, out, g, w, nw, D, hd, rope, rope_grid, theta,
+    k_window_scatter<<<grid, WT_THREADS, 0, s>>>(src, src_ld, bias, out, g, w, nw, D, hd, (const float2 *)rope_table,
                                                  pairs);
 }
 

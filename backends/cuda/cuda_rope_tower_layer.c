@@ -6,7 +6,8 @@
  *
  *   n = norm1(x)                                  bf16, every image's tokens: one GEMM for q|k|v
  *   q, k, v in window order, the grid zero-padded to whole windows after the norm (a padded token's
- *   q, k, v are their biases, or 0), q and k rotated by the token's place in its window
+ *   q, k, v are their biases, or 0), q and k rotated by the token's place in its window (the
+ *   layer's rotation table computed once, then read by every token)
  *   x += o(attention within each window)          every window of every image in one flash launch
  *   x += down(sub_norm(silu(gate(norm2(x))) * up(norm2(x))))
  *
@@ -59,9 +60,10 @@ vh_status cuda_rope_tower_layer(vh_executor *e, const cuda_block *b, const vh_ba
     vhc_bf16 *dst[3] = {s->q, s->k, s->v};
     if ((st = vhc_linear(e->gemm, s->xn, D, R, D, b->qkv_w, 3 * D, s->qkv, 3 * D, 0, err, err_size))) return st;
     VHC_MARK(e, "eva.window_rope", R);
+    vhc_rope_table(e->stream, s->rope, w, hd, (int)b->info.rope_grid, b->info.rope_theta);
     for (int p = 0; p < 3; p++)
-        vhc_window_scatter(e->stream, s->qkv + p * D, 3 * D, b->vec[biases[p]], dst[p], images, g, w, D, heads, p < 2,
-                           (int)b->info.rope_grid, b->info.rope_theta);
+        vhc_window_scatter(e->stream, s->qkv + p * D, 3 * D, b->vec[biases[p]], dst[p], images, g, w, D, heads,
+                           p < 2 ? s->rope : NULL);
     VHC_MARK(e, "eva.attention", images * Tp);
     vhc_flash_attention_batch(e->stream, s->q, D, s->k, s->v, D, s->attn, D, ww, heads, heads, hd, scale, ww, -1,
                               images * nw * nw, (int64_t)ww * D);

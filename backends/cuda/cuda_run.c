@@ -222,13 +222,17 @@ static vh_status run_blocks(vh_executor *e, const vh_batch *batch, uint32_t firs
     if (needs_rows && (st = validate_and_stage_rows(e, batch, err, err_size))) return st;
 
     vhc_profile_run_begin(e->profile);
+    cudaError_t ce0;
     if (needs_pixels) stage_pixels(e, batch);
+    if ((ce0 = cuda_stage_slot_inputs(e, batch))) return cuda_fail(err, err_size, ce0, "staging the query sets");
     int launched = 0;
     const int decode_step = needs_rows && !needs_images && batch->n_rows == 1 && batch->n_segments == 1;
-    /* (blocks on query sets read the core's inputs from host memory each run: never a graph) */
     const int vision_batch = needs_images && !needs_rows && !needs.queries;
+    /* (the core's inputs are in the pinned mirrors by now, the addresses a graph replays) */
+    const int query_run = needs.queries && !needs_rows && !needs_pixels;
     /* (no options: every segment runs LoRA set 0, the one a graph captured) */
-    if (e->graphs_enabled && !batch->options && (decode_step || vision_batch) &&
+    const int plain = !batch->options || (query_run && batch->options == VH_BATCH_SLOT_INPUTS);
+    if (e->graphs_enabled && plain && (decode_step || vision_batch || query_run) &&
         (st = cuda_graph_run(e, batch, blocks, first_block, n_blocks, needs_pixels, needs_rows, &launched, err, err_size)))
         return st;
     if (!launched && (st = cuda_enqueue(e, batch, blocks, n_blocks, needs_pixels, needs_rows, err, err_size))) return st;

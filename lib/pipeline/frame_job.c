@@ -86,7 +86,14 @@ static vh_status stage0_run(void *user, const vh_batch *batch, uint32_t first, u
     if (first + n > ctx->model->llm_embed_block)
         return vh_error_set(err, VH_ERR_INTERNAL, "a vision run of blocks %u..%u past the vision side (%u blocks)", first,
                             first + n - 1, ctx->model->llm_embed_block);
-    return vh_stage_run_range(&ctx->plan->stages[0], batch, first, first + n, err);
+    const int64_t t0 = vh_now_ns();
+    const vh_status st = vh_stage_run_range(&ctx->plan->stages[0], batch, first, first + n, err);
+    if (ctx->trace) { /* the front end's steps on the timeline: which run or read holds a frame up */
+        char name[48];
+        snprintf(name, sizeof name, "vision run %u..%u", first, first + n - 1);
+        vh_trace_span(ctx->trace, 0, name, 0, t0, vh_now_ns());
+    }
+    return st;
 }
 
 static vh_status stage0_read(void *user, uint32_t slot, uint32_t index, float *dst, size_t n, vh_error *err)
@@ -98,7 +105,13 @@ static vh_status stage0_read(void *user, uint32_t slot, uint32_t index, float *d
         return vh_error_set(err, VH_ERR_UNSUPPORTED, "backend '%s' cannot hand a front end's outputs back (no "
                             "read_slot): run this model's vision side on a CPU backend", be->name);
     char why[512] = "";
+    const int64_t t0 = vh_now_ns();
     vh_status st = be->read_slot(s->executor, slot, index, dst, n, why, sizeof why);
+    if (ctx->trace) {
+        char name[48];
+        snprintf(name, sizeof name, "vision read slot %u", slot);
+        vh_trace_span(ctx->trace, 0, name, 0, t0, vh_now_ns());
+    }
     return st ? vh_error_set(err, st, "backend '%s': %s", be->name, why) : VH_OK;
 }
 

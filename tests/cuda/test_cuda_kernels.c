@@ -874,7 +874,21 @@ static void run_attention(const char *what, const vhc_bf16 *dq, const uint16_t *
 /* The images of a ViT batch in one launch (vhc_flash_attention_batch) give the bits of one launch
  * per image (whose results the dense test checks against float64): the batch offsets reach every
  * image, and no block reads another image's keys. */
-static void test_attention_batch(int T, int D, int H, int n_images, uint64_t seed)
+typedef struct batch_att_args {
+    const vhc_bf16 *q, *k, *v;
+    vhc_bf16 *out;
+    int T, D, H, n_images;
+    float scale;
+} batch_att_args;
+
+static void batch_att_launch(void *ctx)
+{
+    const batch_att_args *a = ctx;
+    vhc_flash_attention_batch(0, a->q, a->D, a->k, a->v, a->D, a->out, a->D, a->T, a->H, a->H, a->D / a->H, a->scale,
+                              a->T, -1, a->n_images, (int64_t)a->T * a->D);
+}
+
+static void test_attention_batch(int T, int D, int H, int n_images, uint64_t seed, int time_it)
 {
     char what[160];
     snprintf(what, sizeof what, "flash attention batch of %d images T=%d D=%d heads=%d", n_images, T, D, H);
@@ -890,9 +904,13 @@ static void test_attention_batch(int T, int D, int H, int n_images, uint64_t see
         vhc_flash_attention(0, q + at, D, k + at, v + at, D, (vhc_bf16 *)gb_at(&one, 0) + at, D, T, H, H, D / H, scale,
                             T, -1);
     }
-    vhc_flash_attention_batch(0, q, D, k, v, D, gb_at(&all, 0), D, T, H, H, D / H, scale, T, -1, n_images,
-                              (int64_t)T * D);
+    batch_att_args args = {q, k, v, gb_at(&all, 0), T, D, H, n_images, scale};
+    batch_att_launch(&args);
     launch_check(what);
+    if (time_it) {
+        const double us = time_launches(batch_att_launch, &args, 20);
+        printf("  time %-58s %9.1f us %6.0f TFLOP/s\n", what, us, 4.0 * n_images * T * (double)T * D / us * 1e-6);
+    }
     uint16_t *a = gb_download(&one), *b = gb_download(&all);
     long bad = 0;
     for (size_t i = 0; i < len; i++)
@@ -1730,8 +1748,10 @@ int main(void)
     /* ViT attention: SigLIP-like and DINOv2-like full sizes, small test sizes, fused layout, padded
      * output rows, fewer keys than rows, large scores, rising scores, odd head_dim */
     test_attention_dense(261, 1024, 16, 0, 0, 261, 2.0f, 0, seed++, 1);
-    test_attention_batch(261, 1024, 16, 4, seed++); /* DINOv2-L, 4 images */
-    test_attention_batch(256, 1152, 16, 3, seed++); /* SigLIP so400m (head_dim 72), 3 images */
+    test_attention_batch(261, 1024, 16, 4, seed++, 0); /* DINOv2-L, 4 images */
+    test_attention_batch(256, 1152, 16, 3, seed++, 0); /* SigLIP so400m (head_dim 72), 3 images */
+    test_attention_batch(1600, 1024, 16, 6, seed++, 1); /* EVA-02-L's global layers, six cameras */
+    test_attention_batch(256, 1024, 16, 54, seed++, 1); /* its windows: 9 a camera */
     test_attention_dense(256, 1152, 16, 0, 0, 256, 2.0f, 0, seed++, 1);
     test_attention_dense(256, 1152, 16, 1, 8, 256, 2.0f, 0, seed++, 0);
     test_attention_dense(197, 64, 8, 0, 0, 197, 2.0f, 0, seed++, 0);
