@@ -448,9 +448,11 @@ static void resample_vertical(const uint8_t *src, size_t src_stride, uint32_t ro
     vertical_portable(src, src_stride, row0, width, down, out, out_stride);
 }
 
-vh_status vh_resize_bicubic_rgb8_code(const uint8_t *src, uint32_t src_w, uint32_t src_h,
-                                      size_t src_stride, uint8_t *dst, uint32_t dst_w,
-                                      uint32_t dst_h, vh_resize_code code, vh_error *err)
+/* Output rows [y0, y1) of the dst_w x dst_h resize into dst (its row 0 is output row y0): each
+ * output row depends on its own source rows only, so a part is the whole's rows, bit for bit. */
+static vh_status resize_rows(const uint8_t *src, uint32_t src_w, uint32_t src_h, size_t src_stride, uint8_t *dst,
+                             uint32_t dst_w, uint32_t dst_h, uint32_t y0, uint32_t y1, vh_resize_code code,
+                             vh_error *err)
 {
     if (!src || !dst)
         return vh_error_set(err, VH_ERR_INVALID_ARGUMENT, "resize: %s is NULL",
@@ -460,6 +462,8 @@ vh_status vh_resize_bicubic_rgb8_code(const uint8_t *src, uint32_t src_w, uint32
         return vh_error_set(err, VH_ERR_INVALID_ARGUMENT,
                             "resize: %ux%u -> %ux%u: each side must be 1..%u", src_w, src_h, dst_w,
                             dst_h, VH_RESIZE_MAX_SIDE);
+    if (y0 >= y1 || y1 > dst_h)
+        return vh_error_set(err, VH_ERR_INVALID_ARGUMENT, "resize: output rows %u..%u of %u", y0, y1, dst_h);
     size_t src_row_bytes = (size_t)src_w * 3; /* sides are bounded: no overflow */
     size_t dst_stride = (size_t)dst_w * 3;
     if (src_stride == 0)
@@ -479,8 +483,8 @@ vh_status vh_resize_bicubic_rgb8_code(const uint8_t *src, uint32_t src_w, uint32
     bool need_horizontal = dst_w != src_w;
     bool need_vertical = dst_h != src_h;
     if (!need_horizontal && !need_vertical) {
-        for (uint32_t y = 0; y < src_h; y++)
-            memcpy(dst + (size_t)y * dst_stride, src + (size_t)y * src_stride, dst_stride);
+        for (uint32_t y = y0; y < y1; y++)
+            memcpy(dst + (size_t)(y - y0) * dst_stride, src + (size_t)y * src_stride, dst_stride);
         return VH_OK;
     }
 
@@ -496,10 +500,18 @@ vh_status vh_resize_bicubic_rgb8_code(const uint8_t *src, uint32_t src_w, uint32
         (status = axis_init(&down, src_h, dst_h, false, "vertical", err)) != VH_OK)
         goto done;
 
+    /* the vertical axis of rows y0..y1-1 only: a view into the whole's */
+    resample_axis part = down;
+    if (need_vertical) {
+        part.out_size = y1 - y0;
+        part.first += y0;
+        part.count += y0;
+        part.weights += (size_t)y0 * down.stride;
+    }
     if (need_horizontal && need_vertical) {
         /* Only the source rows the vertical pass reads go through the horizontal pass. */
-        uint32_t row0 = down.first[0];
-        uint32_t row_end = down.first[dst_h - 1] + down.count[dst_h - 1];
+        uint32_t row0 = part.first[0];
+        uint32_t row_end = part.first[part.out_size - 1] + part.count[part.out_size - 1];
         size_t between_bytes;
         if (__builtin_mul_overflow(dst_stride, (size_t)(row_end - row0), &between_bytes) ||
             !(between = malloc(between_bytes))) {
@@ -509,11 +521,11 @@ vh_status vh_resize_bicubic_rgb8_code(const uint8_t *src, uint32_t src_w, uint32
             goto done;
         }
         resample_horizontal(src, src_stride, row0, row_end - row0, &across, between, dst_stride);
-        resample_vertical(between, dst_stride, row0, dst_w, &down, dst, dst_stride, code);
+        resample_vertical(between, dst_stride, row0, dst_w, &part, dst, dst_stride, code);
     } else if (need_horizontal) {
-        resample_horizontal(src, src_stride, 0, src_h, &across, dst, dst_stride);
+        resample_horizontal(src + (size_t)y0 * src_stride, src_stride, 0, y1 - y0, &across, dst, dst_stride);
     } else {
-        resample_vertical(src, src_stride, 0, src_w, &down, dst, dst_stride, code);
+        resample_vertical(src, src_stride, 0, src_w, &part, dst, dst_stride, code);
     }
 
 done:
@@ -521,6 +533,20 @@ done:
     axis_free(&across);
     axis_free(&down);
     return status;
+}
+
+vh_status vh_resize_bicubic_rgb8_code(const uint8_t *src, uint32_t src_w, uint32_t src_h,
+                                      size_t src_stride, uint8_t *dst, uint32_t dst_w,
+                                      uint32_t dst_h, vh_resize_code code, vh_error *err)
+{
+    return resize_rows(src, src_w, src_h, src_stride, dst, dst_w, dst_h, 0, dst_h, code, err);
+}
+
+vh_status vh_resize_bicubic_rgb8_rows(const uint8_t *src, uint32_t src_w, uint32_t src_h,
+                                      size_t src_stride, uint8_t *dst, uint32_t dst_w,
+                                      uint32_t dst_h, uint32_t y0, uint32_t y1, vh_error *err)
+{
+    return resize_rows(src, src_w, src_h, src_stride, dst, dst_w, dst_h, y0, y1, VH_RESIZE_CODE_BEST, err);
 }
 
 vh_status vh_resize_bicubic_rgb8(const uint8_t *src, uint32_t src_w, uint32_t src_h,

@@ -46,6 +46,14 @@ typedef enum vh_resize_code {
 /* Whether this build and CPU can run `code`. */
 bool vh_resize_code_available(vh_resize_code code);
 
+/* Output rows [y0, y1) of vh_resize_bicubic_rgb8's dst_w x dst_h result, into dst (dst_w * 3
+ * bytes a row, its first row output row y0): the same bytes as the whole image's rows; only the
+ * source rows they read are resampled (a crop's rows, a camera split across threads).
+ * VH_ERR_INVALID_ARGUMENT also for an empty or out-of-range row range. */
+vh_status vh_resize_bicubic_rgb8_rows(const uint8_t *src, uint32_t src_w, uint32_t src_h,
+                                      size_t src_stride, uint8_t *dst, uint32_t dst_w,
+                                      uint32_t dst_h, uint32_t y0, uint32_t y1, vh_error *err);
+
 /* vh_resize_bicubic_rgb8 with the given code; VH_ERR_INVALID_ARGUMENT if it is not available. */
 vh_status vh_resize_bicubic_rgb8_code(const uint8_t *src, uint32_t src_w, uint32_t src_h,
                                       size_t src_stride, uint8_t *dst, uint32_t dst_w,

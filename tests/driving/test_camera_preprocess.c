@@ -89,6 +89,16 @@ START_TEST(test_against_the_agent_pipeline)
          * per normalised value: a few 1e-7 of values up to 2.6 */
         ck_assert_msg(worst <= 1e-5, "case %zu: error %g", k, worst);
         ck_assert_msg(sum_error <= 1e-6, "case %zu: planes' sums off by %g a pixel", k, sum_error);
+        /* cut by output rows (a camera over several threads): the checked planes' bytes, each part
+         * writing its rows only */
+        float *parts = malloc(sizeof(float) * 3 * OUT * OUT);
+        memset(parts, 0xff, sizeof(float) * 3 * OUT * OUT);
+        const uint32_t cut[4] = {0, 1, OUT / 3 + 1, OUT};
+        for (int q = 0; q < 3; q++)
+            ck_assert_msg(vh_camera_preprocess_rows(&prep, rgb, w, h, 0, parts, cut[q], cut[q + 1], NULL, &err) == VH_OK,
+                          "%s", err.message);
+        ck_assert_msg(!memcmp(parts, planes, sizeof(float) * 3 * OUT * OUT), "case %zu: the parts differ", k);
+        free(parts);
         free(want);
         free(rgb);
     }
@@ -104,6 +114,9 @@ START_TEST(test_bad_arguments)
     float planes[3];
     vh_error err;
     ck_assert_int_eq(vh_camera_preprocess(&prep, NULL, 1, 1, 0, planes, NULL, &err), VH_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(vh_camera_preprocess_rows(&prep, px, 1, 1, 0, planes, 5, 5, NULL, &err), VH_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(vh_camera_preprocess_rows(&prep, px, 1, 1, 0, planes, 0, prep.out_h + 1, NULL, &err),
+                     VH_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(vh_camera_preprocess(&prep, px, 0, 1, 0, planes, NULL, &err), VH_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(vh_camera_preprocess(NULL, px, 1, 1, 0, planes, NULL, &err), VH_ERR_INVALID_ARGUMENT);
     vh_camera_prep zero = prep;

@@ -78,6 +78,20 @@ START_TEST(resizes_like_pillow)
                   "%s: %s", what, err.message);
     assert_same_pixels(dst, ref, dst_w, dst_h, what);
 
+    /* Row ranges (a crop, a camera split across threads): Pillow's rows, whatever the range. */
+    const uint32_t ranges[5][2] = {{0, 1}, {0, (dst_h + 1) / 2}, {dst_h / 2, dst_h}, {dst_h / 3, 2 * dst_h / 3 + 1},
+                                   {dst_h - 1, dst_h}};
+    for (int r = 0; r < 5; r++) {
+        const uint32_t y0 = ranges[r][0], y1 = ranges[r][1] > dst_h ? dst_h : ranges[r][1];
+        if (y0 >= y1) continue;
+        char what_rows[300];
+        snprintf(what_rows, sizeof what_rows, "%s rows %u..%u", what, y0, y1);
+        memset(dst, 0, dst_bytes);
+        ck_assert_msg(vh_resize_bicubic_rgb8_rows(src, src_w, src_h, 0, dst, dst_w, dst_h, y0, y1, &err) == VH_OK,
+                      "%s: %s", what_rows, err.message);
+        assert_same_pixels(dst, ref + (size_t)y0 * dst_w * 3, dst_w, y1 - y0, what_rows);
+    }
+
     /* Rows further apart than width * 3, the gap full of bytes that must not be read. */
     size_t stride = (size_t)src_w * 3 + 13;
     uint8_t *strided = malloc(stride * src_h);
@@ -146,6 +160,9 @@ START_TEST(refuses_bad_arguments)
     ck_assert_int_eq(vh_resize_bicubic_rgb8(src, 4, 3, 11, dst, 4, 4, &err),
                      VH_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(err.message, "stride"));
+    ck_assert_int_eq(vh_resize_bicubic_rgb8_rows(src, 4, 3, 0, dst, 4, 4, 2, 2, &err), VH_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(vh_resize_bicubic_rgb8_rows(src, 4, 3, 0, dst, 4, 4, 3, 5, &err), VH_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(err.message, "rows"));
 }
 END_TEST
 

@@ -37,9 +37,19 @@ static void stretch_row(const float *row, const col_tap *cols, int64_t ow, float
 vh_status vh_camera_preprocess(const vh_camera_prep *c, const uint8_t *rgb, uint32_t w, uint32_t h, size_t stride,
                                float *planes, double intrinsic[9], vh_error *err)
 {
+    return vh_camera_preprocess_rows(c, rgb, w, h, stride, planes, 0, c ? c->out_h : 0, intrinsic, err);
+}
+
+vh_status vh_camera_preprocess_rows(const vh_camera_prep *c, const uint8_t *rgb, uint32_t w, uint32_t h,
+                                    size_t stride, float *planes, uint32_t y0, uint32_t y1, double intrinsic[9],
+                                    vh_error *err)
+{
     if (!c || !rgb || !planes || !w || !h || !c->cam_w || !c->cam_h || !c->final_w || !c->final_h || !c->out_w ||
         !c->out_h)
         return vh_error_set(err, VH_ERR_INVALID_ARGUMENT, "camera preprocessing: a NULL or an empty size");
+    if (y0 >= y1 || y1 > c->out_h)
+        return vh_error_set(err, VH_ERR_INVALID_ARGUMENT, "camera preprocessing: output rows %u..%u of %u", y0, y1,
+                            c->out_h);
     /* _sample_augmentation, eval: Python floats and int() truncation */
     const double fh_h = (double)c->final_h / c->cam_h, fw_w = (double)c->final_w / c->cam_w;
     const double resize = fh_h > fw_w ? fh_h : fw_w;
@@ -51,7 +61,15 @@ vh_status vh_camera_preprocess(const vh_camera_prep *c, const uint8_t *rgb, uint
                             (long long)new_w, (long long)new_h);
     const int64_t fw = c->final_w, fh = c->final_h, ow = c->out_w, oh = c->out_h;
     const size_t row_bytes = (size_t)new_w * 3;
-    uint8_t *resized = malloc(row_bytes * (size_t)new_h);
+    /* the resized image's rows the stretch reads for output rows y0..y1-1 (the taps' rows rise with
+     * y): only those are resized (the crop drops the rest; a camera split across threads resizes
+     * its part); one row when none is inside, so that the resize still checks the image */
+    const vh_bilinear_tap first_tap = vh_bilinear_tap_of(y0, fh, oh), last_tap = vh_bilinear_tap_of(y1 - 1, fh, oh);
+    int64_t lo = first_tap.first + crop_h, hi = (last_tap.first + 1 < fh ? last_tap.first + 1 : last_tap.first) + crop_h + 1;
+    if (lo < 0) lo = 0;
+    if (hi > new_h) hi = new_h;
+    if (lo >= hi) lo = 0, hi = 1;
+    uint8_t *resized = malloc(row_bytes * (size_t)(hi - lo));
     /* one source row in float and a zero pixel past its end, where the crop's outside taps read */
     float *src_row = malloc(sizeof *src_row * (row_bytes + 3));
     col_tap *cols = malloc(sizeof *cols * (size_t)ow);
@@ -62,7 +80,9 @@ vh_status vh_camera_preprocess(const vh_camera_prep *c, const uint8_t *rgb, uint
         st = vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "camera preprocessing: out of memory");
         goto done;
     }
-    if ((st = vh_resize_bicubic_rgb8(rgb, w, h, stride, resized, (uint32_t)new_w, (uint32_t)new_h, err))) goto done;
+    if ((st = vh_resize_bicubic_rgb8_rows(rgb, w, h, stride, resized, (uint32_t)new_w, (uint32_t)new_h, (uint32_t)lo,
+                                          (uint32_t)hi, err)))
+        goto done;
     /* The crop (zeros outside the resized image), the bilinear stretch to out_w x out_h and the
      * normalisation: every value goes through the float operations of the three steps done apart
      * (the crop's float image, vh_resize_bilinear_f32 over it, then (x - mean) * (1 / std)). The
@@ -81,7 +101,7 @@ vh_status vh_camera_preprocess(const vh_camera_prep *c, const uint8_t *rgb, uint
     const size_t plane = (size_t)ow * (size_t)oh;
     /* the source row each slot holds: -1 for a row outside the resized image (all alike), -2 none */
     int64_t held[2] = {-2, -2};
-    for (int64_t y = 0; y < oh; y++) {
+    for (int64_t y = y0; y < y1; y++) {
         const vh_bilinear_tap ty = vh_bilinear_tap_of(y, fh, oh);
         const int64_t r0 = ty.first + crop_h, r1 = (ty.first + 1 < fh ? ty.first + 1 : ty.first) + crop_h;
         const int64_t want[2] = {r0 >= 0 && r0 < new_h ? r0 : -1, r1 >= 0 && r1 < new_h ? r1 : -1};
@@ -91,7 +111,7 @@ vh_status vh_camera_preprocess(const vh_camera_prep *c, const uint8_t *rgb, uint
             if (slot[i] >= 0) continue;
             /* the slot the other tap does not read */
             const int s = slot[1 - i] == 0 ? 1 : 0;
-            const uint8_t *in = resized + (size_t)(want[i] >= 0 ? want[i] : 0) * row_bytes;
+            const uint8_t *in = resized + (size_t)(want[i] >= 0 ? want[i] - lo : 0) * row_bytes;
             for (size_t j = 0; j < row_bytes; j++) src_row[j] = want[i] >= 0 ? (float)in[j] : 0.0f;
             stretch_row(src_row, cols, ow, hrows + (size_t)s * 3 * (size_t)ow);
             held[s] = want[i], slot[i] = s;

@@ -40,4 +40,11 @@ vh_camera_prep vh_camera_prep_agent(void);
 vh_status vh_camera_preprocess(const vh_camera_prep *c, const uint8_t *rgb, uint32_t w, uint32_t h, size_t stride,
                                float *planes, double intrinsic[9], vh_error *err);
 
+/* Output rows [y0, y1) of each plane only (planes is the whole [3, out_h, out_w] buffer; the other
+ * rows are not written), the same bytes as vh_camera_preprocess's: a camera split across threads.
+ * VH_ERR_INVALID_ARGUMENT also for an empty or out-of-range row range. */
+vh_status vh_camera_preprocess_rows(const vh_camera_prep *c, const uint8_t *rgb, uint32_t w, uint32_t h,
+                                    size_t stride, float *planes, uint32_t y0, uint32_t y1, double intrinsic[9],
+                                    vh_error *err);
+
 #endif

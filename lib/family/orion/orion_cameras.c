@@ -2,6 +2,8 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -126,12 +128,18 @@ static void mat4_mul(const double *a, const double *b, double *out)
         }
 }
 
-/* One camera's preprocessing, on a thread of its own (prepare_planes). */
+/* Parts a camera is cut into, by output rows, at most. */
+#define CAMERA_PARTS_MAX 4
+
+/* One part of one camera's preprocessing (its output rows y0..y1-1), on a thread of its own
+ * (prepare_planes). */
 typedef struct camera_job {
     const vh_camera_prep *prep;
     const vh_camera_image *cam;
     float *planes;
+    uint32_t y0, y1;
     double A[9];                       /* the image transforms as a matrix on K (from K = I) */
+    int transform;                     /* this part computes A (a camera's first part) */
     vh_status status;
     vh_error err;
     pthread_t thread;
@@ -142,33 +150,45 @@ static void *camera_job_run(void *arg)
 {
     camera_job *j = arg;
     vh_error_clear(&j->err);
-    j->status = vh_camera_preprocess(j->prep, j->cam->rgb, j->cam->width, j->cam->height, j->cam->stride, j->planes,
-                                     j->A, &j->err);
+    j->status = vh_camera_preprocess_rows(j->prep, j->cam->rgb, j->cam->width, j->cam->height, j->cam->stride,
+                                          j->planes, j->y0, j->y1, j->transform ? j->A : NULL, &j->err);
     return NULL;
 }
 
-/* Every camera's planes and image transform: the cameras at once, each on a thread of its own
- * (started here and joined before it returns: a 1600 x 900 camera is tens of ms of one core), the
- * first on the calling thread; a camera whose thread does not start runs here too. The threads
- * inherit the calling thread's CPU affinity (the intake thread's: the session's CPUs). The first
- * failing camera's error, in camera order. */
+/* Every camera's planes and image transform: the cameras at once, each cut into as many parts by
+ * output rows as the CPUs allow (parts x cameras <= the calling thread's CPUs, at most
+ * CAMERA_PARTS_MAX: 2 on 16 CPUs for six cameras), each part on a thread of its own (started here
+ * and joined before it returns: a 1600 x 900 camera is milliseconds of one core; the parts give
+ * the same bytes as the whole), the first on the calling thread; a part whose thread does not
+ * start runs here too. The threads inherit the calling thread's CPU affinity (the intake
+ * thread's: the session's CPUs). The first failing camera's error, in camera order. */
 static vh_status prepare_planes(const vh_camera_prep *prep, const vh_frame_input *in, uint32_t n, float *planes,
-                                size_t plane, camera_job *jobs, vh_error *err)
+                                size_t plane, camera_job *jobs, double (*transforms)[9], vh_error *err)
 {
-    for (uint32_t i = 0; i < n; i++) {
-        jobs[i] = (camera_job){.prep = prep, .cam = &in->cameras[i], .planes = planes + i * plane,
-                               .A = {1, 0, 0, 0, 1, 0, 0, 0, 1}};
+    cpu_set_t mine;
+    const long cpus = sched_getaffinity(0, sizeof mine, &mine) == 0 ? CPU_COUNT(&mine) : sysconf(_SC_NPROCESSORS_ONLN);
+    uint32_t parts = n && cpus > (long)n ? (uint32_t)(cpus / (long)n) : 1;
+    if (parts > CAMERA_PARTS_MAX) parts = CAMERA_PARTS_MAX;
+    if (parts > prep->out_h) parts = prep->out_h ? prep->out_h : 1;
+    const uint32_t n_jobs = n * parts;
+    for (uint32_t i = 0; i < n_jobs; i++) {
+        const uint32_t cam = i / parts, part = i % parts;
+        jobs[i] = (camera_job){.prep = prep, .cam = &in->cameras[cam], .planes = planes + cam * plane,
+                               .y0 = (uint32_t)((uint64_t)prep->out_h * part / parts),
+                               .y1 = (uint32_t)((uint64_t)prep->out_h * (part + 1) / parts),
+                               .A = {1, 0, 0, 0, 1, 0, 0, 0, 1}, .transform = part == 0};
         if (i > 0) jobs[i].started = vh_thread_start(&jobs[i].thread, NULL, camera_job_run, &jobs[i], "vh-camera") == 0;
     }
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; i < n_jobs; i++) {
         if (jobs[i].started) pthread_join(jobs[i].thread, NULL);
         else camera_job_run(&jobs[i]);
     }
-    for (uint32_t i = 0; i < n; i++)
+    for (uint32_t i = 0; i < n_jobs; i++)
         if (jobs[i].status) {
             if (err) *err = jobs[i].err;
             return jobs[i].status;
         }
+    for (uint32_t cam = 0; cam < n; cam++) memcpy(transforms[cam], jobs[cam * parts].A, sizeof transforms[cam]);
     return VH_OK;
 }
 
@@ -178,14 +198,15 @@ vh_status vh_orion_cameras_prepare(const vh_model *m, vh_orion_cameras *c, const
     vh_camera_prep prep = vh_camera_prep_agent();
     prep.out_w = prep.out_h = fe->backbone.img_size;
     const size_t plane = (size_t)3 * prep.out_w * prep.out_h;
-    camera_job jobs[VH_FRONT_END_CAMERAS];
+    camera_job jobs[VH_FRONT_END_CAMERAS * CAMERA_PARTS_MAX];
     if (fe->n_cameras > VH_FRONT_END_CAMERAS)
         return vh_error_set(err, VH_ERR_BAD_MODEL, "%u cameras: the front end takes %d", fe->n_cameras,
                             VH_FRONT_END_CAMERAS);
-    vh_status st = prepare_planes(&prep, in, fe->n_cameras, c->planes, plane, jobs, err);
+    double transforms[VH_FRONT_END_CAMERAS][9];
+    vh_status st = prepare_planes(&prep, in, fe->n_cameras, c->planes, plane, jobs, transforms, err);
     if (st) return st;
     for (uint32_t i = 0; i < fe->n_cameras; i++) {
-        const double *A = jobs[i].A;
+        const double *A = transforms[i];
         double K[9];
         double A4[16] = {A[0], A[1], A[2], 0, A[3], A[4], A[5], 0, A[6], A[7], A[8], 0, 0, 0, 0, 1}, src[16], l2i[16];
         if (in->intrinsics && in->extrinsics) { /* the agent's lidar2img: K' (4 x 4) @ lidar2cam */
