@@ -1,5 +1,7 @@
 #include "frame_file.h"
 
+#include "json_line.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -186,6 +188,36 @@ void vh_frame_file_free(vh_frame_file *ff)
     memset(ff, 0, sizeof *ff);
 }
 
+/* One line of a frame file (vh_json_lines_each): its entry, or why not (-2). */
+typedef struct frame_lines {
+    vh_frame_file *out;
+    const char *dir;
+    size_t max_entries;
+    char what[512];
+    long line;
+} frame_lines;
+
+static int frame_line(json_t *obj, long number, void *user)
+{
+    frame_lines *c = user;
+    c->line = number;
+    if (c->out->n_entries == c->max_entries) {
+        snprintf(c->what, sizeof c->what, "more than %zu frames", c->max_entries);
+        return -2;
+    }
+    vh_frame_file_entry *grown = realloc(c->out->entries, sizeof *grown * (c->out->n_entries + 1));
+    if (!grown) {
+        snprintf(c->what, sizeof c->what, "out of memory");
+        return -2;
+    }
+    c->out->entries = grown;
+    vh_frame_file_entry *entry = &grown[c->out->n_entries++];
+    memset(entry, 0, sizeof *entry);
+    entry->line = number;
+    entry->command = -1;
+    return read_entry(obj, c->dir, entry, c->what, sizeof c->what) ? -2 : 0;
+}
+
 int vh_frame_file_load(const char *path, size_t max_entries, vh_frame_file *out, char *why, size_t why_size)
 {
     memset(out, 0, sizeof *out);
@@ -202,43 +234,14 @@ int vh_frame_file_load(const char *path, size_t max_entries, vh_frame_file *out,
     char *slash = strrchr(dir, '/');
     if (slash) slash[slash == dir] = '\0'; /* "/x.jsonl": the folder is "/" */
     else dir[0] = '\0';
-    char *line = NULL;
-    size_t cap = 0;
-    long number = 0;
-    int rc = 0;
-    ssize_t len;
-    while (rc == 0 && (len = getline(&line, &cap, f)) > 0) {
-        number++;
-        if (strspn(line, " \t\r\n") == (size_t)len) continue;
-        char what[512];
-        json_error_t e;
-        json_t *obj = json_loadb(line, (size_t)len, JSON_REJECT_DUPLICATES, &e);
-        if (!obj) {
-            snprintf(what, sizeof what, "not JSON (%s)", e.text);
-            rc = -1;
-        } else if (out->n_entries == max_entries) {
-            snprintf(what, sizeof what, "more than %zu frames", max_entries);
-            rc = -1;
-        } else {
-            vh_frame_file_entry *grown = realloc(out->entries, sizeof *grown * (out->n_entries + 1));
-            if (!grown) {
-                snprintf(what, sizeof what, "out of memory");
-                rc = -1;
-            } else {
-                out->entries = grown;
-                vh_frame_file_entry *entry = &grown[out->n_entries++];
-                memset(entry, 0, sizeof *entry);
-                entry->line = number;
-                entry->command = -1;
-                rc = read_entry(obj, dir, entry, what, sizeof what);
-            }
-        }
-        json_decref(obj);
-        if (rc) snprintf(why, why_size, "%s: line %ld: %s", path, number, what);
-    }
+    frame_lines ctx = {.out = out, .dir = dir, .max_entries = max_entries};
+    json_error_t e;
+    long bad_line = 0;
+    int rc = vh_json_lines_each(f, JSON_REJECT_DUPLICATES, frame_line, &ctx, &bad_line, &e);
+    if (rc == -1) snprintf(why, why_size, "%s: line %ld: not JSON (%s)", path, bad_line, e.text);
+    else if (rc) snprintf(why, why_size, "%s: line %ld: %s", path, ctx.line, ctx.what), rc = -1;
     if (rc == 0 && ferror(f)) rc = -1, snprintf(why, why_size, "%s: %s", path, strerror(errno));
     if (rc == 0 && out->n_entries == 0) rc = -1, snprintf(why, why_size, "%s: no frames", path);
-    free(line);
     free(dir);
     fclose(f);
     if (rc) vh_frame_file_free(out);

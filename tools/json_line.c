@@ -98,10 +98,11 @@ int vh_json_lines_each(FILE *f, size_t flags, vh_json_line_fn fn, void *user, lo
     size_t cap = 0;
     long line = 0;
     int rc = 0;
-    while (rc == 0 && getline(&text, &cap, f) > 0) {
+    ssize_t len;
+    while (rc == 0 && (len = getline(&text, &cap, f)) > 0) {
         line++;
-        if (strspn(text, " \t\r\n") == strlen(text)) continue;
-        json_t *obj = json_loads(text, flags, bad);
+        if (strspn(text, " \t\r\n") == (size_t)len) continue;
+        json_t *obj = json_loadb(text, (size_t)len, flags, bad); /* the whole line: a NUL in it is an error */
         if (!obj) {
             *bad_line = line;
             rc = -1;
