@@ -177,6 +177,34 @@ START_TEST(test_cameras_to_trajectory)
 }
 END_TEST
 
+#ifdef CAMERAS_GRAPHS
+/* cuda: the heads' runs replayed as CUDA graphs (from a key's second run) give the bits of every
+ * kernel launched one by one (VH_CUDA_GRAPHS=0); both sessions keep cuBLASLt's first heuristic
+ * choice (VH_CUDA_GEMM_TUNE=0), which timing could otherwise change between sessions. Six frames:
+ * each run's key eager, captured, then replayed four times. */
+START_TEST(test_graphs_replay_eager_bits)
+{
+    rig r;
+    make_rig(&r);
+    float eager[2 * FRAMES][2 * POINTS], got[2 * POINTS];
+    setenv("VH_CUDA_GEMM_TUNE", "0", 1);
+    setenv("VH_CUDA_GRAPHS", "0", 1);
+    vh_session *s = open_session("orion/model-front", VH_EXECUTION_SERIAL);
+    for (int t = 0; t < 2 * FRAMES; t++) answer(s, &r, t % FRAMES, eager[t]);
+    vh_session_destroy(s);
+    unsetenv("VH_CUDA_GRAPHS");
+    s = open_session("orion/model-front", VH_EXECUTION_SERIAL);
+    for (int t = 0; t < 2 * FRAMES; t++) {
+        answer(s, &r, t % FRAMES, got);
+        ck_assert_msg(same(got, eager[t]), "frame %d: the graphs' answer differs from the launched kernels'", t);
+    }
+    vh_session_destroy(s);
+    unsetenv("VH_CUDA_GEMM_TUNE");
+    free_rig(&r);
+}
+END_TEST
+#endif
+
 /* vision_tokens_fn: the tokens of the session's frames 1 and 2 (frame ids), in order. */
 typedef struct collected {
     float tokens[2][529 * 64];
@@ -403,6 +431,9 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_tokens_match_released_front_end);
     tcase_add_test(tc, test_bad_camera_frames);
+#ifdef CAMERAS_GRAPHS
+    tcase_add_test(tc, test_graphs_replay_eager_bits);
+#endif
 #ifdef CAMERAS_RELEASED_ONLY
     const int exact_backend = 0;
 #else
