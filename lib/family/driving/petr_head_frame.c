@@ -6,11 +6,15 @@
 #include "family/driving/petr_heads.h"
 
 #include "family/driving/petr_math.h"
+#include "util/thread_start.h"
 
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define NERF_POINTS (VH_PETR_MAX_POINTS * 3 * 12)
 #define NERF_MOTION (13 * 12)
@@ -110,15 +114,14 @@ static vh_status read_rows(step *t, uint32_t slot, float *dst, size_t n)
     return t->r->read(t->r->user, slot, dst, n, t->err);
 }
 
-/* The bank's M entries' encodings. Entries written in one frame share their age and ego motion, so
- * those two encodings (about three quarters of the sines and cosines, ~5 ms a head at the agent's
- * 600 entries) are computed once per distinct input and copied to the entries that repeat it: the
- * same bits, since equal inputs give equal outputs. A few recent inputs are remembered; the
- * points' encodings differ entry by entry. */
+/* The bank's M entries' age and motion encodings. Entries written in one frame share their age
+ * and ego motion, so those two encodings (~5 ms a head at the agent's 600 entries) are computed
+ * once per distinct input and copied to the entries that repeat it: the same bits, since equal
+ * inputs give equal outputs. A few recent inputs are remembered; the points' encodings differ
+ * entry by entry (encode_points). */
 #define ENCODE_CACHE 8
 
-static void encode_bank(const vh_petr_bank *b, uint32_t M, const float pc_range[6], float *pt_enc, float *motion_enc,
-                        float *age_enc)
+static void encode_bank(const vh_petr_bank *b, uint32_t M, const float pc_range[6], float *motion_enc, float *age_enc)
 {
     uint32_t age_from[ENCODE_CACHE], motion_from[ENCODE_CACHE]; /* rows whose encodings are remembered */
     uint32_t n_age = 0, n_motion = 0, next_age = 0, next_motion = 0;
@@ -139,8 +142,8 @@ static void encode_bank(const vh_petr_bank *b, uint32_t M, const float pc_range[
                 motion_hit = 1;
             }
         }
-        vh_petr_bank_encode_row(b, i, pc_range, pt_enc + (size_t)i * NERF_POINTS, motion_hit ? NULL : motion_out,
-                                age_hit ? NULL : age_out);
+        if (!age_hit || !motion_hit)
+            vh_petr_bank_encode_row(b, i, pc_range, NULL, motion_hit ? NULL : motion_out, age_hit ? NULL : age_out);
         if (!age_hit) {
             age_from[next_age] = i;
             next_age = (next_age + 1) % ENCODE_CACHE;
@@ -154,6 +157,50 @@ static void encode_bank(const vh_petr_bank *b, uint32_t M, const float pc_range[
     }
 }
 
+/* The entries' points' encodings (every entry its own: 396 sines and cosines, ~1.3 ms a head of
+ * one core at 600 entries), rows [first, end) a part, the parts on threads of their own started
+ * and joined here (the first on the calling thread, a part whose thread does not start too). */
+#define POINT_PARTS_MAX 4
+#define POINT_ROWS_PER_PART 64 /* fewer rows a part: not worth a thread */
+
+typedef struct point_part {
+    const vh_petr_bank *b;
+    const float *pc_range;
+    float *pt_enc;
+    uint32_t first, end;
+    pthread_t thread;
+    int started;
+} point_part;
+
+static void *encode_points_part(void *arg)
+{
+    const point_part *p = arg;
+    for (uint32_t i = p->first; i < p->end; i++)
+        vh_petr_bank_encode_row(p->b, i, p->pc_range, p->pt_enc + (size_t)i * NERF_POINTS, NULL, NULL);
+    return NULL;
+}
+
+static void encode_points(const vh_petr_bank *b, uint32_t M, const float pc_range[6], float *pt_enc)
+{
+    cpu_set_t mine;
+    const long cpus = sched_getaffinity(0, sizeof mine, &mine) == 0 ? CPU_COUNT(&mine) : sysconf(_SC_NPROCESSORS_ONLN);
+    uint32_t parts = M / POINT_ROWS_PER_PART;
+    if (parts > POINT_PARTS_MAX) parts = POINT_PARTS_MAX;
+    if ((long)parts > cpus) parts = cpus > 0 ? (uint32_t)cpus : 1;
+    if (parts < 1) parts = 1;
+    point_part p[POINT_PARTS_MAX];
+    for (uint32_t k = 0; k < parts; k++) {
+        p[k] = (point_part){.b = b, .pc_range = pc_range, .pt_enc = pt_enc,
+                            .first = (uint32_t)((uint64_t)M * k / parts), .end = (uint32_t)((uint64_t)M * (k + 1) / parts)};
+        if (k > 0) p[k].started = vh_thread_start(&p[k].thread, NULL, encode_points_part, &p[k], "vh-encode") == 0;
+    }
+    encode_points_part(&p[0]);
+    for (uint32_t k = 1; k < parts; k++) {
+        if (p[k].started) pthread_join(p[k].thread, NULL);
+        else encode_points_part(&p[k]);
+    }
+}
+
 /* A: the positions of the memory and the queries, the ages'; B: the ego motion's modulation. On
  * return s->mem_pos1 holds temp_pos (MLN + time_embedding of the age) and s->pt_pos from row M on
  * the queries' positions with time_embedding(0) added. */
@@ -161,7 +208,8 @@ static vh_status positions(step *t, const vh_petr_head *h, const vh_petr_heads_c
 {
     vh_petr_head_state *s = t->s;
     const uint32_t D = h->n.embed, M = c->memory_len, Q0 = h->n.extra + h->n.queries;
-    encode_bank(&s->bank, M, c->pc_range, s->pt_enc, s->motion_enc, s->age_enc);
+    encode_bank(&s->bank, M, c->pc_range, s->motion_enc, s->age_enc);
+    encode_points(&s->bank, M, c->pc_range, s->pt_enc);
     memcpy(s->pt_enc + (size_t)M * NERF_POINTS, h->query_pt_enc, sizeof(float) * Q0 * NERF_POINTS);
     vh_pos2posemb1d(0.0, AGE_ENC, s->age_enc + (size_t)M * AGE_ENC);
     give(t, h->pt_enc, s->pt_enc);
