@@ -1,11 +1,10 @@
 #include "plan/plan.h"
 
 #include "plan/split_calibration.h"
+#include "util/thread_start.h"
 
-#include <sched.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 /* Split "a,b" into names; returns the count or -1 when there are too many or one is empty. */
 static int split_backend_names(const char *csv, char names[][65], int max)
@@ -56,8 +55,7 @@ static int32_t cpu_stage_threads(const vh_plan_request *req, const vh_plan *plan
     if (req->n_threads > 0) return req->n_threads;
     int has_gpu = 0;
     for (uint32_t i = 0; i < plan->n_stages; i++) has_gpu |= plan->stages[i].device == VH_DEVICE_GPU;
-    cpu_set_t mine; /* the CPUs this thread may use (the session's cpu_affinity, if given) */
-    int cores = sched_getaffinity(0, sizeof mine, &mine) == 0 ? CPU_COUNT(&mine) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    const int cores = vh_thread_cpus(); /* the CPUs this thread may use (the session's cpu_affinity, if given) */
     return has_gpu && cores > 2 ? (int32_t)(cores - 1) : 0;
 }
 

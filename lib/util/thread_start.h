@@ -12,4 +12,8 @@
  * at most 15 characters. */
 int vh_thread_start(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg, const char *name);
 
+/* The CPUs the calling thread may run on (its affinity: the session's cpu_affinity, if given, for
+ * the library's threads; the threads it starts inherit it), at least 1. */
+int vh_thread_cpus(void);
+
 #endif

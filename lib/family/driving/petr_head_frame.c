@@ -11,10 +11,8 @@
 #include <float.h>
 #include <math.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define NERF_POINTS (VH_PETR_MAX_POINTS * 3 * 12)
 #define NERF_MOTION (13 * 12)
@@ -182,11 +180,10 @@ static void *encode_points_part(void *arg)
 
 static void encode_points(const vh_petr_bank *b, uint32_t M, const float pc_range[6], float *pt_enc)
 {
-    cpu_set_t mine;
-    const long cpus = sched_getaffinity(0, sizeof mine, &mine) == 0 ? CPU_COUNT(&mine) : sysconf(_SC_NPROCESSORS_ONLN);
+    const uint32_t cpus = (uint32_t)vh_thread_cpus();
     uint32_t parts = M / POINT_ROWS_PER_PART;
     if (parts > POINT_PARTS_MAX) parts = POINT_PARTS_MAX;
-    if ((long)parts > cpus) parts = cpus > 0 ? (uint32_t)cpus : 1;
+    if (parts > cpus) parts = cpus;
     if (parts < 1) parts = 1;
     point_part p[POINT_PARTS_MAX];
     for (uint32_t k = 0; k < parts; k++) {

@@ -2,8 +2,6 @@
 
 #include <math.h>
 #include <pthread.h>
-#include <sched.h>
-#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -165,9 +163,8 @@ static void *camera_job_run(void *arg)
 static vh_status prepare_planes(const vh_camera_prep *prep, const vh_frame_input *in, uint32_t n, float *planes,
                                 size_t plane, camera_job *jobs, double (*transforms)[9], vh_error *err)
 {
-    cpu_set_t mine;
-    const long cpus = sched_getaffinity(0, sizeof mine, &mine) == 0 ? CPU_COUNT(&mine) : sysconf(_SC_NPROCESSORS_ONLN);
-    uint32_t parts = n && cpus > (long)n ? (uint32_t)(cpus / (long)n) : 1;
+    const uint32_t cpus = (uint32_t)vh_thread_cpus();
+    uint32_t parts = n && cpus > n ? cpus / n : 1;
     if (parts > CAMERA_PARTS_MAX) parts = CAMERA_PARTS_MAX;
     if (parts > prep->out_h) parts = prep->out_h ? prep->out_h : 1;
     const uint32_t n_jobs = n * parts;
