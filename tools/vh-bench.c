@@ -48,7 +48,7 @@
  * fixed rig's lidar2img, an ego driving a circle, can_bus to match and timestamp_ns 0.5 s apart
  * (tools/camera_rig.h), the commands and noise as above, stream 0. Every run is one episode from
  * the rig's frame 0 (a session kept over rounds is reset first), so the rounds time the same work.
- * The front end runs on the CPU backends only (doc/api.md): a GPU first stage fails the frames.
+ * The front end runs on the stage of the ViT's blocks (cuda, cpu_amx or cpu_generic; doc/api.md).
  */
 #include <ctype.h>
 #include <jansson.h>
