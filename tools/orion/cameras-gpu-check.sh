@@ -8,10 +8,13 @@
 # device run: carry ["build-gpu-min", "build-gpu-base-min", ".devlibs", ".orion-src"],
 #   command: sh tools/orion/cameras-gpu-check.sh
 # Each step has its own time limit; $OUT/summary.txt gathers the figures as they come.
-# Knobs: NEW, BASE (the two builds), STEPS (which steps, default all: tests eva frame graphs
-# profile peers hybrid).
+# Knobs: NEW, BASE (the two builds), MID (a third timed between them where that folder exists:
+# default build-gpu-mid-min), STEPS (which steps, default all: tests eva frame graphs profile peers
+# hybrid), DEADLINE (no step starts after it, seconds). A test that fails on NEW is run again with
+# MID's plugin.
 set -u
-NEW=${NEW:-build-gpu-min} BASE=${BASE:-build-gpu-base-min}
+NEW=${NEW:-build-gpu-min} BASE=${BASE:-build-gpu-base-min} MID=${MID:-build-gpu-mid-min}
+TIMED="$BASE"; [ -d "$MID" ] && TIMED="$TIMED $MID"; TIMED="$TIMED $NEW"
 OUT=${OUT:-/tmp/vh-cameras}
 STEPS=${STEPS:-tests eva frame graphs profile peers hybrid}
 mkdir -p "$OUT" /tmp/vhlibs
@@ -20,11 +23,17 @@ cp .devlibs/*.so* /tmp/vhlibs/ 2>/dev/null
 python3 -c "import lzma,glob,os; [open('/tmp/vhlibs/'+os.path.basename(f)[:-3],'wb').write(lzma.open(f).read()) for f in glob.glob('.devlibs/*.xz')]"
 export LD_LIBRARY_PATH=/tmp/vhlibs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export VH_TEST_DATA="$PWD/tests/fixtures" VH_SOURCE_ROOT="$PWD" CK_DEFAULT_TIMEOUT=600
-has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
+START=$(date +%s) DEADLINE=${DEADLINE:-540} # seconds: no step starts after it (the call's limit)
+has() {
+  case " $STEPS " in *" $1 "*) ;; *) return 1 ;; esac
+  [ $(($(date +%s) - START)) -lt "$DEADLINE" ] && return 0
+  echo "skipped $1: past ${DEADLINE}s" >> "$S"; return 1
+}
+past() { [ $(($(date +%s) - START)) -ge "$DEADLINE" ]; }
 note() { echo "$*" | tee -a "$S"; }
 python3 tests/fixtures/derive_fixtures.py > "$OUT/derive.log" 2>&1 || note "derive_fixtures failed"
 note "gpu: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader)"
-note "new $(cat "$NEW/REVISION" 2>/dev/null) base $(cat "$BASE/REVISION" 2>/dev/null)"
+for b in $TIMED; do note "$b: $(cat "$b/REVISION" 2>/dev/null)"; done
 
 # The tests: every kernel, EVA's layers, the PETR heads and the whole front end against the
 # released code; gpu_orion_cameras also replays the heads' graphs against eager launches.
@@ -34,6 +43,11 @@ if has tests; then
     note "test $t rc=$? $(grep -E '^[0-9]+%: Checks' "$OUT/$t.log" | tail -n 1)"
     grep -E ':F:|:E:' "$OUT/$t.log" | head -n 5 | tee -a "$S"
     grep -E 'error [^ ]+ of the largest|FAIL|  time |all kernels passed' "$OUT/$t.log" | head -n 40 >> "$S"
+    if [ "$t" != cuda_kernels ] && ! grep -qE '^100%: Checks' "$OUT/$t.log" && [ -d "$MID/backends/cuda" ]; then
+      VH_BACKEND_PATH="$PWD/$MID/backends/cuda" timeout 300 "$NEW/tests/test_$t" > "$OUT/$t-mid.log" 2>&1
+      note "test $t on $MID rc=$? $(grep -E '^[0-9]+%: Checks' "$OUT/$t-mid.log" | tail -n 1)"
+      grep -E 'error [^ ]+ of the largest|FAIL' "$OUT/$t-mid.log" | head -n 20 >> "$S"
+    fi
   done
 fi
 
@@ -45,10 +59,11 @@ if has eva || has frame || has profile || has hybrid || has graphs; then
   note "synth rc=$? $(tail -n 1 "$OUT/synth.log")"
 fi
 
-# The ViT alone, base and new alternated twice.
+# The ViT alone, the builds alternated twice.
 if has eva; then
   for r in 1 2; do
-    for b in "$BASE" "$NEW"; do
+    for b in $TIMED; do
+      past && break
       VH_BACKEND_PATH="$PWD/$b/backends/cuda" timeout 120 "$b/bench/bench_eva" --model $M --backend cuda \
           --images 6 --iters 20 > "$OUT/eva-$b-$r.txt" 2>&1
       note "bench_eva $b round $r rc=$?: $(grep -iE 'median|TFLOP' "$OUT/eva-$b-$r.txt" | tr '\n' ' ')"
@@ -56,12 +71,13 @@ if has eva; then
   done
 fi
 
-# A camera frame end to end, base and new alternated twice, each with a trace of the new build.
+# A camera frame end to end, the builds alternated twice, each with a trace.
 if has frame; then
   for r in 1 2; do
-    for b in "$BASE" "$NEW"; do
+    for b in $TIMED; do
+      past && break
       VH_BACKEND_PATH="$PWD/$b/backends/cuda" timeout 150 "$b/tools/vh-bench" --model $M --backend cuda \
-          --frames 10 --warmup 2 --trace "$OUT/trace-$b-$r.json" > "$OUT/frame-$b-$r.txt" 2>&1
+          --frames 8 --warmup 2 --trace "$OUT/trace-$b-$r.json" > "$OUT/frame-$b-$r.txt" 2>&1
       note "vh-bench $b round $r rc=$?"
       grep -E 'frames/s|end-to-end|vision|prefill|backend|resident' "$OUT/frame-$b-$r.txt" | head -n 12 >> "$S"
     done
