@@ -18,7 +18,7 @@
 /* One cached shape: everything cublasLtMatmul needs besides the pointers. */
 typedef struct gemm_shape {
     int64_t M, N, K, lda, ldd;
-    int accumulate;
+    int accumulate, bias; /* vhc_linear_out's epilogue */
     uint32_t align;                    /* bytes every operand's address is a multiple of (<= 256) */
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t a_layout, b_layout, d_layout;
@@ -35,6 +35,7 @@ typedef struct gemm_shape {
  * verdict instead of timing again in the middle of a frame; the session's warm-up fills these. */
 typedef struct tune_verdict {
     int64_t N, K, bucket;
+    int output; /* shape_output(): the heuristic lists other algorithms for other outputs */
     int rank;
 } tune_verdict;
 
@@ -98,11 +99,14 @@ void vhc_gemm_destroy(vhc_gemm *g)
     free(g);
 }
 
+static int shape_output(const gemm_shape *s) { return s->accumulate | s->bias << 1; }
+
 static const tune_verdict *find_verdict(const vhc_gemm *g, const gemm_shape *s)
 {
     for (int i = 0; i < g->n_verdicts; i++) {
         const tune_verdict *v = &g->verdicts[i];
-        if (v->N == s->N && v->K == s->K && v->bucket == s->M / TUNE_BUCKET_ROWS) return v;
+        if (v->N == s->N && v->K == s->K && v->bucket == s->M / TUNE_BUCKET_ROWS && v->output == shape_output(s))
+            return v;
     }
     return NULL;
 }
@@ -116,13 +120,14 @@ static void remember_verdict(vhc_gemm *g, const gemm_shape *s, int rank)
         slot = g->next_verdict;
         g->next_verdict = (slot + 1) % MAX_VERDICTS;
     }
-    g->verdicts[slot] = (tune_verdict){.N = s->N, .K = s->K, .bucket = s->M / TUNE_BUCKET_ROWS, .rank = rank};
+    g->verdicts[slot] =
+        (tune_verdict){.N = s->N, .K = s->K, .bucket = s->M / TUNE_BUCKET_ROWS, .output = shape_output(s), .rank = rank};
 }
 
 /* cuBLASLt is column-major. Row-major D[M,N] is column-major D^T [N,M]; D^T = W . A^T, where W
  * (row-major [N,K]) is stored column-major as [K,N] and used transposed, and A (row-major [M,K]) is
  * stored column-major as [K,M] and used as is. */
-static vh_status prepare_shape(vhc_gemm *g, gemm_shape *s, char *err, size_t err_size)
+static vh_status prepare_shape(vhc_gemm *g, gemm_shape *s, const float *bias, char *err, size_t err_size)
 {
     cublasStatus_t st;
     const cublasOperation_t op_t = CUBLAS_OP_T, op_n = CUBLAS_OP_N;
@@ -135,6 +140,15 @@ static vh_status prepare_shape(vhc_gemm *g, gemm_shape *s, char *err, size_t err
         snprintf(err, err_size, "cuda: cuBLASLt descriptor for %lldx%lldx%lld failed (%d)", (long long)s->M,
                  (long long)s->N, (long long)s->K, (int)st);
         return VH_ERR_BACKEND_FAILED;
+    }
+    if (s->bias) { /* the heuristic reads the pointer's alignment (in s->align too); each call sets its own */
+        const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+        if ((st = cublasLtMatmulDescSetAttribute(s->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue)) ||
+            (st = cublasLtMatmulDescSetAttribute(s->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias))) {
+            snprintf(err, err_size, "cuda: cuBLASLt bias epilogue for %lldx%lldx%lld failed (%d)", (long long)s->M,
+                     (long long)s->N, (long long)s->K, (int)st);
+            return VH_ERR_BACKEND_FAILED;
+        }
     }
     cublasLtMatmulPreference_t pref;
     if ((st = cublasLtMatmulPreferenceCreate(&pref))) {
@@ -161,8 +175,8 @@ static vh_status prepare_shape(vhc_gemm *g, gemm_shape *s, char *err, size_t err
         return VH_ERR_BACKEND_FAILED;
     }
     s->algo = s->candidates[0];
-    /* timing runs overwrite D: only where the real call overwrites it too */
-    s->tuned = !g->tuning || s->n_candidates < 2 || s->M < TUNE_MIN_ROWS || s->accumulate;
+    /* timing runs write D: an accumulating shape is timed on a scratch of D's size (tune_shape) */
+    s->tuned = !g->tuning || s->n_candidates < 2 || s->M < TUNE_MIN_ROWS;
     const tune_verdict *v = s->tuned ? NULL : find_verdict(g, s);
     if (v && v->rank < s->n_candidates) {
         s->algo = s->candidates[v->rank];
@@ -182,7 +196,7 @@ static void tune_shape(vhc_gemm *g, gemm_shape *s, const vhc_bf16 *A, const vhc_
         cudaGetLastError();
         return; /* the next call outside a capture times it */
     }
-    const float alpha = 1.0f, beta = 0.0f;
+    const float alpha = 1.0f, beta = s->accumulate ? 1.0f : 0.0f;
     float best_ms = 0.0f, first_ms = 0.0f;
     int best = 0;
     for (int c = 0; c < s->n_candidates; c++) {
@@ -212,21 +226,22 @@ static void tune_shape(vhc_gemm *g, gemm_shape *s, const vhc_bf16 *A, const vhc_
 /* The largest power of two up to 256 that divides the three operands' addresses. Arena buffers are
  * 256-byte aligned; a LoRA delta adds into columns at an offset of the fused q|k|v output, and
  * row ranges of a packed batch start inside buffers. */
-static uint32_t operand_alignment(const void *A, const void *W, const void *D)
+static uint32_t operand_alignment(const void *A, const void *W, const void *D, const void *bias)
 {
-    const uintptr_t bits = (uintptr_t)A | (uintptr_t)W | (uintptr_t)D | 256u;
+    const uintptr_t bits = (uintptr_t)A | (uintptr_t)W | (uintptr_t)D | (uintptr_t)bias | 256u;
     return (uint32_t)(bits & (~bits + 1));
 }
 
 static gemm_shape *find_shape(vhc_gemm *g, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldd, int accumulate,
-                              uint32_t align, char *err, size_t err_size)
+                              const float *bias_ptr, uint32_t align, char *err, size_t err_size)
 {
+    const int bias = bias_ptr != NULL;
     g->clock++;
     int oldest = 0;
     for (int i = 0; i < g->n_shapes; i++) {
         gemm_shape *s = &g->shapes[i];
         if (s->M == M && s->N == N && s->K == K && s->lda == lda && s->ldd == ldd && s->accumulate == accumulate &&
-            s->align == align) {
+            s->bias == bias && s->align == align) {
             s->last_use = g->clock;
             return s;
         }
@@ -235,9 +250,9 @@ static gemm_shape *find_shape(vhc_gemm *g, int64_t M, int64_t N, int64_t K, int6
     /* packed passes see many row counts: when full, the least recently used shape makes room */
     gemm_shape *s = &g->shapes[g->n_shapes < MAX_SHAPES ? g->n_shapes : oldest];
     if (g->n_shapes == MAX_SHAPES) release_shape(s);
-    *s = (gemm_shape){.M = M, .N = N, .K = K, .lda = lda, .ldd = ldd, .accumulate = accumulate, .align = align,
-                      .last_use = g->clock};
-    if (prepare_shape(g, s, err, err_size) != VH_OK) {
+    *s = (gemm_shape){.M = M, .N = N, .K = K, .lda = lda, .ldd = ldd, .accumulate = accumulate, .bias = bias,
+                      .align = align, .last_use = g->clock};
+    if (prepare_shape(g, s, bias_ptr, err, err_size) != VH_OK) {
         release_shape(s);
         if (g->n_shapes == MAX_SHAPES) *s = g->shapes[--g->n_shapes]; /* keep the table dense */
         return NULL;
@@ -254,13 +269,30 @@ vh_status vhc_linear(vhc_gemm *g, const vhc_bf16 *A, int64_t lda, int64_t M, int
         vhc_gemv(g->stream, A, lda, M, K, W, N, D, ldd, accumulate);
         return VH_OK;
     }
-    gemm_shape *s = find_shape(g, M, N, K, lda, ldd, accumulate, operand_alignment(A, W, D), err, err_size);
+    const vhc_linear_out out = {.D = D, .ldd = ldd, .accumulate = accumulate};
+    return vhc_linear_to(g, A, lda, M, K, W, N, &out, err, err_size);
+}
+
+vh_status vhc_linear_to(vhc_gemm *g, const vhc_bf16 *A, int64_t lda, int64_t M, int64_t K, const vhc_bf16 *W,
+                        int64_t N, const vhc_linear_out *out, char *err, size_t err_size)
+{
+    if (M == 0) return VH_OK;
+    const int accumulate = out->accumulate != 0, bias = out->bias != NULL;
+    gemm_shape *s = find_shape(g, M, N, K, lda, out->ldd, accumulate, out->bias,
+                               operand_alignment(A, W, out->D, out->bias), err, err_size);
     if (!s) return VH_ERR_BACKEND_FAILED;
-    if (!s->tuned) tune_shape(g, s, A, W, D);
+    cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+    if (bias) st = cublasLtMatmulDescSetAttribute(s->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &out->bias,
+                                                  sizeof out->bias);
+    if (st == CUBLAS_STATUS_SUCCESS && !s->tuned) {
+        if (!accumulate) tune_shape(g, s, A, W, out->D);
+        else if (out->tune_scratch) tune_shape(g, s, A, W, out->tune_scratch);
+        else s->tuned = 1; /* nowhere to time it: the first choice */
+    }
     const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-    cublasStatus_t st = cublasLtMatmul(g->handle, s->desc, &alpha, W, s->a_layout, A, s->b_layout, &beta, D,
-                                       s->d_layout, D, s->d_layout, &s->algo, g->workspace, g->workspace_bytes,
-                                       g->stream);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmul(g->handle, s->desc, &alpha, W, s->a_layout, A, s->b_layout, &beta, out->D, s->d_layout,
+                            out->D, s->d_layout, &s->algo, g->workspace, g->workspace_bytes, g->stream);
     if (st != CUBLAS_STATUS_SUCCESS) {
         snprintf(err, err_size, "cuda: cublasLtMatmul %lldx%lldx%lld failed (%d)", (long long)M, (long long)N,
                  (long long)K, (int)st);

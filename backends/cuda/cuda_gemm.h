@@ -33,4 +33,20 @@ void vhc_gemm_destroy(vhc_gemm *g);
 vh_status vhc_linear(vhc_gemm *g, const vhc_bf16 *A, int64_t lda, int64_t M, int64_t K, const vhc_bf16 *W, int64_t N,
                      float *D, int64_t ldd, int accumulate, char *err, size_t err_size);
 
+/* vhc_linear with more done in cuBLASLt's epilogue (no kernel of its own), into fp32 D:
+ *   accumulate: D += result, a residual add;
+ *   bias:       N fp32 values added to every row, or NULL.
+ * tune_scratch: where the algorithm search may write when accumulate is set (D's size and layout;
+ * the search must not add its timing runs into D); NULL: an accumulating shape keeps the
+ * heuristic's first choice. */
+typedef struct vhc_linear_out {
+    float *D;
+    int64_t ldd;
+    int accumulate;
+    const float *bias;
+    void *tune_scratch;
+} vhc_linear_out;
+vh_status vhc_linear_to(vhc_gemm *g, const vhc_bf16 *A, int64_t lda, int64_t M, int64_t K, const vhc_bf16 *W,
+                        int64_t N, const vhc_linear_out *out, char *err, size_t err_size);
+
 #endif

@@ -112,6 +112,11 @@ if has peers && [ -d .orion-src/mmcv ]; then
       --json "$OUT/peer-heads.json" > "$OUT/peer-heads.log" 2>&1
   note "peer heads rc=$?"; tail -n 8 "$OUT/peer-heads.log" >> "$S"
 fi
+if has peers; then # the decision half (LLM prefill + planner) in transformers: fp32 agent, bf16 eager / SDPA
+  (cd tools && timeout 240 python3 bench_orion_transformers.py --iters 5 --json "$OUT/peer-llm.json") \
+      > "$OUT/peer-llm.log" 2>&1
+  note "peer llm rc=$?"; tail -n 8 "$OUT/peer-llm.log" >> "$S"
+fi
 
 # The hybrid split: the ViT and the heads on cuda, the LLM's last 16 blocks on cpu_amx, under a
 # GPU memory budget that the whole model does not fit.
