@@ -10,7 +10,8 @@
 # Each step has its own time limit; $OUT/summary.txt gathers the figures as they come.
 # Knobs: NEW, BASE (the two builds), MID (a third timed between them where that folder exists:
 # default build-gpu-mid-min), STEPS (which steps, default all: tests eva frame graphs profile peers
-# hybrid), DEADLINE (no step starts after it, seconds). A test that fails on NEW is run again with
+# hybrid), TESTS (which tests), ROUNDS (the timed steps' rounds, default 2), DEADLINE (no step starts
+# after it, seconds). A test that fails on NEW is run again with
 # MID's plugin.
 set -u
 NEW=${NEW:-build-gpu-min} BASE=${BASE:-build-gpu-base-min} MID=${MID:-build-gpu-mid-min}
@@ -38,7 +39,7 @@ for b in $TIMED; do note "$b: $(cat "$b/REVISION" 2>/dev/null)"; done
 # The tests: every kernel, EVA's layers, the PETR heads and the whole front end against the
 # released code; gpu_orion_cameras also replays the heads' graphs against eager launches.
 if has tests; then
-  for t in cuda_kernels gpu_eva_fixtures gpu_petr_heads gpu_orion_cameras; do
+  for t in ${TESTS:-cuda_kernels gpu_eva_fixtures gpu_petr_heads gpu_orion_cameras}; do
     VH_BACKEND_PATH="$PWD/$NEW/backends/cuda" timeout 300 "$NEW/tests/test_$t" > "$OUT/$t.log" 2>&1
     note "test $t rc=$? $(grep -E '^[0-9]+%: Checks' "$OUT/$t.log" | tail -n 1)"
     grep -E ':F:|:E:' "$OUT/$t.log" | head -n 5 | tee -a "$S"
@@ -61,7 +62,7 @@ fi
 
 # The ViT alone, the builds alternated twice.
 if has eva; then
-  for r in 1 2; do
+  for r in $(seq 1 ${ROUNDS:-2}); do
     for b in $TIMED; do
       past && break
       VH_BACKEND_PATH="$PWD/$b/backends/cuda" timeout 120 "$b/bench/bench_eva" --model $M --backend cuda \
@@ -73,7 +74,7 @@ fi
 
 # A camera frame end to end, the builds alternated twice, each with a trace.
 if has frame; then
-  for r in 1 2; do
+  for r in $(seq 1 ${ROUNDS:-2}); do
     for b in $TIMED; do
       past && break
       VH_BACKEND_PATH="$PWD/$b/backends/cuda" timeout 150 "$b/tools/vh-bench" --model $M --backend cuda \
@@ -82,8 +83,8 @@ if has frame; then
       grep -E 'frames/s|end-to-end|vision|prefill|backend|resident' "$OUT/frame-$b-$r.txt" | head -n 12 >> "$S"
     done
   done
-  python3 tools/trace_spans.py "$OUT/trace-$NEW-2.json" > "$OUT/spans-new.txt" 2>&1 && head -n 30 "$OUT/spans-new.txt" >> "$S"
-  python3 tools/trace_spans.py "$OUT/trace-$BASE-2.json" > "$OUT/spans-base.txt" 2>&1
+  python3 tools/trace_spans.py "$OUT/trace-$NEW-${ROUNDS:-2}.json" > "$OUT/spans-new.txt" 2>&1 && head -n 30 "$OUT/spans-new.txt" >> "$S"
+  python3 tools/trace_spans.py "$OUT/trace-$BASE-${ROUNDS:-2}.json" > "$OUT/spans-base.txt" 2>&1
   VH_BACKEND_PATH="$PWD/$NEW/backends/cuda" timeout 150 "$NEW/tools/vh-bench" --model $M --backend cuda \
       --frames 10 --warmup 2 --mode pipeline > "$OUT/frame-pipeline.txt" 2>&1
   note "vh-bench pipeline rc=$?"; grep -E 'frames/s|end-to-end' "$OUT/frame-pipeline.txt" >> "$S"

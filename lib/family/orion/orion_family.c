@@ -8,7 +8,7 @@
 #include "family/driving/driving_noise.h"
 #include "family/driving/driving_warmup.h"
 #include "family/driving/planner_result.h"
-#include "family/orion/orion_cameras.h"
+#include "family/driving/camera_frames.h"
 #include "family/orion/orion_model.h"
 #include "family/orion/orion_prompt.h"
 #include "text/bpe_tokenizer.h"
@@ -31,7 +31,8 @@ struct vh_program {
     uint32_t plan_out;                 /* floats a plan holds: preds [M][T][2], mu [L], log_sigma [L] */
     uint64_t seed;
     float *warmup_tokens;              /* made on first use */
-    vh_orion_stream *stream;           /* the camera front end's state across frames (NULL without it) */
+    vh_camera_front front;             /* the camera front end (config NULL without it) */
+    vh_camera_stream *stream;          /* its state across frames (NULL without it) */
 };
 
 typedef struct orion_job {
@@ -40,7 +41,7 @@ typedef struct orion_job {
     float *noise;                      /* [latent] the frame's, or seeded */
     uint32_t readout;                  /* the batch row of <waypoint_ego> */
     int32_t command;
-    vh_orion_cameras *cameras;         /* with the front end: the frame's prepared cameras */
+    vh_camera_frame *cameras;          /* with the front end: the frame's prepared cameras */
     float *tokens;                     /* [n_vision_tokens][hidden] the front end's tokens */
     int use_cameras;                   /* this frame came as cameras (else as vision tokens) */
 } orion_job;
@@ -111,7 +112,7 @@ static void program_free(vh_program *p)
 {
     if (!p) return;
     vh_tokenizer_free(p->tokenizer);
-    vh_orion_stream_free(p->stream);
+    vh_camera_stream_free(p->stream);
     free(p->prompt);
     free(p->warmup_tokens);
     free(p);
@@ -135,7 +136,12 @@ static vh_status program_create(const vh_model *m, const vh_session_params *para
                           vh_tokenizer_vocab_size(p->tokenizer), p->config->vocab);
     if (!st) st = read_added_tokens(p, dir, err);
     if (!st) st = make_prompt(p, err);
-    if (!st && p->config->front_end.present) st = vh_orion_stream_create(m, &p->stream, err);
+    if (!st && p->config->front_end.present) {
+        const vh_orion_model *om = m->family_model;
+        p->front = (vh_camera_front){.frame_name = "an Orion frame", .config = &p->config->front_end,
+                                     .graph = &om->front, .n_slots = m->desc.n_slots};
+        st = vh_camera_stream_create(&p->front, &p->stream, err);
+    }
     if (st) {
         program_free(p);
         return st;
@@ -167,7 +173,7 @@ static vh_status check_frame(const vh_program *p, const vh_frame *f, vh_error *e
         return vh_error_set(err, VH_ERR_UNNORM_KEY, "frame->unnorm_key '%.64s': an Orion model has no dataset "
                             "statistics to choose from (leave it NULL)", f->unnorm_key);
     vh_status st;
-    if (!f->vision_tokens && c->front_end.present && (st = vh_orion_cameras_check(p->model, f, err))) return st;
+    if (!f->vision_tokens && c->front_end.present && (st = vh_camera_frame_check(&p->front, f, err))) return st;
     if (!f->vision_tokens && !c->front_end.present)
         return vh_error_set(err, VH_ERR_BAD_FRAME, "an Orion frame needs its %u vision tokens (frame->vision_tokens): "
                             "this checkpoint has no camera front end (convert_orion.py --front-end)", c->n_vision_tokens);
@@ -194,7 +200,7 @@ static vh_status job_init(const vh_program *p, vh_family_frame *frame, vh_error 
     if (!oj->feature || !oj->plan || !oj->noise)
         return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (frame buffers)");
     if (p->config->front_end.present) {
-        vh_status st = vh_orion_cameras_create(p->model, &oj->cameras, err);
+        vh_status st = vh_camera_frame_create(&p->front, &oj->cameras, err);
         if (st) return st;
         if (!(oj->tokens = malloc(sizeof(float) * p->config->n_vision_tokens * p->config->hidden)))
             return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (frame buffers)");
@@ -208,7 +214,7 @@ static void job_free(vh_family_frame *frame)
     free(oj->feature);
     free(oj->plan);
     free(oj->noise);
-    vh_orion_cameras_free(oj->cameras);
+    vh_camera_frame_free(oj->cameras);
     free(oj->tokens);
     free(oj);
     frame->state = NULL;
@@ -221,7 +227,7 @@ static vh_status prepare(vh_family_frame *frame, const vh_frame_input *in, vh_er
     orion_job *oj = frame->state;
     oj->use_cameras = !in->vision_tokens;
     if (oj->use_cameras) {
-        vh_status st = vh_orion_cameras_prepare(p->model, oj->cameras, in, err);
+        vh_status st = vh_camera_frame_prepare(&p->front, oj->cameras, in, err);
         if (st) return st;
     }
     /* rows: [text before the image | the vision tokens | the rest of the text] */
@@ -252,7 +258,7 @@ static vh_status run_vision(vh_family_frame *frame, const vh_vision_runner *runn
     const vh_program *p = frame->program;
     orion_job *oj = frame->state;
     if (!oj->use_cameras) return VH_OK;
-    return vh_orion_cameras_run(p->model, p->stream, oj->cameras, runner, oj->tokens, err);
+    return vh_camera_frame_run(&p->front, p->stream, oj->cameras, runner, oj->tokens, err);
 }
 
 static const float *vision_tokens(const vh_family_frame *frame, uint32_t *rows, uint32_t *width)

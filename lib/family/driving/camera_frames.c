@@ -1,4 +1,4 @@
-#include "family/orion/orion_cameras.h"
+#include "family/driving/camera_frames.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -20,9 +20,9 @@ typedef struct stream_state {
 
 /* What the program keeps across frames: the streams seen, made on a stream's first frame, and the
  * position embedding the executor holds (of one rig: recomputed when a frame's rig differs). */
-struct vh_orion_stream {
-    const vh_model *m;
-    stream_state streams[VH_ORION_MAX_STREAMS];
+struct vh_camera_stream {
+    vh_camera_front fe;
+    stream_state streams[VH_CAMERA_MAX_STREAMS];
     uint32_t n_streams;
     uint64_t frames;                   /* camera frames run */
     int have_coords;                   /* cam.pos_embed in the executor is of `lidar2img` */
@@ -31,30 +31,27 @@ struct vh_orion_stream {
     const float **inputs;              /* [n_slots] */
 };
 
-struct vh_orion_cameras {
+struct vh_camera_frame {
     float *planes;                     /* [n_cameras][3][S][S] */
     float lidar2img[VH_FRONT_END_CAMERAS * 16]; /* after the image transforms */
     vh_petr_frame frame;
     uint64_t episode, stream;
 };
 
-static const vh_orion_model *orion_of(const vh_model *m) { return m->family_model; }
-
-vh_status vh_orion_stream_create(const vh_model *m, vh_orion_stream **out, vh_error *err)
+vh_status vh_camera_stream_create(const vh_camera_front *front, vh_camera_stream **out, vh_error *err)
 {
-    const vh_orion_model *om = orion_of(m);
-    const vh_front_end_config *fe = &om->config.front_end;
-    vh_orion_stream *s = calloc(1, sizeof *s);
+    const vh_front_end_config *fe = front->config;
+    vh_camera_stream *s = calloc(1, sizeof *s);
     *out = s;
     if (!s) return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (the front end's state)");
-    s->m = m;
+    s->fe = *front;
     s->coords = malloc(sizeof(float) * fe->heads.image_rows * 3 * fe->position.depth_num);
-    s->inputs = calloc(m->desc.n_slots, sizeof *s->inputs);
+    s->inputs = calloc(front->n_slots, sizeof *s->inputs);
     if (!s->coords || !s->inputs) return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (the front end's state)");
     return VH_OK;
 }
 
-void vh_orion_stream_free(vh_orion_stream *s)
+void vh_camera_stream_free(vh_camera_stream *s)
 {
     if (!s) return;
     for (uint32_t i = 0; i < s->n_streams; i++) {
@@ -66,18 +63,18 @@ void vh_orion_stream_free(vh_orion_stream *s)
     free(s);
 }
 
-vh_status vh_orion_cameras_create(const vh_model *m, vh_orion_cameras **out, vh_error *err)
+vh_status vh_camera_frame_create(const vh_camera_front *front, vh_camera_frame **out, vh_error *err)
 {
-    const vh_front_end_config *fe = &orion_of(m)->config.front_end;
+    const vh_front_end_config *fe = front->config;
     const size_t S = fe->backbone.img_size;
-    vh_orion_cameras *c = calloc(1, sizeof *c);
+    vh_camera_frame *c = calloc(1, sizeof *c);
     *out = c;
     if (!c || !(c->planes = malloc(sizeof(float) * fe->n_cameras * 3 * S * S)))
         return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (camera planes)");
     return VH_OK;
 }
 
-void vh_orion_cameras_free(vh_orion_cameras *c)
+void vh_camera_frame_free(vh_camera_frame *c)
 {
     if (!c) return;
     free(c->planes);
@@ -91,26 +88,28 @@ static int finite_all(const float *x, size_t n)
     return 1;
 }
 
-vh_status vh_orion_cameras_check(const vh_model *m, const vh_frame *f, vh_error *err)
+vh_status vh_camera_frame_check(const vh_camera_front *front, const vh_frame *f, vh_error *err)
 {
-    const vh_front_end_config *fe = &orion_of(m)->config.front_end;
+    const vh_front_end_config *fe = front->config;
+    const char *what = front->frame_name;
     if (f->n_cameras != fe->n_cameras || !f->cameras)
-        return vh_error_set(err, VH_ERR_BAD_FRAME, "an Orion frame needs its %u camera images (frame->cameras: %u) or "
-                            "its vision tokens", fe->n_cameras, f->n_cameras);
+        return vh_error_set(err, VH_ERR_BAD_FRAME, "%s needs its %u camera images (frame->cameras: %u) or its vision "
+                            "tokens", what, fe->n_cameras, f->n_cameras);
     for (uint32_t i = 0; i < f->n_cameras; i++)
         if (!f->cameras[i].rgb || !f->cameras[i].width || !f->cameras[i].height)
             return vh_error_set(err, VH_ERR_BAD_FRAME, "frame->cameras[%u] has no pixels", i);
     const size_t n = (size_t)f->n_cameras * 16;
     if (!(f->lidar2img || (f->intrinsics && f->extrinsics)))
-        return vh_error_set(err, VH_ERR_BAD_FRAME, "an Orion camera frame needs each camera's calibration: "
-                            "frame->lidar2img, or frame->intrinsics with frame->extrinsics");
+        return vh_error_set(err, VH_ERR_BAD_FRAME, "%s from cameras needs each camera's calibration: "
+                            "frame->lidar2img, or frame->intrinsics with frame->extrinsics", what);
     if ((f->lidar2img && !finite_all(f->lidar2img, n)) || (f->intrinsics && !finite_all(f->intrinsics, n)) ||
         (f->extrinsics && !finite_all(f->extrinsics, n)))
         return vh_error_set(err, VH_ERR_BAD_FRAME, "a camera's calibration holds a value that is not finite");
     if (!f->ego_pose || !finite_all(f->ego_pose, 16))
-        return vh_error_set(err, VH_ERR_BAD_FRAME, "an Orion camera frame needs frame->ego_pose (finite, LiDAR to world)");
+        return vh_error_set(err, VH_ERR_BAD_FRAME, "%s from cameras needs frame->ego_pose (finite, LiDAR to world)",
+                            what);
     if (!f->can_bus || !finite_all(f->can_bus, VH_CAN_BUS_FLOATS))
-        return vh_error_set(err, VH_ERR_BAD_FRAME, "an Orion camera frame needs frame->can_bus (%d finite floats)",
+        return vh_error_set(err, VH_ERR_BAD_FRAME, "%s from cameras needs frame->can_bus (%d finite floats)", what,
                             VH_CAN_BUS_FLOATS);
     return VH_OK;
 }
@@ -189,9 +188,10 @@ static vh_status prepare_planes(const vh_camera_prep *prep, const vh_frame_input
     return VH_OK;
 }
 
-vh_status vh_orion_cameras_prepare(const vh_model *m, vh_orion_cameras *c, const vh_frame_input *in, vh_error *err)
+vh_status vh_camera_frame_prepare(const vh_camera_front *front, vh_camera_frame *c, const vh_frame_input *in,
+                                  vh_error *err)
 {
-    const vh_front_end_config *fe = &orion_of(m)->config.front_end;
+    const vh_front_end_config *fe = front->config;
     vh_camera_prep prep = vh_camera_prep_agent();
     prep.out_w = prep.out_h = fe->backbone.img_size;
     const size_t plane = (size_t)3 * prep.out_w * prep.out_h;
@@ -249,15 +249,15 @@ static void stream_restart(stream_state *n)
     vh_petr_head_state_restart(&n->map);
 }
 
-/* Stream `id`'s state, made on its first frame. Past VH_ORION_MAX_STREAMS the stream seen least
+/* Stream `id`'s state, made on its first frame. Past VH_CAMERA_MAX_STREAMS the stream seen least
  * recently gives its place: its memory is dropped, and its next frame starts afresh (as after a gap). */
-static vh_status stream_of(vh_orion_stream *s, uint64_t id, stream_state **out, vh_error *err)
+static vh_status stream_of(vh_camera_stream *s, uint64_t id, stream_state **out, vh_error *err)
 {
     s->frames++;
     stream_state *n = NULL;
     for (uint32_t i = 0; i < s->n_streams && !n; i++)
         if (s->streams[i].id == id) n = &s->streams[i];
-    if (!n && s->n_streams == VH_ORION_MAX_STREAMS) {
+    if (!n && s->n_streams == VH_CAMERA_MAX_STREAMS) {
         n = &s->streams[0];
         for (uint32_t i = 1; i < s->n_streams; i++)
             if (s->streams[i].last_frame < n->last_frame) n = &s->streams[i];
@@ -265,12 +265,12 @@ static vh_status stream_of(vh_orion_stream *s, uint64_t id, stream_state **out, 
         stream_restart(n);
     }
     if (!n) {
-        const vh_orion_model *om = orion_of(s->m);
         n = &s->streams[s->n_streams];
         memset(n, 0, sizeof *n);
         n->id = id;
-        vh_status st = vh_petr_head_state_init(&n->det, &om->front.det, &om->config.front_end.heads, s->m->desc.n_slots, err);
-        if (!st) st = vh_petr_head_state_init(&n->map, &om->front.map, &om->config.front_end.heads, s->m->desc.n_slots, err);
+        const vh_camera_front *fe = &s->fe;
+        vh_status st = vh_petr_head_state_init(&n->det, &fe->graph->det, &fe->config->heads, fe->n_slots, err);
+        if (!st) st = vh_petr_head_state_init(&n->map, &fe->graph->map, &fe->config->heads, fe->n_slots, err);
         if (st) {
             vh_petr_head_state_free(&n->det);
             vh_petr_head_state_free(&n->map);
@@ -303,12 +303,12 @@ static vh_status head_read(void *user, uint32_t slot, float *dst, size_t n, vh_e
     return h->r->read_slot(h->r->user, slot, 0, dst, n, err);
 }
 
-vh_status vh_orion_cameras_run(const vh_model *m, vh_orion_stream *s, const vh_orion_cameras *c,
-                               const vh_vision_runner *r, float *tokens, vh_error *err)
+vh_status vh_camera_frame_run(const vh_camera_front *front, vh_camera_stream *s, const vh_camera_frame *c,
+                              const vh_vision_runner *r, float *tokens, vh_error *err)
 {
-    const vh_orion_model *om = orion_of(m);
-    const vh_front_end_config *fe = &om->config.front_end;
-    const vh_front_end_graph *g = &om->front;
+    const vh_front_end_config *fe = front->config;
+    const vh_front_end_graph *g = front->graph;
+    const uint32_t n_slots = front->n_slots;
     const size_t S = fe->backbone.img_size, plane = 3 * S * S;
     /* the ViT on the six cameras */
     const float *planes[VH_FRONT_END_CAMERAS];
@@ -322,10 +322,10 @@ vh_status vh_orion_cameras_run(const vh_model *m, vh_orion_stream *s, const vh_o
         const uint32_t grid = fe->backbone.img_size / fe->backbone.patch_size;
         if ((st = vh_petr_position_coords(&fe->position, fe->n_cameras, c->lidar2img, grid, grid, s->coords, err)))
             return st;
-        memset(s->inputs, 0, sizeof *s->inputs * m->desc.n_slots);
+        memset(s->inputs, 0, sizeof *s->inputs * n_slots);
         s->inputs[g->coords] = s->coords;
         vh_batch pos = {.struct_size = sizeof pos, .options = VH_BATCH_SLOT_INPUTS, .n_frames = 1,
-                        .n_slot_inputs = m->desc.n_slots, .slot_inputs = s->inputs};
+                        .n_slot_inputs = n_slots, .slot_inputs = s->inputs};
         s->have_coords = 0;
         if ((st = r->run(r->user, &pos, g->position_block, 1, err))) return st;
         memcpy(s->lidar2img, c->lidar2img, sizeof(float) * n_mat);
@@ -338,8 +338,8 @@ vh_status vh_orion_cameras_run(const vh_model *m, vh_orion_stream *s, const vh_o
     f.same_episode = ss->started && ss->episode == c->episode;
     ss->episode = c->episode;
     ss->started = 1;
-    const head_runner h = {r, m->desc.n_slots};
-    const vh_petr_runner pr = {.user = (void *)&h, .run = head_run, .read = head_read, .n_slots = m->desc.n_slots};
+    const head_runner h = {r, n_slots};
+    const vh_petr_runner pr = {.user = (void *)&h, .run = head_run, .read = head_read, .n_slots = n_slots};
     const uint32_t det_rows = vh_petr_head_token_rows(&g->det);
     st = vh_petr_head_frame(&g->det, &fe->heads, &ss->det, &pr, &f, NULL, NULL, tokens, err);
     if (!st) st = vh_petr_head_frame(&g->map, &fe->heads, &ss->map, &pr, &f, NULL, NULL,
