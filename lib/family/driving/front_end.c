@@ -150,3 +150,14 @@ void vh_front_end_graph_free(vh_front_end_graph *g)
     free(g->pos_table);
     memset(g, 0, sizeof *g);
 }
+
+vh_status vh_front_end_check_tokens(const vh_model *m, const vh_front_end_graph *g, uint32_t n_vision_tokens,
+                                    uint32_t hidden, vh_error *err)
+{
+    const uint32_t tokens = vh_petr_head_token_rows(&g->det) + vh_petr_head_token_rows(&g->map);
+    if (tokens != n_vision_tokens || g->det.n.out_dims != hidden || g->map.n.out_dims != hidden)
+        return vh_error_set(err, VH_ERR_BAD_MODEL, "%s: the front end's heads give %u tokens of %u and %u channels; the "
+                            "prompt takes %u vision tokens of the LLM's %u", vh_checkpoint_dir(m->checkpoint), tokens,
+                            g->det.n.out_dims, g->map.n.out_dims, n_vision_tokens, hidden);
+    return VH_OK;
+}

@@ -46,5 +46,8 @@ uint32_t vh_front_end_block_count(const vh_checkpoint *ck, const vh_front_end_co
 vh_status vh_front_end_take_blocks(vh_model *m, const vh_front_end_config *fe, vh_front_end_graph *g,
                                    uint32_t *next_block, vh_error *err);
 void vh_front_end_graph_free(vh_front_end_graph *g);
+/* The heads' tokens are the prompt's vision rows: n_vision_tokens of the LLM's width. */
+vh_status vh_front_end_check_tokens(const vh_model *m, const vh_front_end_graph *g, uint32_t n_vision_tokens,
+                                    uint32_t hidden, vh_error *err);
 
 #endif

@@ -105,10 +105,14 @@ vh_status vh_minddrive_load(vh_model *m, const char *dir, const char *config_tex
                            .n_heads = l->n_heads, .n_kv_heads = l->n_kv_heads, .head_dim = l->head_dim,
                            .vocab = l->vocab, .rms_eps = l->rms_eps};
     m->max_positions = l->max_positions;
-    if ((st = vh_model_alloc_blocks(m, l->n_layers + 4, err))) return st;
+    const uint32_t front = c->front_end.present ? vh_front_end_block_count(m->checkpoint, &c->front_end) : 0;
+    if ((st = vh_model_alloc_blocks(m, front + l->n_layers + 4, err))) return st;
     /* plan outputs per segment: the speed planner's, then the path planner's (preds, mu, log_sigma) */
     const uint32_t speed_out = 2 * c->speed.n_modes * c->speed.n_steps + 2 * c->speed.latent_dim;
     uint32_t next = 0;
+    if (front && ((st = vh_front_end_take_blocks(m, &c->front_end, &mm->front, &next, err)) ||
+                  (st = vh_front_end_check_tokens(m, &mm->front, c->n_vision_tokens, l->hidden, err))))
+        return st;
     if ((st = load_llm(m, c, &next, err)) ||
         (st = load_planner(m, &c->speed, "planner.speed.", 0, 0, 0, &mm->speed_planner_block, &next, err)) ||
         (st = load_planner(m, &c->path, "planner.path.", 1, c->speed.latent_dim, speed_out, &mm->path_planner_block,
@@ -123,6 +127,7 @@ void vh_minddrive_unload(vh_model *m)
     vh_minddrive_model *mm = m->family_model;
     if (!mm) return;
     vh_minddrive_config_free(&mm->config);
+    vh_front_end_graph_free(&mm->front);
     free(mm);
     m->family_model = NULL;
 }

@@ -104,7 +104,8 @@ static vh_status parse_root(vh_config_fields *c, const json_t *root, vh_minddriv
         (st = vh_config_string(c, prompt, "prompt.", "image_marker", cfg->image_marker, sizeof cfg->image_marker)) ||
         (st = vh_config_uint(c, root, "", "vision_tokens", 1, 1, 1u << 16, &cfg->n_vision_tokens)) ||
         (st = parse_round(c, prompt, "decision", cfg, &cfg->decision)) ||
-        (st = parse_round(c, prompt, "action", cfg, &cfg->action)) || (st = parse_tokens(c, root, cfg)))
+        (st = parse_round(c, prompt, "action", cfg, &cfg->action)) || (st = parse_tokens(c, root, cfg)) ||
+        (st = vh_front_end_config_parse(c, root, &cfg->front_end)))
         return st;
     if ((uint64_t)cfg->speed.n_modes * cfg->speed.n_steps * 2 + (uint64_t)cfg->path.n_modes * cfg->path.n_steps * 2 +
             4ull * cfg->speed.latent_dim + 4ull * cfg->path.latent_dim + cfg->n_speeds + 2ull * cfg->speed.n_steps >

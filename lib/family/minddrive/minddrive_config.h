@@ -4,12 +4,13 @@
  * Qwen2Config, vocab_size = the embedding's rows after the released code's resize); lora (the two
  * experts, kept apart); planners.speed / planners.path (two VAE + GRU planners); vision_tokens;
  * prompt (the two rounds' texts as the released inference pipeline writes them); the meta-action
- * tokens and the command -> path mode mapping.
+ * tokens and the command -> path mode mapping; front_end (optional: the camera front end, as Orion's).
  */
 #ifndef VH_FAMILY_MINDDRIVE_CONFIG_H
 #define VH_FAMILY_MINDDRIVE_CONFIG_H
 
 #include "family/driving/driving_config.h"
+#include "family/driving/front_end.h"
 
 #define VH_MINDDRIVE_MAX_SPEEDS 16
 #define VH_MINDDRIVE_COMMANDS 6 /* CARLA RoadOption - 1 */
@@ -32,6 +33,8 @@ typedef struct vh_minddrive_config {
     uint32_t n_speeds;                 /* = speed.n_modes */
     char speed_tokens[VH_MINDDRIVE_MAX_SPEEDS][64]; /* the speed meta-actions, decision index order */
     uint32_t path_mode_of_command[VH_MINDDRIVE_COMMANDS];
+    vh_front_end_config front_end;     /* config.json's front_end (Orion's, the heads' out_dims the LLM's
+                                          width), or not present: the frames bring the vision tokens */
 } vh_minddrive_config;
 
 /* Parse config.json text (`source` names it in messages). On failure *cfg is left empty. */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "family/driving/camera_frames.h"
 #include "family/driving/driving_noise.h"
 #include "family/driving/driving_warmup.h"
 #include "family/driving/planner_result.h"
@@ -42,6 +43,8 @@ struct vh_program {
     int sequential;                    /* VH_MINDDRIVE_ROUNDS=sequential: the rounds as two passes, as the
                                           released code runs them (for measuring what one pass saves) */
     float *warmup_tokens;
+    vh_camera_front front;             /* the camera front end (config NULL without it) */
+    vh_camera_stream *stream;          /* its state across frames (NULL without it) */
 };
 
 typedef struct minddrive_job {
@@ -50,7 +53,11 @@ typedef struct minddrive_job {
     float *plan;                       /* [2][plan_out] */
     uint32_t hidden_rows[HIDDEN_ROWS];
     int32_t command;
-    const float *vision_tokens;        /* the frame's (its record's copy, alive for the job's passes) */
+    const float *vision_tokens;        /* the frame's (its record's copy, alive for the job's passes), or
+                                          tokens: both rounds read the same rows */
+    vh_camera_frame *cameras;          /* with the front end: the frame's prepared cameras */
+    float *tokens;                     /* [n_vision_tokens][hidden] the front end's tokens */
+    int use_cameras;                   /* this frame came as cameras (else as vision tokens) */
 } minddrive_job;
 
 /* A token the checkpoint's tokenizer must hold as an added token (MindDrive's 15, given their ids
@@ -148,6 +155,7 @@ static void program_free(vh_program *p)
     for (int r = 0; r < 2; r++) free(p->round[r].ids);
     free(p->speed_embed);
     free(p->warmup_tokens);
+    vh_camera_stream_free(p->stream);
     free(p);
 }
 
@@ -179,6 +187,11 @@ static vh_status program_create(const vh_model *m, const vh_session_params *para
                           p->tokenizer->vocab_size - 1, p->config->llm.vocab);
     if (!st) st = make_prompts(p, err);
     if (!st) st = copy_speed_rows(p, err);
+    if (!st && p->config->front_end.present) {
+        p->front = (vh_camera_front){.frame_name = "a MindDrive frame", .config = &p->config->front_end,
+                                     .graph = &p->mm->front, .n_slots = m->desc.n_slots};
+        st = vh_camera_stream_create(&p->front, &p->stream, err);
+    }
     if (st) {
         program_free(p);
         return st;
@@ -193,6 +206,7 @@ static vh_status program_create(const vh_model *m, const vh_session_params *para
     shape->segments_per_frame = 2;
     shape->max_context = p->round[0].rows > p->round[1].rows ? p->round[0].rows : p->round[1].rows;
     shape->pass_uses = PASS_USES;
+    shape->images_per_frame = c->front_end.present ? c->front_end.n_cameras : 1;
     *out = p;
     return VH_OK;
 }
@@ -211,10 +225,12 @@ static vh_status check_frame(const vh_program *p, const vh_frame *f, vh_error *e
     if (f->unnorm_key)
         return vh_error_set(err, VH_ERR_UNNORM_KEY, "frame->unnorm_key '%.64s': a MindDrive model has no dataset "
                             "statistics to choose from (leave it NULL)", f->unnorm_key);
-    if (!f->vision_tokens)
+    vh_status st;
+    if (!f->vision_tokens && c->front_end.present && (st = vh_camera_frame_check(&p->front, f, err))) return st;
+    if (!f->vision_tokens && !c->front_end.present)
         return vh_error_set(err, VH_ERR_BAD_FRAME, "a MindDrive frame needs its %u vision tokens "
-                            "(frame->vision_tokens): this version starts from the tokens", c->n_vision_tokens);
-    if (f->n_vision_tokens != c->n_vision_tokens || f->vision_token_width != c->llm.hidden)
+                            "(frame->vision_tokens): this checkpoint has no camera front end", c->n_vision_tokens);
+    if (f->vision_tokens && (f->n_vision_tokens != c->n_vision_tokens || f->vision_token_width != c->llm.hidden))
         return vh_error_set(err, VH_ERR_BAD_FRAME, "frame->vision_tokens is %u x %u; the model takes %u x %u",
                             f->n_vision_tokens, f->vision_token_width, c->n_vision_tokens, c->llm.hidden);
     if (f->command < 0 || f->command >= VH_MINDDRIVE_COMMANDS)
@@ -232,6 +248,8 @@ static void job_free(vh_family_frame *frame)
     free(mj->hidden);
     free(mj->noise);
     free(mj->plan);
+    vh_camera_frame_free(mj->cameras);
+    free(mj->tokens);
     free(mj);
     frame->state = NULL;
 }
@@ -246,6 +264,12 @@ static vh_status job_init(const vh_program *p, vh_family_frame *frame, vh_error 
     mj->plan = calloc(2 * (size_t)p->plan_out, sizeof(float));
     if (!mj->hidden || !mj->noise || !mj->plan)
         return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (frame buffers)");
+    if (p->config->front_end.present) {
+        vh_status st = vh_camera_frame_create(&p->front, &mj->cameras, err);
+        if (st) return st;
+        if (!(mj->tokens = malloc(sizeof(float) * p->config->n_vision_tokens * p->config->llm.hidden)))
+            return vh_error_set(err, VH_ERR_OUT_OF_MEMORY, "out of memory (frame buffers)");
+    }
     return VH_OK;
 }
 
@@ -282,15 +306,19 @@ static void set_pass(vh_family_frame *frame, uint32_t first, uint32_t n, const u
 
 static vh_status prepare(vh_family_frame *frame, const vh_frame_input *in, vh_error *err)
 {
-    (void)err;
     const vh_program *p = frame->program;
     const vh_minddrive_config *c = p->config;
     minddrive_job *mj = frame->state;
+    mj->use_cameras = !in->vision_tokens;
+    if (mj->use_cameras) {
+        vh_status st = vh_camera_frame_prepare(&p->front, mj->cameras, in, err);
+        if (st) return st;
+    }
     uint32_t rows[2];
     rows[DECISION] = put_round(frame->tokens, &p->round[DECISION], c->n_vision_tokens);
     rows[ACTION] = p->sequential ? 0 : put_round(frame->tokens + rows[DECISION], &p->round[ACTION], c->n_vision_tokens);
     mj->command = in->command;
-    mj->vision_tokens = in->vision_tokens;
+    mj->vision_tokens = mj->use_cameras ? mj->tokens : in->vision_tokens;
     float *noise = mj->noise + p->noise_floats; /* the action segment's */
     if (in->noise) memcpy(noise, in->noise, sizeof(float) * p->noise_floats);
     else vh_driving_seeded_noise(p->seed, in->sequence, noise, p->noise_floats);
@@ -301,6 +329,24 @@ static vh_status prepare(vh_family_frame *frame, const vh_frame_input *in, vh_er
     mj->hidden_rows[3] = action_row0 + p->path_row;
     set_pass(frame, DECISION, p->sequential ? 1 : 2, rows);
     return VH_OK;
+}
+
+/* The camera front end's runs (a frame of vision tokens has none): its tokens feed both rounds. */
+static vh_status run_vision(vh_family_frame *frame, const vh_vision_runner *runner, vh_error *err)
+{
+    const vh_program *p = frame->program;
+    minddrive_job *mj = frame->state;
+    if (!mj->use_cameras) return VH_OK;
+    return vh_camera_frame_run(&p->front, p->stream, mj->cameras, runner, mj->tokens, err);
+}
+
+static const float *vision_tokens(const vh_family_frame *frame, uint32_t *rows, uint32_t *width)
+{
+    const minddrive_job *mj = frame->state;
+    if (!mj->use_cameras) return NULL;
+    *rows = frame->program->config->n_vision_tokens;
+    *width = frame->program->config->llm.hidden;
+    return mj->tokens;
 }
 
 static int advance(vh_family_frame *frame)
@@ -404,6 +450,8 @@ const vh_family vh_family_minddrive = {
     .job_init = job_init,
     .job_free = job_free,
     .prepare = prepare,
+    .run_vision = run_vision,
+    .vision_tokens = vision_tokens,
     .advance = advance,
     .result = result,
     .warmup_input = warmup_input,

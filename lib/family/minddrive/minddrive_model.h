@@ -11,6 +11,9 @@
  *   VAE_GRU_PLANNER x 2  the speed planner (on <waypoint_ego>) and the path planner (on
  *                        <path_waypoint_ego>), on the action round's segment only
  *                        (VH_PASS_USES_PLAN_SEGMENTS)
+ * With config.json's front_end, the camera front end's blocks come first (family/driving/front_end.h,
+ * Orion's: the ViT, the position encoder, the det and map heads, whose 529 tokens of the LLM's width
+ * are the prompts' vision rows).
  * Slots: vision.embeds -> rows -> outputs; a KV state per layer.
  * Checkpoint names are the converter's (doc/minddrive-converter.md).
  */
@@ -24,6 +27,7 @@ typedef struct vh_minddrive_model {
     vh_minddrive_config config;
     vh_tensor_view embed;              /* model.embed_tokens [V, H]: the tied head's rows */
     uint32_t speed_planner_block, path_planner_block;
+    vh_front_end_graph front;          /* config.front_end.present: the vision side's blocks */
 } vh_minddrive_model;
 
 vh_status vh_minddrive_load(vh_model *m, const char *dir, const char *config_text, size_t config_len,

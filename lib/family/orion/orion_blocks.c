@@ -50,13 +50,7 @@ static vh_status load_front_end(vh_model *m, const vh_orion_config *c, uint32_t 
 {
     vh_orion_model *om = m->family_model;
     vh_status st = vh_front_end_take_blocks(m, &c->front_end, &om->front, next, err);
-    if (st) return st;
-    const uint32_t tokens = vh_petr_head_token_rows(&om->front.det) + vh_petr_head_token_rows(&om->front.map);
-    if (tokens != c->n_vision_tokens || om->front.det.n.out_dims != c->hidden || om->front.map.n.out_dims != c->hidden)
-        return vh_error_set(err, VH_ERR_BAD_MODEL, "%s: the front end's heads give %u tokens of %u and %u channels; the "
-                            "prompt takes %u vision tokens of the LLM's %u", vh_checkpoint_dir(m->checkpoint), tokens,
-                            om->front.det.n.out_dims, om->front.map.n.out_dims, c->n_vision_tokens, c->hidden);
-    return VH_OK;
+    return st ? st : vh_front_end_check_tokens(m, &om->front, c->n_vision_tokens, c->hidden, err);
 }
 
 static vh_status load_planner(vh_model *m, const vh_orion_config *c, uint32_t *next, vh_error *err)
