@@ -15,6 +15,8 @@
  *   - end to end, the front end's tokens of the rig's first two frames (vision_tokens_fn) are the
  *     released code's: tests/fixtures/orion/make_front_fixtures.py ran the agent's pipeline, EVAViT,
  *     Orion.position_embeding and both heads, composed as Orion.simple_test does, on the same images.
+ * The same checks run on MindDrive (CAMERAS_MODEL minddrive/model-front, the released MindDrive
+ * code's tokens from tests/fixtures/minddrive/make_front_fixtures.py: its map head first).
  */
 #include <check.h>
 #include <math.h>
@@ -36,7 +38,17 @@
 #ifndef CAMERAS_TOL
 #define CAMERAS_TOL 1e-4 /* fp32 against the released code in float32: the bound */
 #endif
-enum { CAMS = 6, W = 400, H = 225, FRAMES = 3, LATENT = 32, POINTS = 6 };
+/* The model (the family's tiny one with the front end), the same decision half without it, the
+ * released code's tokens, the planners' noise floats and the trajectory's points: Orion's unless
+ * meson says MindDrive's (test_minddrive_cameras: the same front end, out_dims the LLM's 64). */
+#ifndef CAMERAS_MODEL
+#define CAMERAS_MODEL "orion/model-front"
+#define CAMERAS_TOKENS_MODEL "orion/model"
+#define CAMERAS_REFERENCE "orion/front_tokens.f32"
+#define CAMERAS_LATENT 32
+#define CAMERAS_POINTS 6
+#endif
+enum { CAMS = 6, W = 400, H = 225, FRAMES = 3, LATENT = CAMERAS_LATENT, POINTS = CAMERAS_POINTS };
 
 typedef struct rig {
     uint8_t *rgb[FRAMES][CAMS];
@@ -152,13 +164,13 @@ START_TEST(test_cameras_to_trajectory)
     rig r;
     make_rig(&r);
     float serial[FRAMES][2 * POINTS], got[2 * POINTS], fresh[2 * POINTS];
-    vh_session *s = open_session("orion/model-front", VH_EXECUTION_SERIAL);
+    vh_session *s = open_session(CAMERAS_MODEL, VH_EXECUTION_SERIAL);
     for (int t = 0; t < FRAMES; t++) answer(s, &r, t, serial[t]);
     /* a reset: the third frame as the first of a new episode */
     ck_assert_int_eq(vh_session_reset(s, 0), VH_OK);
     answer(s, &r, 2, got);
     vh_session_destroy(s);
-    s = open_session("orion/model-front", VH_EXECUTION_SERIAL);
+    s = open_session(CAMERAS_MODEL, VH_EXECUTION_SERIAL);
     answer(s, &r, 2, fresh);
     vh_session_destroy(s);
     ck_assert_msg(!same(fresh, serial[2]), "the third frame's answer does not depend on the frames before it");
@@ -166,7 +178,7 @@ START_TEST(test_cameras_to_trajectory)
     /* the other modes: frame by frame the same answers */
     const vh_execution_mode modes[2] = {VH_EXECUTION_PACKED, VH_EXECUTION_PIPELINE};
     for (int m = 0; m < (quick() ? 1 : 2); m++) {
-        s = open_session("orion/model-front", modes[m]);
+        s = open_session(CAMERAS_MODEL, modes[m]);
         for (int t = 0; t < FRAMES; t++) {
             answer(s, &r, t, got);
             ck_assert_msg(same(got, serial[t]), "mode %d frame %d differs from serial", m, t);
@@ -189,11 +201,11 @@ START_TEST(test_graphs_replay_eager_bits)
     float eager[2 * FRAMES][2 * POINTS], got[2 * POINTS];
     setenv("VH_CUDA_GEMM_TUNE", "0", 1);
     setenv("VH_CUDA_GRAPHS", "0", 1);
-    vh_session *s = open_session("orion/model-front", VH_EXECUTION_SERIAL);
+    vh_session *s = open_session(CAMERAS_MODEL, VH_EXECUTION_SERIAL);
     for (int t = 0; t < 2 * FRAMES; t++) answer(s, &r, t % FRAMES, eager[t]);
     vh_session_destroy(s);
     unsetenv("VH_CUDA_GRAPHS");
-    s = open_session("orion/model-front", VH_EXECUTION_SERIAL);
+    s = open_session(CAMERAS_MODEL, VH_EXECUTION_SERIAL);
     for (int t = 0; t < 2 * FRAMES; t++) {
         answer(s, &r, t % FRAMES, got);
         ck_assert_msg(same(got, eager[t]), "frame %d: the graphs' answer differs from the launched kernels'", t);
@@ -227,7 +239,7 @@ START_TEST(test_tokens_match_released_front_end)
     make_rig(&r);
     static collected got;
     memset(&got, 0, sizeof got);
-    char *dir = vh_test_fixture_path("orion/model-front"), *ref_path = vh_test_fixture_path("orion/front_tokens.f32");
+    char *dir = vh_test_fixture_path(CAMERAS_MODEL), *ref_path = vh_test_fixture_path(CAMERAS_REFERENCE);
     vh_session_params p;
     vh_session_params_init(&p);
     p.model_path = dir;
@@ -286,7 +298,7 @@ START_TEST(test_streams_keep_their_own_memory)
     rig r;
     make_rig(&r);
     float alone[FRAMES][2 * POINTS];
-    vh_session *s = open_session("orion/model-front", VH_EXECUTION_SERIAL);
+    vh_session *s = open_session(CAMERAS_MODEL, VH_EXECUTION_SERIAL);
     for (int t = 0; t < FRAMES; t++) answer(s, &r, t, alone[t]);
     vh_session_destroy(s);
     const uint64_t ids[2] = {7, 1ull << 40};
@@ -294,7 +306,7 @@ START_TEST(test_streams_keep_their_own_memory)
     const int order[6][2] = {{0, 0}, {0, 1}, {1, 0}, {0, 2}, {1, 1}, {1, 2}};
     const vh_execution_mode modes[3] = {VH_EXECUTION_PACKED, VH_EXECUTION_SERIAL, VH_EXECUTION_PIPELINE};
     for (int m = 0; m < (quick() ? 1 : 3); m++) {
-        s = open_session("orion/model-front", modes[m]);
+        s = open_session(CAMERAS_MODEL, modes[m]);
         for (int i = 0; i < 6; i++) submit_of(s, &r, order[i][1], ids[order[i][0]]);
         for (int i = 0; i < 6; i++) {
             vh_action a;
@@ -319,16 +331,16 @@ START_TEST(test_least_recent_stream_gives_way)
     rig r;
     make_rig(&r);
     float alone[2][2 * POINTS], first[2 * POINTS], got[2][2 * POINTS];
-    vh_session *s = open_session("orion/model-front", VH_EXECUTION_SERIAL);
+    vh_session *s = open_session(CAMERAS_MODEL, VH_EXECUTION_SERIAL);
     answer(s, &r, 0, alone[0]);
     answer(s, &r, 1, alone[1]);
     vh_session_destroy(s);
-    s = open_session("orion/model-front", VH_EXECUTION_SERIAL);
+    s = open_session(CAMERAS_MODEL, VH_EXECUTION_SERIAL);
     answer(s, &r, 1, first); /* frame 1's inputs as a first frame */
     vh_session_destroy(s);
     ck_assert_msg(!same(first, alone[1]), "frame 1 does not depend on frame 0");
 
-    s = open_session("orion/model-front", VH_EXECUTION_SERIAL);
+    s = open_session(CAMERAS_MODEL, VH_EXECUTION_SERIAL);
     vh_action a;
     const uint64_t then[2] = {0, 2}; /* after 17 first frames: stream 0 (dropped), stream 2 (kept) */
     for (uint64_t i = 0; i < 19; i++) {
@@ -360,8 +372,8 @@ START_TEST(test_tokens_on_the_front_end_checkpoint)
     vh_frame_init(&f);
     f.vision_tokens = tokens, f.n_vision_tokens = 529, f.vision_token_width = 64, f.command = 1;
     f.noise = r.noise, f.n_noise = LATENT;
-    vh_session *only = open_session("orion/model", VH_EXECUTION_SERIAL);
-    vh_session *front = open_session("orion/model-front", VH_EXECUTION_SERIAL);
+    vh_session *only = open_session(CAMERAS_TOKENS_MODEL, VH_EXECUTION_SERIAL);
+    vh_session *front = open_session(CAMERAS_MODEL, VH_EXECUTION_SERIAL);
     vh_action a;
     ck_assert_int_eq(vh_submit_frame(only, &f, NULL), VH_OK);
     vh_action_init(&a);
@@ -378,7 +390,7 @@ START_TEST(test_tokens_on_the_front_end_checkpoint)
     answer(front, &r, 1, cams[1]);
     vh_session_destroy(front);
     /* frames 0, 1 without the token frame between them */
-    front = open_session("orion/model-front", VH_EXECUTION_SERIAL);
+    front = open_session(CAMERAS_MODEL, VH_EXECUTION_SERIAL);
     float want[2 * POINTS];
     answer(front, &r, 0, want);
     answer(front, &r, 1, want);
@@ -394,7 +406,7 @@ START_TEST(test_bad_camera_frames)
 {
     rig r;
     make_rig(&r);
-    vh_session *s = open_session("orion/model-front", VH_EXECUTION_SERIAL);
+    vh_session *s = open_session(CAMERAS_MODEL, VH_EXECUTION_SERIAL);
     float nan_pose[16];
     struct { const char *what, *in_message; } bad[] = {
         {"five cameras", "6 camera images"}, {"no calibration", "calibration"}, {"no ego pose", "frame->ego_pose"},
