@@ -4,8 +4,8 @@
  * they are read from the folder's config.json, as tools/orion/convert_orion.py writes it:
  * model_type "orion", vision_tokens (n), text_config.hidden_size (the width), planner.latent_dim
  * (the noise's length), planner.ego_fut_mode (the commands 0..modes-1), planner.fut_ts (the
- * trajectory's waypoints; MindDrive: planners.path's), front_end (an Orion folder converted with the
- * camera front end: its frames may be six cameras instead of tokens). */
+ * trajectory's waypoints; MindDrive: planners.path's), front_end (a folder converted with the camera
+ * front end, Orion's or MindDrive's: its frames may be six cameras instead of tokens). */
 #ifndef VH_TOOLS_ORION_INPUTS_H
 #define VH_TOOLS_ORION_INPUTS_H
 
@@ -22,7 +22,7 @@ typedef struct vh_orion_shape {
     uint32_t latent;          /* floats of a frame's noise */
     uint32_t n_commands;      /* commands 0 .. n_commands - 1 */
     uint32_t n_points;        /* waypoints of a frame's trajectory (fut_ts); 0: the config does not say */
-    int front_end;            /* 1: Orion with a camera front end (config.json's front_end object) */
+    int front_end;            /* 1: a camera front end (config.json's front_end object) */
     const char *family;       /* "orion" or "minddrive", config.json's model_type */
     const char *label;        /* "Orion" or "MindDrive", for what the tools print */
 } vh_orion_shape;
@@ -65,7 +65,7 @@ static inline int vh_orion_model_shape(const char *dir, vh_orion_shape *shape, c
                                   : 0;
             shape->family = minddrive ? "minddrive" : "orion";
             shape->label = minddrive ? "MindDrive" : "Orion";
-            shape->front_end = !minddrive && json_is_object(json_object_get(root, "front_end"));
+            shape->front_end = json_is_object(json_object_get(root, "front_end"));
             if (minddrive) { /* the speed planner's noise, then the path planner's; the command picks the path */
                 shape->latent += json_is_integer(path_latent) ? (uint32_t)json_integer_value(path_latent) : 32;
                 shape->n_commands = 6;

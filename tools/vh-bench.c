@@ -34,15 +34,16 @@
  *
  * An Orion or MindDrive model (config.json model_type "orion" or "minddrive", tools/orion/convert_orion.py's
  * and tools/minddrive/convert_minddrive.py's format, or
- * vh-synth-checkpoint --family orion) runs on synthetic frames instead of the image: vision tokens
+ * vh-synth-checkpoint --family orion|minddrive) runs on synthetic frames instead of the image: vision tokens
  * of the config's shape (vision_tokens x text_config.hidden_size), normal with standard deviation 1
  * from --seed S (default 0), ORION_TOKEN_SETS different sets used in turn; the commands cycle
  * 0, 1, ..., 5, 0, ...; the planner's noise is the library's draw from the session seed (--seed) and
  * each frame's sequence. Everything else (modes, --split, --frames-in-flight, --rate, the report)
  * is the same; Orion has no decode steps (one prefill a frame, then the planner).
  *
- * An Orion folder converted with the camera front end (config.json's front_end) runs on camera
- * frames instead, unless --frame-source tokens says tokens (--frame-source cameras, or --cameras,
+ * An Orion or MindDrive folder converted with the camera front end (config.json's front_end; or
+ * vh-synth-checkpoint --front-end) runs on camera frames instead, unless --frame-source tokens says
+ * tokens (--frame-source cameras, or --cameras,
  * asks for them and is refused on a folder without a front end): six RGB images of --camera-size
  * (default 1600x900, the agent's), pixels from --seed, CAMERA_IMAGE_SETS sets used in turn, with a
  * fixed rig's lidar2img, an ego driving a circle, can_bus to match and timestamp_ns 0.5 s apart
@@ -70,7 +71,7 @@
 #define ORION_TOKEN_SETS 4  /* distinct synthetic frames an Orion benchmark cycles over */
 #define CAMERA_IMAGE_SETS 3 /* distinct camera frames: 6 x 4.3 MB each at 1600 x 900 */
 
-/* What an Orion model's frames carry: --frame-source, or (auto) cameras where the folder has a
+/* What a driving model's frames carry: --frame-source, or (auto) cameras where the folder has a
  * camera front end, else tokens. */
 typedef enum frame_source { SOURCE_AUTO, SOURCE_TOKENS, SOURCE_CAMERAS } frame_source;
 
@@ -78,7 +79,7 @@ typedef enum output_format { FORMAT_TEXT, FORMAT_TABLE, FORMAT_CSV, FORMAT_JSON 
 
 typedef struct options {
     const char *model, *image, *backends, *plugin_path, *instruction, *unnorm_key;
-    uint64_t seed;                                /* --seed: Orion's synthetic tokens, images and noise */
+    uint64_t seed;                                /* --seed: a driving model's synthetic tokens, images, noise */
     frame_source source;                          /* --frame-source, --cameras */
     uint32_t camera_w, camera_h;                  /* --camera-size */
     int camera_size_given;
@@ -101,7 +102,8 @@ typedef struct run_result {
     const char *mode;
 } run_result;
 
-/* The frames one run submits: an image with an instruction, or Orion's synthetic tokens or cameras. */
+/* The frames one run submits: an image with an instruction, or a driving model's (Orion's, MindDrive's)
+ * synthetic tokens or cameras. */
 typedef struct bench_input {
     int orion, cameras;
     vh_orion_shape shape;
@@ -548,12 +550,13 @@ static vh_bench_sample sample_of(const run_result *r)
 static int choose_frame_source(const options *o, bench_input *in)
 {
     if (o->source != SOURCE_AUTO && !in->orion) {
-        fprintf(stderr, "vh-bench: --frame-source and --cameras are for Orion models; %s is not one\n", o->model);
+        fprintf(stderr, "vh-bench: --frame-source and --cameras are for driving models (Orion, MindDrive); %s is not "
+                        "one\n", o->model);
         return -1;
     }
     if (o->source == SOURCE_CAMERAS && !in->shape.front_end) {
         fprintf(stderr, "vh-bench: %s has no camera front end (config.json's front_end): camera frames need a "
-                        "folder converted with it (convert_orion.py --front-end)\n", o->model);
+                        "folder converted with it (convert_orion.py / convert_minddrive.py --front-end)\n", o->model);
         return -1;
     }
     in->cameras = in->orion && in->shape.front_end && o->source != SOURCE_TOKENS;
@@ -643,9 +646,10 @@ int main(int argc, char **argv)
                 "  --inflight K          closed loop: frames kept submitted and not polled (default: the\n"
                 "                        session's frames in flight)\n"
                 "  --rate HZ             open loop: a frame every 1/HZ s instead\n"
-                "  --seed S              Orion: synthetic tokens, camera images and noise (default 0)\n"
-                "  --frame-source tokens|cameras  Orion: what a frame carries (default: cameras where the folder\n"
-                "                        has a camera front end, else tokens); --cameras is --frame-source cameras\n"
+                "  --seed S              Orion, MindDrive: synthetic tokens, camera images and noise (default 0)\n"
+                "  --frame-source tokens|cameras  Orion, MindDrive: what a frame carries (default: cameras where\n"
+                "                        the folder has a camera front end, else tokens); --cameras is\n"
+                "                        --frame-source cameras\n"
                 "  --camera-size WxH     camera frames: each of the six images' size (default 1600x900)\n"
                 "  --split N[,N...]      with two backends: LLM blocks on the first (default: chosen at start)\n"
                 "  --mode M[,M...]       serial | pipeline (default with two backends) | packed\n"
@@ -658,7 +662,7 @@ int main(int argc, char **argv)
                 "  --trace PATH          Chrome/Perfetto trace of the stages' work\n"
                 "  --version, --help\n"
                 "Orion and MindDrive models: synthetic frames (vision tokens normal from --seed, commands 0..5 in turn,\n"
-                "noise drawn from --seed and the frame's sequence); --image does not apply. An Orion folder with a\n"
+                "noise drawn from --seed and the frame's sequence); --image does not apply. A folder of either with a\n"
                 "camera front end: six synthetic camera images a frame instead (a fixed rig, a moving ego,\n"
                 "0.5 s apart).\n");
         return parsed > 0 ? 0 : 2;

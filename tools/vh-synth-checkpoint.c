@@ -10,7 +10,7 @@
  *       [--llm-layers N] [--llm-hidden H] ...
  *       [--dtype bf16|f16|f32 (bf16)] [--seed S (0)]
  *       [--shard-bytes B (4 GiB, Orion 5e9; suffixes k, M, G = KiB, MiB, GiB)] [--threads N (online cores)]
- *       [--no-sync] [--dry-run] [--list] [--front-end [--vit-layers N (24)]] (Orion)
+ *       [--no-sync] [--dry-run] [--list] [--front-end [--vit-layers N (24)]] (Orion, MindDrive)
  *
  * The folder has openvla/openvla-7b's layout: config.json (with norm_stats for one dataset,
  * "bridge_orig"), preprocessor_config.json, the tokenizer side files, a copy of tokenizer.model, and
@@ -72,7 +72,12 @@
  * writes). --llm-layers and --llm-hidden (a multiple of 8: heads of min(head_dim, H/4), 2 KV heads
  * when the heads are even) reduce it; dtypes bf16, f16, f32. LoRA factors: A as nn.Linear N(0, 1/in),
  * B N(0, (0.1/sqrt(r))^2), so each expert moves a projection by ~10% (peft's B = 0 would make the
- * experts equal).
+ * experts equal). --front-end [--vit-layers N] adds the camera front end as for Orion (the same
+ * tensors, values and config.json front_end object, the converter writing MindDrive's as Orion's:
+ * tools/orion/front_end.py; doc/minddrive-converter.md), the heads' output_projection and
+ * can_bus_embed.2 as wide as the LLM (896 at 0.5b, 2048 at 3b, or --llm-hidden), the ViT in --dtype
+ * (f16 included), the rest F32; config.json's front_end comes last, after source, where
+ * convert_minddrive.py puts it.
  *
  * Writing: everything goes to DIR.partial, which is renamed to DIR at the end; on any failure
  * (disk full, interrupt) the files written are removed and the exit status is non-zero. DIR must
@@ -189,7 +194,7 @@ typedef struct options {
     int md_size;      /* --size: index into minddrive_sizes */
     int layers_given, hidden_given, size_given;
     int vision_tiny, vision_given, shard_given;
-    int front_end;    /* --front-end: Orion's camera front end */
+    int front_end;    /* --front-end: the camera front end (Orion, MindDrive) */
     int vit_given;
     uint32_t vit_layers; /* --vit-layers (24) */
     out_dtype dtype;
@@ -427,11 +432,13 @@ static void add_orion_llm(tensor_list *L, const llm_dims *l)
     add_tensor(L, PART_LLM, INIT_NORMAL, 1.0f, 0.1f, DIMS(D), "model.norm.weight");
 }
 
-/* Orion's camera front end as tools/orion/convert_orion.py writes it (tools/orion/front_end.py):
+/* The camera front end as tools/orion/convert_orion.py and tools/minddrive/convert_minddrive.py write
+ * it (tools/orion/front_end.py; Orion's and MindDrive's are the same modules):
  * EVA-02-L (img_backbone.*, in --dtype) and, in F32 as the agent runs them, the position encoder,
  * the modules both heads share (once, at the top), the det head (pts_bbox_head.*) and the map head
- * (map_head.*), each branch once (branch 0). Geometry: the released agent config (spec sections 2-3);
- * the heads' output width is the LLM's. */
+ * (map_head.*), each branch once (branch 0). Geometry: the released agent config (spec sections 2-3;
+ * MindDrive's infer configs give the same); the heads' output width is the LLM's (out_dims: Orion
+ * 4096, MindDrive 896 / 2048). */
 enum {
     EVA_EMBED = 1024, EVA_LAYERS = 24, EVA_HEADS = 16, EVA_MLP = 2730, EVA_PATCH = 16, EVA_IMAGE = 640,
     EVA_WINDOW = 16, EVA_PRETRAIN_GRID = 14,
@@ -523,7 +530,7 @@ static void add_petr_branch(tensor_list *L, const char *head, int cls, uint64_t 
     }
 }
 
-static void add_orion_front_end(tensor_list *L, uint32_t vit_layers, uint64_t out)
+static void add_front_end(tensor_list *L, uint32_t vit_layers, uint64_t out)
 {
     const uint64_t D = PETR_EMBED;
     const tensor_part p = PART_FRONT_END;
@@ -568,7 +575,8 @@ static void add_orion_front_end(tensor_list *L, uint32_t vit_layers, uint64_t ou
     for (uint32_t i = heads_first; i < L->n && !L->oom; i++) L->t[i].f32 = 1;
 }
 
-/* config.json's front_end as tools/orion/front_end.py's config() writes it for the agent. */
+/* config.json's front_end as tools/orion/front_end.py's config() writes it for the agent (Orion's
+ * orion_stage3_agent.py, MindDrive's infer configs: the same values). */
 static json_t *make_front_end_config(uint32_t vit_layers)
 {
     json_t *windows = json_array();
@@ -831,6 +839,7 @@ static int make_plan(const options *o, plan *P)
         add_minddrive_llm(L, &P->llm, P->vocab_rows);
         add_vae_gru_planner(L, P->llm.hidden, "planner.speed.", MD_N_SPEED_TOKENS);
         add_vae_gru_planner(L, P->llm.hidden, "planner.path.", MD_N_COMMANDS);
+        if (o->front_end) add_front_end(L, o->vit_layers, P->llm.hidden);
         if (L->oom) goto oom;
         qsort(L->t, L->n, sizeof *L->t, compare_tensor_names); /* the converter's file order */
     } else if (o->orion) {
@@ -842,7 +851,7 @@ static int make_plan(const options *o, plan *P)
         /* the converter's file order: shards filled greedily in name order */
         add_orion_llm(L, &P->llm);
         add_vae_gru_planner(L, P->llm.hidden, "planner.", ORION_MODES);
-        if (o->front_end) add_orion_front_end(L, o->vit_layers, P->llm.hidden);
+        if (o->front_end) add_front_end(L, o->vit_layers, P->llm.hidden);
         if (L->oom) goto oom;
         qsort(L->t, L->n, sizeof *L->t, compare_tensor_names);
     } else {
@@ -1406,16 +1415,19 @@ static json_t *make_minddrive_config(const options *o, const plan *P)
     snprintf(source, sizeof source, PROG " --seed %" PRIu64, o->seed);
     snprintf(llm_path, sizeof llm_path, "./Bench2DriveZoo/ckpts/%s", z->llm_dir);
     const int n_tokens = orion_token_groups[0] + orion_token_groups[1] + orion_token_groups[2] + orion_token_groups[3];
-    return json_pack("{s:s, s:i, s:s, s:o, s:o, s:o, s:i, s:[i, i, i, i], s:o, s:o, s:o, s:o, s:o,"
-                     " s:{s:s, s:s, s:s, s:s, s:s}}",
-                     "model_type", "minddrive", "vlahybrid_format", 1, "dtype", dtype_names[o->dtype].torch,
-                     "text_config", text, "lora", lora, "planners", planners, "vision_tokens", n_tokens,
-                     "vision_token_groups", orion_token_groups[0], orion_token_groups[1], orion_token_groups[2],
-                     orion_token_groups[3], "prompt", prompt, "meta_action_tokens", token_list(0, MD_N_META_TOKENS),
-                     "speed_tokens", token_list(0, MD_N_SPEED_TOKENS), "path_mode_of_command", modes,
-                     "special_tokens", md_added_tokens_json(&P->tok), "source", "checkpoint", source, "llm_dir",
-                     z->llm_dir, "infer_config", z->infer_config, "lm_model_type", z->lm_model_type, "llm_path",
-                     llm_path);
+    json_t *c = json_pack("{s:s, s:i, s:s, s:o, s:o, s:o, s:i, s:[i, i, i, i], s:o, s:o, s:o, s:o, s:o,"
+                          " s:{s:s, s:s, s:s, s:s, s:s}}",
+                          "model_type", "minddrive", "vlahybrid_format", 1, "dtype", dtype_names[o->dtype].torch,
+                          "text_config", text, "lora", lora, "planners", planners, "vision_tokens", n_tokens,
+                          "vision_token_groups", orion_token_groups[0], orion_token_groups[1],
+                          orion_token_groups[2], orion_token_groups[3], "prompt", prompt, "meta_action_tokens",
+                          token_list(0, MD_N_META_TOKENS), "speed_tokens", token_list(0, MD_N_SPEED_TOKENS),
+                          "path_mode_of_command", modes, "special_tokens", md_added_tokens_json(&P->tok), "source",
+                          "checkpoint", source, "llm_dir", z->llm_dir, "infer_config", z->infer_config,
+                          "lm_model_type", z->lm_model_type, "llm_path", llm_path);
+    /* convert_minddrive.py: a front_end key only with the front end, after source */
+    if (c && o->front_end) json_object_set_new(c, "front_end", make_front_end_config(o->vit_layers));
+    return c;
 }
 
 /* json.dump(obj, indent=2, ensure_ascii=False) + "\n" with every real number to 17 digits (the
@@ -1666,8 +1678,9 @@ static void usage(FILE *f)
             "                   bf16 or f32, shards of 5e9 bytes | minddrive: a MindDrive folder as\n"
             "                   tools/minddrive/convert_minddrive.py writes it (--lora keep): Qwen2 with two\n"
             "                   LoRA experts, the speed and path planners; --tokenizer is a tokenizer.json\n"
-            "  --front-end      Orion: the camera front end too (EVA-02-L at 640, the position encoder, the det\n"
-            "                   and map heads at the agent's geometry; the ViT in --dtype, the rest F32)\n"
+            "  --front-end      Orion, MindDrive: the camera front end too (EVA-02-L at 640, the position\n"
+            "                   encoder, the det and map heads at the agent's geometry, their out_dims the LLM\n"
+            "                   width; the ViT in --dtype, the rest F32; config.json's front_end)\n"
             "  --vit-layers N   the front end's ViT blocks, 1..24 (default 24; windowed unless N %% 3 == 2)\n"
             "  --size S         MindDrive's LLM: 0.5b (default; Qwen2-0.5B) | 3b (Qwen2.5-3B)\n"
             "  --llm-layers N   LLM layers, 1..1024 (default 32; MindDrive: the size's)\n"
@@ -1775,8 +1788,8 @@ static int parse_args(int argc, char **argv, options *o)
             return -1;
         }
     }
-    if ((o->front_end || o->vit_given) && !o->orion) {
-        fprintf(stderr, PROG ": --front-end and --vit-layers are for --family orion\n");
+    if ((o->front_end || o->vit_given) && !o->orion && !o->minddrive) {
+        fprintf(stderr, PROG ": --front-end and --vit-layers are for --family orion or minddrive\n");
         return -1;
     }
     if (o->vit_given && !o->front_end) {
@@ -1833,9 +1846,10 @@ static void print_plan(const options *o, const plan *P)
                o->dry_run ? "plan" : "wrote", o->vision_tiny ? "tiny" : "full (DINOv2 ViT-L/14 reg4 + SigLIP so400m/14)",
                P->llm.layers, P->llm.hidden, P->llm.intermediate, P->llm.heads, VOCAB_PADDED,
                dtype_names[o->dtype].option, o->seed);
-    if (o->orion && o->front_end)
-        printf("  camera front end: EVA-02-L %u blocks at %d x %d (%s), position encoder, det + map heads (F32)\n",
-               o->vit_layers, EVA_IMAGE, EVA_IMAGE, dtype_names[o->dtype].option);
+    if (o->front_end)
+        printf("  camera front end: EVA-02-L %u blocks at %d x %d (%s), position encoder, det + map heads "
+               "(F32, out_dims %u)\n", o->vit_layers, EVA_IMAGE, EVA_IMAGE, dtype_names[o->dtype].option,
+               P->llm.hidden);
     for (uint32_t s = 0; s < P->n_shards; s++)
         printf("  %-36s %15" PRIu64 " bytes  %5u tensors\n", P->shards[s].file,
                P->shards[s].header_bytes + P->shards[s].data_bytes, P->shards[s].n_tensors);
@@ -1848,9 +1862,10 @@ static void print_plan(const options *o, const plan *P)
         }
     }
     printf("tensors %u\n", P->list.n);
-    if (o->orion && o->front_end)
-        printf("parameters %" PRIu64 " (llm %" PRIu64 ", planner %" PRIu64 ", camera front end %" PRIu64 ")\n",
-               P->total_params, P->params[PART_LLM], P->params[PART_PLANNER], P->params[PART_FRONT_END]);
+    if (o->front_end)
+        printf("parameters %" PRIu64 " (llm %" PRIu64 ", planner%s %" PRIu64 ", camera front end %" PRIu64 ")\n",
+               P->total_params, P->params[PART_LLM], o->minddrive ? "s" : "", P->params[PART_PLANNER],
+               P->params[PART_FRONT_END]);
     else if (o->orion || o->minddrive)
         printf("parameters %" PRIu64 " (llm %" PRIu64 ", planner%s %" PRIu64 ")\n", P->total_params, P->params[PART_LLM],
                o->minddrive ? "s" : "", P->params[PART_PLANNER]);

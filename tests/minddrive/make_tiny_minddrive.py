@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Write a tiny MindDrive-architecture checkpoint in exactly the layout a MindDrive user has.
 
-    /usr/bin/python3 tests/minddrive/make_tiny_minddrive.py --out DIR
+    /usr/bin/python3 tests/minddrive/make_tiny_minddrive.py --out DIR [--front-end]
 
 DIR/minddrive_rltrain.pth      torch.save({"meta": {...}, "state_dict": {...}}) as mmcv's
                                save_checkpoint writes it (fp32, the detector's key names):
@@ -29,6 +29,17 @@ mmcv/utils/llava_qwen.py) with the LLM hidden size H = 64 in place of 896:
   planners  speed: DistributionModule(H, 32), PredictModel(32, H, H/4, 4), decoder 2H->2H->2H->2*7
             path:  the same with pw_ names and 2*6 outputs
             future_distribution (in H+12) and pw_future_distribution (in H+40): training only
+
+--front-end (state_dict(..., front_end=True)) makes the camera front end whole instead: the tiny
+EVA-02 and heads of tests/fixtures/tiny_weights.py (EVA_TINY: 3 blocks of 32 on 160 x 160 images;
+HEADS_FRONT: the heads at the real 256 width, out_dims 64 = H, 256 + 16 + 1 + 256 tokens; the
+position encoder of tests/fixtures/orion/model-front) under the released names, with what a real
+minddrive_rltrain.pth holds beside them: the heads' copies of the shared modules, the six branch
+copies, the loss constants, coords_d / position_range, RoPE tables, and MinddriveHead's
+forecast-only modules (motion_decoder, motion_mode_query [1, 256], traj(_cls)_branches,
+tl_branches, pos_mlp_sa, and the 0.5B model's lane_encoder, motion_map_decoder, pos_mlp); the
+infer config then gives the heads' and the backbone's arguments to match. Everything else (the
+LLM, the planners, the value net) is the default checkpoint's, value for value.
 
 Deterministic: numpy's PCG64 with fixed seeds, a fixed key order, and torch.save of plain dicts
 produce the same bytes on every run (same torch version).
@@ -120,6 +131,44 @@ def front_end_weights(m):
     m.add("position_encoder.0.weight", (4 * d, 192))
 
 
+FRONT_SEED = 7007        # the front end's extra tensors (name_stream), besides tiny_weights' own seeds
+
+
+def whole_front_end():
+    """{name: float32 array}: a whole camera front end as minddrive_rltrain.pth holds it (see the
+    module docstring); values a pure function of the name."""
+    c = tw.HEADS_FRONT
+    D, F = c["embed"], c["memory_ffn"]
+    front = {"img_backbone." + k: v for k, v in tw.eva_weights().items()}
+    front.update(tw.heads_weights(c))
+    front.update(tw.front_position_encoder(c))
+    # Minddrive.__init__'s LID depths (depth_start 1, position_range[3] 61.2, depth_num 64) and range
+    i = np.arange(64, dtype=np.float64)
+    front["coords_d"] = (1 + (61.2 - 1) / (64 * (1 + 64)) * i * (i + 1)).astype(np.float32)
+    front["position_range"] = np.array([-61.2, -61.2, -10.0, 61.2, 61.2, 10.0], dtype=np.float32)
+    shapes = {"img_backbone.rope_win.freqs_cos": (16, 16), "img_backbone.rope_glb.freqs_sin": (100, 16),
+              "pts_bbox_head.motion_mode_query.weight": (1, D),
+              "pts_bbox_head.pos_mlp_sa.weight": (D, 2), "pts_bbox_head.pos_mlp_sa.bias": (D,),
+              "pts_bbox_head.pos_mlp.weight": (D, 2), "pts_bbox_head.pos_mlp.bias": (D,)}
+    for k in range(3):                                   # LaneNet(256, 256, 3): Linear + LayerNorm each
+        p = "pts_bbox_head.lane_encoder.layer_seq.lmlp_%d.mlp." % k
+        shapes.update({p + "0.weight": (D, D), p + "0.bias": (D,), p + "1.weight": (D,), p + "1.bias": (D,)})
+    for dec in ("motion_decoder", "motion_map_decoder"):  # DREAM decoders of one layer, no attention biases
+        p = "pts_bbox_head.%s._layers.0.transformer_layers." % dec
+        shapes.update({p + "0.attn.in_proj_weight": (3 * D, D), p + "0.attn.out_proj.weight": (D, D),
+                       p + "1.weight": (D,), p + "1.bias": (D,), p + "2._layers.0.weight": (F, D),
+                       p + "2._layers.0.bias": (F,), p + "2._layers.3.weight": (D, F), p + "2._layers.3.bias": (D,),
+                       p + "3.weight": (D,), p + "3.bias": (D,)})
+    for b in range(6):
+        shapes.update({"pts_bbox_head.traj_branches.%d.0.weight" % b: (D, D),
+                       "pts_bbox_head.traj_branches.%d.4.weight" % b: (12, D),
+                       "pts_bbox_head.traj_cls_branches.%d.6.weight" % b: (1, D),
+                       "pts_bbox_head.tl_branches.%d.0.weight" % b: (D, D)})
+    for name, shape in shapes.items():
+        front[name] = tw.name_stream(FRONT_SEED, name).normal(0.0, 0.1, shape).astype(np.float32)
+    return front
+
+
 def value_net_weights(m):
     """RL training keeps a value LLM (adapter "default") and its projection; inference does not."""
     m.add("value_net.base_model.model.model.norm.weight", (HIDDEN,), 0.1, 1.0)
@@ -181,6 +230,96 @@ def tokenizer_config(tok):
         "tokenizer_class": "Qwen2Tokenizer",
         "unk_token": None,
     }
+
+
+# The infer config's backbone and heads for the whole front end (replacing INFER_CONFIG's from
+# "    img_backbone=dict(" to the end of `model`): EVA_TINY's and HEADS_FRONT's arguments, in the
+# released config's style (FocalLoss with sigmoid: num_classes scores a head, as the library runs).
+FRONT_END_MODEL = '''\
+    img_backbone=dict(
+        type='EVAViT',
+        img_size=160,
+        patch_size=16,
+        window_size=4,
+        in_chans=3,
+        embed_dim=32,
+        depth=3,
+        num_heads=2,
+        mlp_ratio=4*2/3,
+        window_block_indexes = (
+        list(range(0, 1)) + list(range(2, 3))
+        ),
+        qkv_bias=True),
+    map_head=dict(
+        type='MinddriveHeadM',
+        num_classes=6,
+        in_channels=32,
+        out_dims=llm_hidden,
+        memory_len=20,
+        with_mask=True,
+        topk_proposals=10,
+        num_lane=30,
+        num_lanes_one2one=10,
+        k_one2many=2,
+        num_extra=256,
+        n_control=11,
+        pc_range=point_cloud_range,
+        transformer=dict(
+            type='PETRTemporalTransformer',
+                 num_layers=2,
+                 embed_dims=256,
+                 num_heads=8,
+                 feedforward_dims=64,
+                 dropout=0.1),
+        loss_cls=dict(
+            type='FocalLoss',
+            use_sigmoid=True,
+            gamma=2.0,
+            alpha=0.25,
+            loss_weight=1.5)),
+    pts_bbox_head=dict(
+        type='MinddriveHead',
+        num_classes=9,
+        in_channels=32,
+        out_dims=llm_hidden,
+        num_query=256,
+        with_mask=True,
+        memory_len=20,
+        topk_proposals=10,
+        num_propagated=10,
+        num_extra=256,
+        scence_memory_len=32,
+        n_control=11,
+        use_memory = True,
+        use_col_loss = use_col_loss,
+        motion_map_decoder=dict(
+            type='DREAMTransformerDecoder',
+            num_layers=1,
+            embed_dims=256,
+            num_heads=8,
+            dropout=0.0,
+            feedforward_dims=64),
+        transformer=dict(
+            type='PETRTemporalTransformer',
+                 num_layers=2,
+                 embed_dims=256,
+                 num_heads=8,
+                 feedforward_dims=64,
+                 dropout=0.1),
+        bbox_coder=dict(
+            type='CustomNMSFreeCoder',
+            post_center_range=[-61.2, -61.2, -10.0, 61.2, 61.2, 10.0],
+            pc_range=point_cloud_range,
+            max_num=300,
+            num_classes=9),
+        loss_cls=dict(
+            type='FocalLoss',
+            use_sigmoid=True,
+            gamma=2.0,
+            alpha=0.25,
+            loss_weight=2.0)),
+)
+'''
 
 
 INFER_CONFIG = '''\
@@ -273,9 +412,11 @@ def write_json(path, obj):
         f.write("\n")
 
 
-def state_dict(seed, tok, wrap=lambda a: a):
+def state_dict(seed, tok, wrap=lambda a: a, front_end=False):
     """The checkpoint's state dict for the tokenizer.json `tok`, float32 numpy arrays (or what
-    `wrap` makes of them)."""
+    `wrap` makes of them); with `front_end`, the camera front end whole (whole_front_end(): the
+    few front-end tensors of the default replaced, the rest added after them; every other value
+    the default's)."""
     base_len = tokenizer_length(tok)
     m = tw.SequentialMaker(seed, wrap)
     front_end_weights(m)
@@ -285,10 +426,22 @@ def state_dict(seed, tok, wrap=lambda a: a):
     tw.vae_gru_planner(m, "pw_", HIDDEN, PATH_MODES, 40, LATENT, GRU_LAYERS)
     # mmcv save_checkpoint: the speed planner's modules come before the path planner's.
     order = [k for k in m.sd if not k.startswith("pw_")] + [k for k in m.sd if k.startswith("pw_")]
-    return {k: m.sd[k] for k in order}
+    sd = {k: m.sd[k] for k in order}
+    if front_end:
+        sd.update({k: wrap(v) for k, v in whole_front_end().items()})
+    return sd
 
 
-def make(out, seed=20250301):
+def infer_config(front_end=False):
+    """The infer config's text; with `front_end`, FRONT_END_MODEL's backbone and heads."""
+    text = INFER_CONFIG.format(head_dims=HEAD_DIMS, hidden=HIDDEN, num_extra=NUM_EXTRA)
+    if front_end:
+        start, end = text.index("    img_backbone=dict(\n"), text.index("\n)\n\ninference_only_pipeline") + 3
+        text = text[:start] + FRONT_END_MODEL + text[end:]
+    return text
+
+
+def make(out, seed=20250301, front_end=False):
     import torch
     with open(TOKENIZER_SRC, encoding="utf-8") as f:
         tok = json.load(f)
@@ -297,7 +450,7 @@ def make(out, seed=20250301):
 
     os.makedirs(out, exist_ok=True)
     ckpt = {"meta": {"mmcv_version": "1.7.0", "time": "Thu Jan  1 00:00:00 2026", "epoch": 1,
-                     "iter": 6000}, "state_dict": state_dict(seed, tok, torch.from_numpy)}
+                     "iter": 6000}, "state_dict": state_dict(seed, tok, torch.from_numpy, front_end)}
     torch.save(ckpt, os.path.join(out, "minddrive_rltrain.pth"))
 
     llm_dir = os.path.join(out, "llava-qwen2-0.5b")
@@ -311,18 +464,20 @@ def make(out, seed=20250301):
         for pair in tok["model"]["merges"]:
             f.write((pair if isinstance(pair, str) else " ".join(pair)) + "\n")
     with open(os.path.join(out, "minddrive_qwen2_05B_infer.py"), "w") as f:
-        f.write(INFER_CONFIG.format(head_dims=HEAD_DIMS, hidden=HIDDEN, num_extra=NUM_EXTRA))
+        f.write(infer_config(front_end))
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", required=True)
     p.add_argument("--seed", type=int, default=20250301)
+    p.add_argument("--front-end", action="store_true",
+                   help="the camera front end whole (tiny EVA-02 and heads), the infer config to match")
     args = p.parse_args()
     if not os.path.isfile(TOKENIZER_SRC):
         print("error: %s not found" % TOKENIZER_SRC, file=sys.stderr)
         return 1
-    make(args.out, args.seed)
+    make(args.out, args.seed, args.front_end)
     return 0
 
 

@@ -11,12 +11,19 @@ minddrive_rltrain.pth tensors: FP32 bit-exact, BF16 / FP16 equal to RNE of the F
     by hand from the released code), the 15 added token ids and their tokenizer.json entries.
 The weighted_mask buffer is reported as skipped; --lora merge is refused before anything is
 written; the interpreter is named in the report and when torch is missing. Then broken inputs, each
-of which must exit non-zero with a message naming the problem.
+of which must exit non-zero with a message naming the problem. Then the camera front end
+(make_tiny_minddrive.py --front-end: the fixture with a whole tiny front end beside the same LLM and
+planners): written under --front-end auto and yes (each value once, the ViT in --dtype and the rest
+F32, bit-exact; MindDrive's forecast-only modules, the copies and the buffers left out;
+config.json's front_end against values written by hand), refused when incomplete under yes and left
+out then under auto, left out under no (the rest byte-identical to the default fixture's
+conversion), heads wider or narrower than the LLM and softmax classifiers refused.
 Prints "ok - name" / "not ok - name" and ends with "N passed, M failed"; exits 1 on any failure.
 """
 import json
 import os
 import platform
+import re
 import shutil
 import struct
 import subprocess
@@ -233,7 +240,12 @@ def test_conversions(tmp, fx, orig):
         problems = compare(tensors, expected_tensors(orig), dtype)
         check(name + " names, shapes and values", not problems, "\n".join(problems))
         with open(os.path.join(out, "config.json")) as f:
-            check_config(name, json.load(f), lora, dtype)
+            cfg = json.load(f)
+        check_config(name, cfg, lora, dtype)
+        # the fixture holds a few front-end tensors only: warned about, not written, no front_end key
+        check(name + " leaves the incomplete camera front end out, saying so",
+              "incomplete camera front end" in log and "not written: the model runs from precomputed "
+              "vision tokens" in log and "front_end" not in cfg, log)
     return outs
 
 
@@ -514,7 +526,7 @@ def test_broken(tmp, fx):
             ("decoupling", "is_decoupling = True", "is_decoupling = False", "is_decoupling"),
             ("template", 'conv_template="llava_qwen2"', 'conv_template="llava_llama_3"', "conv_template"),
             ("llama", "lm_model_type = 'qwen2'", "lm_model_type = 'llama_v3'", "lm_model_type"),
-            ("out_dims", "llm_hidden = %d" % HIDDEN, "llm_hidden = 896", "out_dims"),
+            ("out_dims", "llm_hidden = %d" % HIDDEN, "llm_hidden = 896", "out_dims = 896"),
             ("use_lora", "use_lora=True", "use_lora=False", "use_lora")):
         assert old in src, old
         p = os.path.join(tmp, "cfg-%s.py" % tag)
@@ -523,6 +535,176 @@ def test_broken(tmp, fx):
     p = os.path.join(tmp, "cfg-syntax.py")
     open(p, "w").write(src + "\nmodel = dict(\n")
     expect_failure("infer config with a syntax error", conv_args(fx, out("l"), cfg=p), "not valid Python")
+
+
+# ---------------------------------------------------------------------------------------------
+# The camera front end (make_tiny_minddrive.py --front-end).
+
+FRONT_PREFIXES = ("img_backbone.", "position_encoder.", "query_pos.", "time_embedding.", "ego_pose_pe.",
+                  "pts_bbox_head.", "map_head.")
+# MinddriveHead's forecast-only modules and Orion's (doc/minddrive-converter.md, by hand)
+FORECAST = ("motion_decoder", "motion_mode_query", "traj_branches", "traj_cls_branches", "tl_branches",
+            "pos_mlp_sa", "pos_mlp", "lane_encoder", "motion_map_decoder")
+# config.json's front_end for the fixture's infer config (FRONT_END_MODEL) and shapes, by hand
+FRONT_CONFIG = {
+    "backbone": {"embed_dim": 32, "patch_size": 16, "depth": 3, "num_heads": 2, "img_size": 160,
+                 "window_size": 4, "window_block_indexes": [0, 2], "mlp_hidden": 85},
+    "pc_range": [-51.2, -51.2, -5.0, 51.2, 51.2, 3.0],
+    "heads": {"det": {"num_heads": 8, "memory_len": 20, "topk_proposals": 10, "num_propagated": 10,
+                      "scene_memory_len": 32, "can_bus_len": 2},
+              "map": {"num_heads": 8, "memory_len": 20, "topk_proposals": 10, "num_lanes_one2one": 10}},
+    # the stored float32 parameter, as float64
+    "position_range": [float(np.float32(v)) for v in (-61.2, -61.2, -10.0, 61.2, 61.2, 10.0)],
+    "depth_num": 64,
+}
+
+
+def is_front(k):
+    return k.startswith(FRONT_PREFIXES) or k in ("coords_d", "position_range")
+
+
+def front_not_written(k):
+    """True for a front-end key the converter must leave out: the heads' copies of the shared modules,
+    branches 1..5, the forecast modules, the loss constants, pc_range, the RoPE tables, the LID depths
+    and position range."""
+    return bool(re.match(r"(pts_bbox_head|map_head)\.(query_pos|time_embedding|ego_pose_pe)\.", k)
+                or re.match(r"(pts_bbox_head|map_head)\.(cls|reg)_branches\.[1-5]\.", k)
+                or re.match(r"pts_bbox_head\.(%s)\." % "|".join(FORECAST), k)
+                or re.search(r"\.(code_weights|match_costs|pc_range)$", k) or re.search(r"\.freqs_(cos|sin)$", k)
+                or k in ("coords_d", "position_range"))
+
+
+def test_front_end(tmp, fx, orig, default_out):
+    fxf = os.path.join(tmp, "fixture-front")
+    p = subprocess.run([sys.executable, MAKER, "--out", fxf, "--front-end"], capture_output=True, text=True)
+    if not check("make_tiny_minddrive.py --front-end", p.returncode == 0, p.stdout + p.stderr):
+        return
+    ckpt = os.path.join(fxf, "minddrive_rltrain.pth")
+    orig_f = load_ckpt(ckpt)
+    same = all(k in orig_f and (is_front(k) or np.array_equal(orig_f[k], v)) for k, v in orig.items()) and \
+        all(k in orig or is_front(k) for k in orig_f)
+    check("--front-end fixture: every other tensor the default fixture's", same)
+    want = {k: v for k, v in orig_f.items() if is_front(k) and not front_not_written(k)}
+    check("--front-end fixture: MindDrive's forecast modules and the copies are there to leave out",
+          all(any(k.startswith("pts_bbox_head.%s." % m) for k in orig_f) for m in FORECAST) and
+          "map_head.query_pos.0.weight" in orig_f and "pts_bbox_head.cls_branches.5.6.weight" in orig_f)
+    cfg_path = os.path.join(fxf, "minddrive_qwen2_05B_infer.py")
+    llm = os.path.join(fxf, "llava-qwen2-0.5b")
+
+    def args(out, ck=ckpt, cfg=cfg_path):
+        return conv_args(fxf, out, ckpt=ck, llm=llm, cfg=cfg)
+
+    outs = {}
+    for dtype, mode in (("fp32", "yes"), ("fp32", "auto"), ("bf16", "auto"), ("fp16", "yes")):
+        name = "front end --dtype %s --front-end %s" % (dtype, mode)
+        out = os.path.join(tmp, "out-front-%s-%s" % (dtype, mode))
+        rc, log = run(args(out) + ["--dtype", dtype, "--front-end", mode])
+        if not check(name + " exits 0", rc == 0, log):
+            continue
+        outs[(dtype, mode)] = out
+        report = next((l for l in log.splitlines() if l.startswith("camera front end: ")), "")
+        check(name + ": the report counts what was written and why the rest was not",
+              report.startswith("camera front end: %d tensors written; not written: " % len(want)) and
+              "agent forecasts (MindDrive's map interaction): nothing the plan reads" in report and
+              "copies of shared modules" in report and "incomplete" not in log, log)
+        tensors, _ = read_output(out)
+        front = {k for k in tensors if is_front(k)}
+        check(name + ": every front-end value once, under its released name", front == set(want),
+              sorted(front ^ set(want))[:6])
+        rest = {k: v for k, v in tensors.items() if not is_front(k)}
+        problems = compare(rest, expected_tensors(orig_f), dtype)
+        check(name + ": the LLM and planners as without a front end", not problems, "\n".join(problems))
+        bad = []
+        for k in sorted(front & set(want)):
+            dt, shape, a = tensors[k]
+            ref = want[k].astype(np.float32)
+            vit = k.startswith("img_backbone.")
+            wdt = WANT_DTYPE[dtype] if vit else "F32"
+            if dt != wdt or shape != ref.shape:
+                bad.append("%s: %s %s, expected %s %s" % (k, dt, shape, wdt, ref.shape))
+            elif not (np.array_equal(a.view(np.uint32), ref.view(np.uint32)) if dt == "F32" else
+                      np.array_equal(a, bf16_rne(ref)) if dt == "BF16" else
+                      np.array_equal(a.view(np.uint16), ref.astype(np.float16).view(np.uint16))):
+                bad.append(k + ": values")
+        check(name + ": dtypes (the ViT as --dtype, the rest F32) and values bit-exact", not bad, bad[:6])
+        cfg = json.load(open(os.path.join(out, "config.json")))
+        check(name + ": config.json's front_end, by hand, after source",
+              cfg.get("front_end") == FRONT_CONFIG and list(cfg)[-2:] == ["source", "front_end"],
+              json.dumps(cfg.get("front_end")))
+        check_config(name, cfg, "keep", dtype)
+    if ("fp32", "yes") in outs and ("fp32", "auto") in outs:
+        a, b = (os.path.join(outs[("fp32", m)], "model.safetensors") for m in ("yes", "auto"))
+        check("front end: --front-end auto writes what --front-end yes does",
+              open(a, "rb").read() == open(b, "rb").read())
+
+    out = os.path.join(tmp, "out-front-no")
+    rc, log = run(args(out) + ["--dtype", "fp32", "--front-end", "no"])
+    ok = rc == 0 and "camera front end: not written (--front-end no)" in log
+    if ok:
+        ok = open(os.path.join(out, "model.safetensors"), "rb").read() == \
+            open(os.path.join(default_out, "model.safetensors"), "rb").read() and \
+            "front_end" not in json.load(open(os.path.join(out, "config.json")))
+    check("--front-end no: left out, the rest byte-identical to the default fixture's conversion", ok, log)
+
+    full = torch.load(ckpt, map_location="cpu", weights_only=True)
+
+    def variant(tag, edit):
+        sd = dict(full["state_dict"])
+        edit(sd)
+        path = os.path.join(tmp, "front-%s.pth" % tag)
+        torch.save({"meta": full["meta"], "state_dict": sd}, path)
+        return path
+
+    gone = "img_backbone.blocks.2.mlp.w3.bias"
+    lacking = variant("lacking", lambda sd: sd.pop(gone))
+    expect_failure("--front-end yes with an incomplete front end", args(os.path.join(tmp, "bad-f1"), ck=lacking)
+                   + ["--front-end", "yes"], "incomplete camera front end", "1 of its tensors missing", gone)
+    check("--front-end yes with an incomplete front end: nothing written", not os.path.exists(os.path.join(tmp, "bad-f1")))
+    out = os.path.join(tmp, "out-front-lacking")
+    rc, log = run(args(out, ck=lacking))
+    ok = rc == 0 and "incomplete camera front end" in log and "not written: the model runs from precomputed " \
+        "vision tokens" in log
+    if ok:
+        ok = not any(is_front(k) for k in read_output(out)[0]) and \
+            "front_end" not in json.load(open(os.path.join(out, "config.json")))
+    check("--front-end auto with an incomplete front end converts the rest and says so", ok, log)
+
+    def tweak(key):
+        return lambda sd: sd.__setitem__(key, sd[key] + 1.0)
+    expect_failure("a head's copy of query_pos that differs",
+                   args(os.path.join(tmp, "bad-f2"), ck=variant("copy", tweak("map_head.query_pos.0.bias"))),
+                   "map_head.query_pos.0.bias", "differs", "Minddrive")
+    expect_failure("a branch copy that differs",
+                   args(os.path.join(tmp, "bad-f3"), ck=variant("branch", tweak("pts_bbox_head.cls_branches.3.6.bias"))),
+                   "pts_bbox_head.cls_branches.3.6.bias", "six branches")
+
+    # the heads' out_dims against the LLM's hidden size: the checkpoint's rows, the infer config
+    def wide(key):
+        def edit(sd):
+            sd[key + ".weight"] = torch.zeros(2 * HIDDEN, sd[key + ".weight"].shape[1])
+            sd[key + ".bias"] = torch.zeros(2 * HIDDEN)
+        return edit
+    for i, key in enumerate(("map_head.output_projection", "pts_bbox_head.can_bus_embed.2")):
+        expect_failure("%s wider than the LLM" % key,
+                       args(os.path.join(tmp, "bad-f4%d" % i), ck=variant("wide%d" % i, wide(key))),
+                       "%s.weight has %d rows" % (key, 2 * HIDDEN), "hidden size", "is %d" % HIDDEN,
+                       "without a projector")
+    src = open(cfg_path).read()
+    det_loss = ("        loss_cls=dict(\n            type='FocalLoss',\n            use_sigmoid=True,\n"
+                "            gamma=2.0,\n            alpha=0.25,\n            loss_weight=2.0)),\n")
+    for tag, old, new, needles in (
+            ("out_dims", "llm_hidden = %d" % HIDDEN, "llm_hidden = 2048",
+             ("model.pts_bbox_head.out_dims = 2048", "hidden size", "is %d" % HIDDEN, "without a projector")),
+            ("softmax", "use_sigmoid=True", "use_sigmoid=False",
+             ("model.map_head.loss_cls sets use_sigmoid=False", "softmax", "sigmoid")),
+            ("no-loss", det_loss, "        ),\n",
+             ("model.pts_bbox_head.loss_cls is not set", "CrossEntropyLoss", "sigmoid")),
+            ("classes", "num_classes=6,", "num_classes=7,",
+             ("map_head.num_classes = 7", "map_head.cls_branches.0.6.weight has 6 rows"))):
+        assert old in src, old
+        p = os.path.join(tmp, "front-cfg-%s.py" % tag)
+        open(p, "w").write(src.replace(old, new, 1))
+        expect_failure("front end: infer config %s" % tag, args(os.path.join(tmp, "bad-f5" + tag), cfg=p), *needles)
 
 
 def guarded(section, fn, *args):
@@ -565,6 +747,8 @@ def main():
         guarded("--lora merge", test_merge_refused, tmp, fx)
         guarded("interpreter", test_interpreter, tmp, fx)
         guarded("broken inputs", test_broken, tmp, fx)
+        if ("keep", "fp32") in outs:
+            guarded("camera front end", test_front_end, tmp, fx, orig, outs[("keep", "fp32")][0])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return finish()

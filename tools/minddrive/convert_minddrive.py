@@ -11,8 +11,12 @@ Output folder (documented field by field in doc/minddrive-converter.md):
   config.json, tokenizer.json (with MindDrive's 15 added tokens), tokenizer_config.json,
   special_tokens_map.json / vocab.json / merges.txt when present, added_tokens.json
 
-Only the LLM (Qwen2 with two LoRA experts on q/k/v/o) and the two VAE+GRU planners are written; the
-camera front end, the training-only modules and the RL value net are skipped and listed.
+The LLM (Qwen2 with two LoRA experts on q/k/v/o), the two VAE+GRU planners and, when the checkpoint
+holds it whole, the camera front end (img_backbone, position_encoder, the shared query_pos /
+time_embedding / ego_pose_pe, pts_bbox_head, map_head: each value once, as Orion's converter writes
+it, tools/orion/front_end.py) are written; the training-only modules, the agent-forecast modules and
+the RL value net are skipped and listed. --front-end no leaves the front end out (the model then
+runs from precomputed vision tokens), --front-end yes refuses a checkpoint without a whole one.
 
 Facts about the released code this relies on (github.com/xiaomi-mlab/MindDrive @ 1a4085d):
   - mmcv/utils/misc.py::load_model: LoraConfig(r=16, lora_alpha=16, q/k/v/o_proj), adapter
@@ -27,6 +31,11 @@ Facts about the released code this relies on (github.com/xiaomi-mlab/MindDrive @
     and reads the logits at position -2 over the 7 speed tokens; the round holding the waypoint
     tokens runs under "action_expert"; fut_ts forced to 6, the path planner runs fut_ps (20) steps;
     the path mode is PA_MAPPING[PATH_MAPPING[argmax(ego_fut_cmd)]].
+  - the camera front end is Orion's (minddrive.py's extract_img_feat / position_embeding,
+    MinddriveHead / MinddriveHeadM: the token path is orion_head.py's), with the heads' out_dims the
+    Qwen hidden size: llava_arch.py only reshapes the 529 vision tokens to hidden_size, no
+    projector. MinddriveHead adds forecast-only modules (pos_mlp_sa; 0.5B: lane_encoder,
+    motion_map_decoder, pos_mlp), not written.
   - mmcv/datasets/pipelines/transforms_3d.py::LoadAnnoatationMixCriticalVQATest and
     data_utils.py::preprocess_qwen2(training_mode=False), conversation.py::conv_llava_qwen_2: the
     two prompts (PROMPT_* below).
@@ -44,6 +53,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "orion"))
 import convert_orion as orion  # noqa: E402  (the Orion converter: same mmcv / peft conventions)
+import front_end  # noqa: E402  (tools/orion/front_end.py: the camera front end, the same as Orion's)
 
 ConvertError = orion.ConvertError
 log, warn, cfg_get, require, shape_of = orion.log, orion.warn, orion.cfg_get, orion.require, orion.shape_of
@@ -510,6 +520,80 @@ def _planner_tensor(sd, src, squeeze):
 
 
 # ---------------------------------------------------------------------------------------------
+# The heads' width and the camera front end.
+
+HEAD_CLASSES = (("pts_bbox_head", "MinddriveHead", 9), ("map_head", "MinddriveHeadM", 6))
+
+
+def check_out_dims(sd, model_cfg, hidden, llm_dir):
+    """Both heads' out_dims (the infer config's, MinddriveHead's default 4096) and the rows of the
+    checkpoint's output projections must be the LLM's hidden size: Minddrive hands the heads' 529
+    tokens to the Qwen LLM as they are (llava_arch.py reshapes them to hidden_size; no projector)."""
+    why = ("MindDrive feeds the heads' vision tokens to the LLM without a projector, so both heads' "
+           "out_dims must equal the LLM's hidden size (896 for Qwen2-0.5B, 2048 for Qwen2.5-3B)")
+    src = "%s/config.json hidden_size" % os.path.basename(os.path.normpath(llm_dir))
+    for head, cls, _ in HEAD_CLASSES:
+        cfg = model_cfg.get(head) if isinstance(model_cfg.get(head), dict) else {}
+        out_dims = cfg_get(cfg, "out_dims", 4096, head)
+        if out_dims != hidden:
+            raise ConvertError("infer config: model.%s.out_dims = %r%s, but the LLM's hidden size (%s) is %d: "
+                               "%s" % (head, out_dims, "" if "out_dims" in cfg else " (%s's default)" % cls,
+                                       src, hidden, why))
+    for key in ("pts_bbox_head.output_projection.weight", "pts_bbox_head.can_bus_embed.2.weight",
+                "map_head.output_projection.weight"):
+        rows = shape_of(sd, key)
+        if rows is not None and rows[0] != hidden:
+            raise ConvertError("checkpoint: %s has %d rows (its head's out_dims), but the LLM's hidden size "
+                               "(%s) is %d: %s" % (key, rows[0], src, hidden, why))
+
+
+def check_classifiers(sd, model_cfg):
+    """The heads score their queries by sigmoid (the released configs' FocalLoss(use_sigmoid=True):
+    cls_out_channels = num_classes), as the library does; MinddriveHead(M)'s default loss_cls is
+    CrossEntropyLoss(use_sigmoid=False), a softmax over num_classes + 1 with a background class."""
+    for head, cls, classes in HEAD_CLASSES:
+        cfg = model_cfg.get(head) if isinstance(model_cfg.get(head), dict) else {}
+        loss = cfg.get("loss_cls")
+        # mmdet's FocalLoss is sigmoid unless told otherwise, CrossEntropyLoss softmax
+        sigmoid = cfg_get(loss, "use_sigmoid", loss.get("type") == "FocalLoss", head + ".loss_cls") \
+            if isinstance(loss, dict) else False
+        if sigmoid is not True:
+            raise ConvertError("infer config: model.%s.loss_cls %s: the head's classifier is then a softmax "
+                               "over num_classes + 1 with a background class, but the front end scores "
+                               "its queries by sigmoid, as the released configs' FocalLoss(use_sigmoid="
+                               "True) builds it" % (head, "sets use_sigmoid=%r" % (sigmoid,)
+                                                    if isinstance(loss, dict) else
+                                                    "is not set (%s's default is CrossEntropyLoss("
+                                                    "use_sigmoid=False))" % cls))
+        n = cfg_get(cfg, "num_classes", classes, head)
+        key = head + ".cls_branches.0.6.weight"
+        rows = shape_of(sd, key)
+        if rows is not None and rows[0] != n:
+            raise ConvertError("infer config and checkpoint disagree: model.%s.num_classes = %r (sigmoid "
+                               "scores, one a class) but %s has %d rows" % (head, n, key, rows[0]))
+
+
+def plan_front_end(sd, args, model_cfg, outs, consumed):
+    """Append the camera front end's tensors (tools/orion/front_end.py, as Orion's converter writes
+    them: the ViT in --dtype, the rest F32) to outs; its config.json entry, or None."""
+    import torch
+    chosen = front_end.select(sd, args.front_end, lambda a, b: a.shape == b.shape and torch.equal(a, b),
+                              ConvertError, log, warn, detector="Minddrive")
+    if chosen is None:
+        return None
+    check_classifiers(sd, model_cfg)
+    written, dropped = chosen
+    for src, dst, part in written:
+        outs.append(OutTensor(dst, args.dtype if part == "vit" else "fp32", shape_of(sd, src),
+                              lambda src=src: sd[src].detach().to(torch.float64)))
+        consumed.add(src)
+    consumed.update(dropped)
+    front_end.report(written, dropped, log)
+    return front_end.config(sd, model_cfg, shape_of, cfg_get,
+                            lambda k: [float(v) for v in sd[k].detach().to(torch.float64).reshape(-1).tolist()])
+
+
+# ---------------------------------------------------------------------------------------------
 # safetensors writer.
 
 def tensor_bytes(t, out):
@@ -618,11 +702,13 @@ def convert(args):
         warn("config.json tokenizer_vocab_size %r differs from len(tokenizer) = %d" % (tvs, base_len))
 
     hidden = text["hidden_size"]
+    check_out_dims(sd, model_cfg, hidden, args.llm_dir)
     groups = orion.vision_token_groups(sd, model_cfg, hidden)
     llm_outs, lora, consumed = plan_llm(sd, args, text, vocab_rows)
     pl_outs, planners, pl_consumed = plan_planners(sd, args, model_cfg, hidden)
     outs = llm_outs + pl_outs
     consumed |= pl_consumed
+    front = plan_front_end(sd, args, model_cfg, outs, consumed)
     orion.summarize_skipped(sd, consumed)
 
     orion.prepare_out_dir(args.out, args.force)
@@ -659,6 +745,8 @@ def convert(args):
                    "lm_model_type": cfg_get(model_cfg, "lm_model_type"),
                    "llm_path": cfg_get(model_cfg, "lm_head")},
     }
+    if front is not None:                       # a folder without one has no front_end key
+        config["front_end"] = front
     with open(os.path.join(args.out, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
         f.write("\n")
@@ -680,6 +768,8 @@ def parse_args(argv):
                    help="keep (the only one supported; merge is refused, see the docs)")
     p.add_argument("--lora-alpha", type=float, default=None,
                    help="override lora_alpha (default 16, as in MindDrive's misc.py::load_model)")
+    p.add_argument("--front-end", choices=("auto", "yes", "no"), default="auto",
+                   help="the camera front end: written when whole (auto), required (yes), left out (no)")
     p.add_argument("--max-shard-size", type=int, default=DEFAULT_MAX_SHARD_BYTES,
                    help="bytes per shard (default 5e9)")
     p.add_argument("--force", action="store_true", help="write into a non-empty --out")

@@ -776,31 +776,18 @@ def plan_outputs(sd, args, text, hp, vocab_rows):
 def plan_front_end(sd, args, outs, consumed):
     """Append the camera front end's tensors (front_end.py) to outs; its config.json entry or None."""
     import torch
-    present = [k for k in sd if front_end.is_front_end(k)]
-    lacking = front_end.missing(sd)
-    if args.front_end == "no" or (args.front_end == "auto" and not present):
-        log("camera front end: not written (%s)" % ("--front-end no" if present else "none in the checkpoint"))
+    chosen = front_end.select(sd, args.front_end, lambda a, b: a.shape == b.shape and torch.equal(a, b),
+                              ConvertError, log, warn)
+    if chosen is None:
         return None
-    if lacking:
-        what = "incomplete camera front end: %d of its tensors missing (%s%s)" % (
-            len(lacking), ", ".join(lacking[:4]), ", ..." if len(lacking) > 4 else "")
-        if args.front_end == "yes":
-            raise ConvertError(what)
-        warn(what + "; not written: the model runs from precomputed vision tokens")
-        return None
+    written, dropped = chosen
     out_dt = "BF16" if args.dtype == "bf16" else "F32"
-    written, dropped = front_end.plan(sd, lambda a, b: a.shape == b.shape and torch.equal(a, b), ConvertError)
     for src, dst, part in written:
         outs.append(OutTensor(dst, out_dt if part == "vit" else "F32", shape_of(sd, src),
                               lambda src=src: sd[src].detach().to(torch.float32)))
         consumed.add(src)
     consumed.update(dropped)
-    reasons = {}
-    for why in dropped.values():
-        why = "copies of shared modules" if why.startswith("a copy of") else why
-        reasons[why] = reasons.get(why, 0) + 1
-    log("camera front end: %d tensors written; not written: %s" % (
-        len(written), "; ".join("%d %s" % (n, w) for w, n in sorted(reasons.items()))))
+    front_end.report(written, dropped, log)
     return front_end.config(sd, args.model_cfg, shape_of, cfg_get,
                             lambda k: [float(v) for v in sd[k].detach().to(torch.float64).reshape(-1).tolist()])
 

@@ -1,4 +1,5 @@
-"""The camera front end of an Orion checkpoint: which tensors convert_orion.py writes, and how.
+"""The camera front end of an Orion or MindDrive checkpoint: which tensors convert_orion.py and
+tools/minddrive/convert_minddrive.py write, and how.
 
 Orion.pth holds the front end under the released module names: img_backbone.* (EVA-02), Orion's
 position_encoder.*, the modules Orion.__init__ hands both heads (query_pos, time_embedding,
@@ -14,6 +15,12 @@ keeps the released names and writes each value once:
 
 img_backbone.* takes --dtype (the agent runs the ViT under fp16 autocast); everything else is F32
 (the agent's heads run in float32). See doc/orion-converter.md.
+
+MindDrive (xiaomi-mlab/MindDrive @ 1a4085d: Minddrive, MinddriveHead, MinddriveHeadM) has the same
+front end under the same names, the heads' out_dims the Qwen hidden size; its det head adds forecast
+modules the plan never reads either (pos_mlp_sa, and in the 0.5B model lane_encoder,
+motion_map_decoder and pos_mlp), which NOT_WRITTEN lists next to Orion's (an Orion checkpoint has
+none of them). See doc/minddrive-converter.md.
 """
 import re
 
@@ -24,6 +31,10 @@ PREFIXES = ("img_backbone.", "position_encoder.") + SHARED + HEADS
 NOT_WRITTEN = (
     (re.compile(r"^pts_bbox_head\.(motion_decoder|motion_mode_query|traj_branches|traj_cls_branches|"
                 r"tl_branches|pos_mlp_sa)\."), "agent forecasts and traffic lights: nothing the plan reads"),
+    # MindDrive's 0.5B det head: the forecasts' lane interaction (MinddriveHead's motion_map_decoder
+    # branch, feeding all_traj_preds only)
+    (re.compile(r"^pts_bbox_head\.(motion_map_decoder|lane_encoder|pos_mlp)\."),
+     "agent forecasts (MindDrive's map interaction): nothing the plan reads"),
     (re.compile(r"^(pts_bbox_head|map_head)\.(code_weights|match_costs)$"), "loss constants"),
     (re.compile(r"^(pts_bbox_head|map_head)\.pc_range$"), "in config.json (front_end.pc_range)"),
     (re.compile(r"^img_backbone\.(rope_win|rope_glb|blocks\.\d+\.attn\.rope)\.freqs_(cos|sin)$"),
@@ -78,9 +89,10 @@ def missing(sd):
     return out
 
 
-def plan(sd, same, ConvertError):
+def plan(sd, same, ConvertError, detector="Orion"):
     """[(source key, written name, "vit" | "head")] and {key: why not written}; `same(a, b)` compares
-    two tensors exactly. Raises ConvertError where a copy differs from what it copies."""
+    two tensors exactly. Raises ConvertError where a copy differs from what it copies (`detector`:
+    the class whose __init__ hands the heads the shared modules, for the message)."""
     written, dropped = [], {}
     for k in sorted(sd):
         if not is_front_end(k):
@@ -93,9 +105,10 @@ def plan(sd, same, ConvertError):
         if head is not None:
             top = k[len(head):]
             if top not in sd:
-                raise ConvertError("%s has no top-level %s (Orion.__init__ hands the heads one module)" % (k, top))
+                raise ConvertError("%s has no top-level %s (%s.__init__ hands the heads one module)"
+                                   % (k, top, detector))
             if not same(sd[k], sd[top]):
-                raise ConvertError("%s differs from %s: the heads share Orion's module" % (k, top))
+                raise ConvertError("%s differs from %s: the heads share %s's module" % (k, top, detector))
             dropped[k] = "a copy of %s" % top
             continue
         m = BRANCH.match(k)
@@ -107,6 +120,35 @@ def plan(sd, same, ConvertError):
             continue
         written.append((k, k, "vit" if k.startswith("img_backbone.") else "head"))
     return written, dropped
+
+
+def select(sd, mode, same, ConvertError, log, warn, detector="Orion"):
+    """--front-end `mode` (auto | yes | no) on the state dict: plan()'s (written, dropped) when the
+    front end is to be written, else None, having said why (auto: none in the checkpoint, or an
+    incomplete one, warned; no: left out). Raises ConvertError under yes when it is incomplete."""
+    present = any(is_front_end(k) for k in sd)
+    if mode == "no" or (mode == "auto" and not present):
+        log("camera front end: not written (%s)" % ("--front-end no" if present else "none in the checkpoint"))
+        return None
+    lacking = missing(sd)
+    if lacking:
+        what = "incomplete camera front end: %d of its tensors missing (%s%s)" % (
+            len(lacking), ", ".join(lacking[:4]), ", ..." if len(lacking) > 4 else "")
+        if mode == "yes":
+            raise ConvertError(what)
+        warn(what + "; not written: the model runs from precomputed vision tokens")
+        return None
+    return plan(sd, same, ConvertError, detector)
+
+
+def report(written, dropped, log):
+    """The stderr line of a written front end: its tensors, and what was not written, by reason."""
+    reasons = {}
+    for why in dropped.values():
+        why = "copies of shared modules" if why.startswith("a copy of") else why
+        reasons[why] = reasons.get(why, 0) + 1
+    log("camera front end: %d tensors written; not written: %s" % (
+        len(written), "; ".join("%d %s" % (n, w) for w, n in sorted(reasons.items()))))
 
 
 def heads_config(det, mp, cfg_get):
