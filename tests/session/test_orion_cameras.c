@@ -402,6 +402,36 @@ START_TEST(test_tokens_on_the_front_end_checkpoint)
 }
 END_TEST
 
+/* Two stages of the CPU backend with the split chosen by measurement (llm_split -1): the
+ * calibration times the front end's ViT on one image batch and leaves the heads on query sets out
+ * (it once ran them too, without frames, and the session was refused); the answer is one stage's. */
+START_TEST(test_two_stages_with_a_measured_split)
+{
+    setenv("VH_CACHE_DIR", "off", 1); /* measured now, not read from an earlier run's cache */
+    rig r;
+    make_rig(&r);
+    float one[2 * POINTS], two[2 * POINTS];
+    vh_session *s = open_session(CAMERAS_MODEL, VH_EXECUTION_SERIAL);
+    answer(s, &r, 0, one);
+    vh_session_destroy(s);
+    char *dir = vh_test_fixture_path(CAMERAS_MODEL);
+    vh_session_params p;
+    vh_session_params_init(&p);
+    p.model_path = dir;
+    p.backends = CAMERAS_BACKEND "," CAMERAS_BACKEND;
+    p.execution_mode = VH_EXECUTION_PIPELINE;
+    p.n_threads = 2;
+    p.warmup_frames = 0;
+    ck_assert_int_eq(p.llm_split, -1);
+    ck_assert_msg(vh_session_create(&p, &s) == VH_OK, "%s", vh_last_error());
+    answer(s, &r, 0, two);
+    ck_assert_msg(same(one, two), "two stages answer otherwise than one");
+    vh_session_destroy(s);
+    free(dir);
+    free_rig(&r);
+}
+END_TEST
+
 START_TEST(test_bad_camera_frames)
 {
     rig r;
@@ -456,6 +486,7 @@ int main(void)
         tcase_add_test(tc, test_streams_keep_their_own_memory);
         tcase_add_test(tc, test_least_recent_stream_gives_way);
         tcase_add_test(tc, test_tokens_on_the_front_end_checkpoint);
+        tcase_add_test(tc, test_two_stages_with_a_measured_split);
     }
     suite_add_tcase(s, tc);
     return vh_test_run_suite(s);
