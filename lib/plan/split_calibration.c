@@ -102,7 +102,7 @@ static uint32_t image_batch_blocks(const vh_model *model)
     return n;
 }
 
-static vh_status time_vision(probe *p, const vh_model *model, double *vision_ns, vh_error *err)
+static vh_status time_vision(probe *p, const vh_model *model, uint32_t n_blocks, double *vision_ns, vh_error *err)
 {
     float *planes_mem[VH_MAX_TOWERS] = {0};
     const float *planes[VH_MAX_TOWERS];
@@ -117,7 +117,7 @@ static vh_status time_vision(probe *p, const vh_model *model, double *vision_ns,
     vh_batch b = {.struct_size = sizeof(vh_batch), .n_images = 1, .pixels = planes};
     for (int r = 0; r < REPEATS && !st; r++) {
         int64_t t0 = vh_now_ns();
-        st = p->plugin->iface->executor_run(p->executor, &b, 0, image_batch_blocks(model), p->why, sizeof p->why);
+        st = p->plugin->iface->executor_run(p->executor, &b, 0, n_blocks, p->why, sizeof p->why);
         if (st) st = probe_fail(p, st, err);
         else if (r > 0 && (double)(vh_now_ns() - t0) < *vision_ns) *vision_ns = (double)(vh_now_ns() - t0);
     }
@@ -268,8 +268,9 @@ vh_status vh_split_calibrate(const vh_model *model, const vh_plan_request *req, 
         probe_destroy(&block);
         if (!st) costs->block_ns[s] = prefill + decode;
         if (!st && s == 0) { /* the vision towers and the projector */
-            if (model->llm_embed_block) st = probe_create(&fixed, model, req, 0, model->llm_embed_block, err);
-            if (!st && model->llm_embed_block) st = time_vision(&fixed, model, &costs->fixed_ns[0], err);
+            const uint32_t vision = image_batch_blocks(model); /* the heads on query sets not even loaded */
+            if (vision) st = probe_create(&fixed, model, req, 0, vision, err);
+            if (!st && vision) st = time_vision(&fixed, model, vision, &costs->fixed_ns[0], err);
         } else if (!st && vh_block_tensor(&model->blocks[model->head_block], VH_READOUT_VOCAB)) {
             /* the LM head, once a pass (a head that only returns hidden rows, and what follows it,
              * are left out: a few rows, small beside the blocks) */
